@@ -1,0 +1,116 @@
+"""Parameter checks shared by every public function.
+
+Public functions validate their arguments once, at the boundary, with these
+helpers; private ``_helpers`` assume clean input. Every message has the same
+shape: ``the 'alpha' parameter of partition_key_graph must be a float >= 1; got 0.9``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from locality.errors import InvalidParameterError, TraceError
+
+__all__ = [
+    "check_interval",
+    "check_integer",
+    "check_option",
+    "check_columns",
+    "check_random_state",
+]
+
+
+def _describe(lower: float | None, upper: float | None, closed: str) -> str:
+    left = ">=" if closed in ("both", "left") else ">"
+    right = "<=" if closed in ("both", "right") else "<"
+    parts = []
+    if lower is not None:
+        parts.append(f"{left} {lower}")
+    if upper is not None:
+        parts.append(f"{right} {upper}")
+    return " and ".join(parts)
+
+
+def _inside(value: float, lower: float | None, upper: float | None, closed: str) -> bool:
+    if lower is not None:
+        if value < lower or (value == lower and closed in ("neither", "right")):
+            return False
+    if upper is not None:
+        if value > upper or (value == upper and closed in ("neither", "left")):
+            return False
+    return True
+
+
+def check_interval(
+    value: object,
+    name: str,
+    owner: str,
+    *,
+    lower: float | None = None,
+    upper: float | None = None,
+    closed: str = "both",
+) -> float:
+    """Return ``value`` as a float if it is a real number inside the interval.
+
+    ``closed`` says which ends belong to the interval: ``"both"``, ``"left"``,
+    ``"right"`` or ``"neither"``. NaN is always rejected.
+    """
+    bound = _describe(lower, upper, closed)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or np.isnan(value):
+        raise InvalidParameterError(f"the {name!r} parameter of {owner} must be a float {bound}; got {value!r}")
+    if not _inside(float(value), lower, upper, closed):
+        raise InvalidParameterError(f"the {name!r} parameter of {owner} must be a float {bound}; got {value!r}")
+    return float(value)
+
+
+def check_integer(
+    value: object,
+    name: str,
+    owner: str,
+    *,
+    lower: int | None = None,
+    upper: int | None = None,
+) -> int:
+    """Return ``value`` as an int if it is an integer within ``[lower, upper]``."""
+    bound = _describe(lower, upper, "both")
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidParameterError(f"the {name!r} parameter of {owner} must be an int {bound}; got {value!r}")
+    if not _inside(int(value), lower, upper, "both"):
+        raise InvalidParameterError(f"the {name!r} parameter of {owner} must be an int {bound}; got {value!r}")
+    return int(value)
+
+
+def check_option(value: object, name: str, owner: str, options: Iterable[str]) -> str:
+    """Return ``value`` if it is one of ``options`` (strings)."""
+    allowed = sorted(options)
+    if not isinstance(value, str) or value not in allowed:
+        raise InvalidParameterError(f"the {name!r} parameter of {owner} must be one of {allowed}; got {value!r}")
+    return value
+
+
+def check_columns(present: Sequence[str], required: Iterable[str | None], what: str) -> None:
+    """Raise :class:`TraceError` naming every required column missing from ``present``.
+
+    ``None`` entries in ``required`` (optional columns left unset) are ignored.
+    """
+    missing = [c for c in required if c is not None and c not in present]
+    if missing:
+        names = ", ".join(repr(c) for c in missing)
+        raise TraceError(f"{what} has no column {names}; the columns present are {list(present)}")
+
+
+def check_random_state(seed: object, name: str = "seed", owner: str = "locality") -> np.random.Generator:
+    """Turn an int seed (or an existing Generator) into a ``numpy.random.Generator``.
+
+    ``None`` is refused on purpose: every random choice in locality is seeded.
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise InvalidParameterError(
+            f"the {name!r} parameter of {owner} must be an int >= 0 or a numpy Generator; got {seed!r}"
+        )
+    return np.random.default_rng(int(seed))

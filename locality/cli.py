@@ -1,0 +1,271 @@
+"""The ``locality`` command line: thin commands over the library and the Spark jobs.
+
+Exit codes: 0 success; 1 ran but the result needs attention (alpha
+infeasible: a key alone is heavier than an instance may carry); 2 could not
+run (bad input, bad parameters, unreadable trace). With ``--json`` exactly one
+JSON document goes to stdout; progress, logs and errors go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from locality.errors import LocalityError, TopologyError
+
+__all__ = ["main", "cli", "EXIT_OK", "EXIT_FAIL", "EXIT_ERROR"]
+
+EXIT_OK = 0
+EXIT_FAIL = 1
+EXIT_ERROR = 2
+
+logger = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------------- shared options
+def _keys(value: str) -> list[str]:
+    keys = [k.strip() for k in value.split(",") if k.strip()]
+    if len(keys) < 2:
+        raise click.BadParameter(f"needs at least two comma-separated key columns (one per operator); got {value!r}")
+    return keys
+
+
+def trace_options(command: Callable) -> Callable:
+    """Options naming the trace's columns and time range."""
+    for option in reversed(
+        [
+            click.argument("trace"),
+            click.option("--keys", required=True, help="Key columns in operator order, comma-separated."),
+            click.option("--weight", help="Column with each row's weight (count or bytes); default 1."),
+            click.option("--ts", help="Timestamp column (needed for --start/--end)."),
+            click.option("--start", help="Keep rows with ts >= START (ISO 8601, UTC)."),
+            click.option("--end", help="Keep rows with ts < END (ISO 8601, UTC)."),
+            click.option("--format", "fmt", type=click.Choice(["parquet", "csv", "json"]), help="Default: from file names."),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def output_options(command: Callable) -> Callable:
+    for option in reversed(
+        [
+            click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout."),
+            click.option("--quiet", "-q", is_flag=True, help="No progress on stderr."),
+            click.option("--master", help="Spark master (default: spark-submit's, else local[*])."),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def _trace_spec(trace, keys, weight, ts, start, end, fmt):
+    from pipelines.trace import TraceSpec
+
+    return TraceSpec(trace, _keys(keys), weight=weight, ts=ts, start=start, end=end, format=fmt)
+
+
+def _topology(keys: list[str], servers: int | None, instances_per_server: int, topology_file: str | None):
+    from locality._validation import check_integer
+    from locality.topology import Topology
+
+    if topology_file:
+        if servers is not None:
+            raise click.UsageError("give either --servers (with --instances-per-server) or --topology, not both")
+        try:
+            doc = json.loads(Path(topology_file).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise TopologyError(f"cannot read the topology file {topology_file!r}: {exc}") from None
+        if "instances" in doc:
+            return Topology.from_counts(keys, doc["instances"], doc.get("capacities"))
+        return Topology(doc.get("servers", []), keys, doc.get("placement", {}), doc.get("capacities"))
+    if servers is None:
+        raise click.UsageError("--servers (or --topology) is required")
+    check_integer(servers, "servers", "locality optimize", lower=1)
+    check_integer(instances_per_server, "instances_per_server", "locality optimize", lower=1)
+    return Topology.uniform(keys, servers, instances_per_server)
+
+
+def _emit(as_json: bool, document: dict, text: str) -> None:
+    if as_json:
+        click.echo(json.dumps(document, default=str))
+    else:
+        click.echo(text)
+
+
+def _session(master: str | None):
+    from pipelines.session import build_session
+
+    return build_session("locality", master=master)
+
+
+# ---------------------------------------------------------------------- commands
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", count=True, help="More logging on stderr (-v info, -vv debug).")
+def cli(verbose: int) -> None:
+    """Locality-aware routing for stateful stream processing."""
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+
+
+@cli.command()
+@trace_options
+@click.option("--servers", type=int, help="Number of servers (instances placed round-robin).")
+@click.option("--instances-per-server", type=int, default=1, show_default=True)
+@click.option("--topology", "topology_file", type=click.Path(), help="JSON topology (servers, placement, capacities).")
+@click.option("--alpha", type=float, default=1.03, show_default=True, help="Per-operator balance bound (>= 1).")
+@click.option("--hash", "hash_engine", default="kafka", show_default=True, help="Fallback: kafka, storm, flink, spark, ring.")
+@click.option("--top-pairs", type=int, help="Keep only the N heaviest key pairs per hop.")
+@click.option("--capacity", type=int, default=100_000, show_default=True, help="Space-Saving counters per sketch.")
+@click.option("--exact", is_flag=True, help="Count exactly with Spark aggregations instead of sketches.")
+@click.option("--max-entries", type=int, help="Cap on each operator's routing table.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
+@output_options
+def optimize(trace, keys, weight, ts, start, end, fmt, servers, instances_per_server, topology_file, alpha, hash_engine,
+             top_pairs, capacity, exact, max_entries, seed, store, as_json, quiet, master):
+    """Learn routing tables from TRACE and publish them as a new version in --store."""
+    from pipelines.offline import OfflineParams, run
+    from pipelines.progress import Stages
+
+    spec = _trace_spec(trace, keys, weight, ts, start, end, fmt)
+    params = OfflineParams(
+        trace=spec,
+        topology=_topology(list(spec.keys), servers, instances_per_server, topology_file),
+        store=store,
+        alpha=alpha,
+        hash=hash_engine,
+        top_pairs=top_pairs,
+        capacity=capacity,
+        exact=exact,
+        max_entries=max_entries,
+        seed=seed,
+    )
+    spark = _session(master)
+    with Stages(show=not quiet) as stages:
+        result = run(spark, params, stages)
+    _emit(as_json, result.report, result.summary)
+    if result.report["optimization"]["hot_keys"]:
+        sys.exit(EXIT_FAIL)
+
+
+@cli.command()
+@trace_options
+@click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
+@click.option("--version", "version", type=int, help="Version to evaluate (default: current).")
+@output_options
+def evaluate(trace, keys, weight, ts, start, end, fmt, store, version, as_json, quiet, master):
+    """Replay TRACE through a stored configuration and through hash routing."""
+    from locality.report import format_evaluation
+    from locality.store import ConfigStore
+    from pipelines.evaluate import evaluate_trace
+    from pipelines.progress import Stages
+    from pipelines.trace import read_trace
+
+    spec = _trace_spec(trace, keys, weight, ts, start, end, fmt)
+    stored = ConfigStore(store).get(version)
+    config = stored.config
+    if len(spec.keys) != len(config.topology.operators):
+        raise TopologyError(
+            f"version {stored.version} routes {len(config.topology.operators)} operators "
+            f"{list(config.topology.operators)}; got {len(spec.keys)} key columns {list(spec.keys)}"
+        )
+    spark = _session(master)
+    with Stages(show=not quiet) as stages, stages.stage("replay"):
+        report = evaluate_trace(read_trace(spark, spec), config, spec.keys, weight=spec.weight)
+    figures = {"version": stored.version, **report.to_dict()}
+    _emit(as_json, figures, "\n".join(format_evaluation(figures, f"version {stored.version} on {trace}")))
+
+
+@cli.command()
+@click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+def show(store, as_json):
+    """List the versions of a store, the current one first-marked, with their summaries."""
+    from locality.store import ConfigStore
+
+    config_store = ConfigStore(store)
+    current = config_store.current_version()
+    versions = [config_store.get(v).manifest for v in config_store.versions()]
+    lines = [f"store {store}: {len(versions)} versions, current {current}"]
+    for manifest in versions:
+        mark = "*" if manifest["version"] == current else " "
+        summary = manifest.get("summary", {})
+        figures = ""
+        if "locality" in summary:
+            figures = f"locality {summary['locality']:.1%} (hash {summary['hash_locality']:.1%})"
+        lines.append(f"{mark} {manifest['version']:>4}  {manifest['created']}  {manifest.get('job', '')}  {figures}")
+    _emit(as_json, {"store": store, "current": current, "versions": versions}, "\n".join(lines))
+
+
+@cli.command()
+@click.option("--workdir", type=click.Path(), default="demo-output", show_default=True,
+              help="Where the generated trace and the store go.")
+@click.option("--rows", type=int, default=200_000, show_default=True, help="Tuples in the generated trace.")
+@click.option("--servers", type=int, default=6, show_default=True)
+@output_options
+def demo(workdir, rows, servers, as_json, quiet, master):
+    """Generate a Twitter-like trace with drifting correlations, optimize on week 1, evaluate on week 2."""
+    from locality.datasets.synthetic import twitter_like
+    from locality.report import format_evaluation
+    from locality.topology import Topology
+    from pipelines.evaluate import evaluate_trace
+    from pipelines.offline import OfflineParams, run
+    from pipelines.progress import Stages
+    from pipelines.trace import TraceSpec, read_trace
+
+    work = Path(workdir)
+    trace_path = work / "twitter_like.parquet"
+    work.mkdir(parents=True, exist_ok=True)
+    if not trace_path.exists():
+        twitter_like(rows, days=14, seed=0).to_parquet(trace_path, index=False)
+    keys = ["location", "hashtag"]
+    week1 = TraceSpec(str(trace_path), keys, ts="ts", start="2015-06-01", end="2015-06-08")
+    week2 = TraceSpec(str(trace_path), keys, ts="ts", start="2015-06-08", end="2015-06-15")
+    params = OfflineParams(trace=week1, topology=Topology.uniform(keys, servers), store=str(work / "store"))
+    spark = _session(master)
+    with Stages(show=not quiet) as stages:
+        result = run(spark, params, stages)
+        with stages.stage("evaluate on week 2"):
+            next_week = evaluate_trace(read_trace(spark, week2), result.config, keys)
+    figures = next_week.to_dict()
+    document = {"trace": str(trace_path), "store": str(work / "store"), "optimize": result.report, "next_week": figures}
+    text = "\n".join(
+        [
+            f"demo trace: {trace_path} ({rows:,} tuples, 14 days, {servers} servers)",
+            result.summary,
+            "",
+            *format_evaluation(figures, "week 2 (not seen by the optimizer)"),
+        ]
+    )
+    _emit(as_json, document, text)
+
+
+# ---------------------------------------------------------------------- entry point
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; map locality's errors to exit code 2 with the message on stderr."""
+    try:
+        cli.main(args=argv, prog_name="locality", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_ERROR
+    except click.Abort:
+        click.echo("aborted", err=True)
+        return EXIT_ERROR
+    except LocalityError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return EXIT_ERROR
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Trace loaders and synthetic trace generators (pure numpy/pandas, seeded)."""

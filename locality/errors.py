@@ -1,0 +1,45 @@
+"""The exceptions locality raises, in one hierarchy.
+
+Every error a user can cause derives from :class:`LocalityError`, so a scheduler
+or the CLI can catch "the input was wrong" apart from a bug. Parameter errors
+also derive from ``ValueError`` and ``TypeError`` (scikit-learn's convention),
+so callers that already catch those keep working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "LocalityError",
+    "InvalidParameterError",
+    "TopologyError",
+    "TraceError",
+    "SerializationError",
+    "StoreError",
+]
+
+
+class LocalityError(Exception):
+    """Base class of every error caused by the input of a locality function."""
+
+
+class InvalidParameterError(LocalityError, ValueError, TypeError):
+    """A parameter has a wrong type or a value outside what is allowed.
+
+    The message names the parameter, its owner, what is allowed and what came in.
+    """
+
+
+class TopologyError(LocalityError, ValueError):
+    """The servers, operators or instance placement do not describe a valid deployment."""
+
+
+class TraceError(LocalityError, ValueError):
+    """A trace cannot be used: missing or mistyped column, empty, unreadable."""
+
+
+class SerializationError(LocalityError, ValueError):
+    """Bytes or files that should hold a locality object do not."""
+
+
+class StoreError(LocalityError):
+    """The configuration store is missing, damaged, or has no such version."""

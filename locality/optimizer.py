@@ -1,0 +1,291 @@
+"""From key counts to a routing configuration: graph, METIS, placement, tables.
+
+:func:`optimize` is the driver-side step shared by the Spark jobs, the CLI and
+the notebooks: it takes a key graph (built from sketches or exact counts) and
+returns the configuration with everything measured on the way.
+:class:`LocalityOptimizer` wraps the whole chain for an in-memory trace
+(pandas / Arrow), following the estimator contract: ``fit`` returns ``self``
+and leaves ``config_``, ``graph_``, ``partition_``, ``placement_`` and
+``report_`` behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from locality._validation import check_integer, check_interval, check_option
+from locality.evaluation import EvaluationReport, evaluate
+from locality.graph import KeyGraph, build_key_graph
+from locality.hashing import ENGINES, FallbackHash, make_fallback
+from locality.partition import Partition, partition_key_graph
+from locality.placement import Placement, place_keys
+from locality.routing import RoutingConfiguration, build_routing, entry_values
+from locality.sketch import SpaceSaving
+from locality.topology import Topology
+
+__all__ = ["Optimization", "optimize", "count_keys", "make_fallbacks", "LocalityOptimizer"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Optimization:
+    """A configuration and how it was made."""
+
+    config: RoutingConfiguration
+    graph: KeyGraph
+    partition: Partition
+    placement: Placement
+    seconds: float
+
+    def summary(self) -> dict:
+        """JSON-ready figures on the graph (expected, before replaying any trace)."""
+        return {
+            "vertices": self.graph.n_vertices,
+            "edges": self.graph.n_edges,
+            "metis_seconds": self.partition.metis_seconds,
+            "optimize_seconds": self.seconds,
+            "graph_locality_metis": self.partition.locality,
+            "graph_locality": self.placement.locality,
+            "expected_imbalance": self.placement.imbalance,
+            "repair_moves": self.placement.moves,
+            "feasible": self.partition.feasible,
+            "hot_keys": [h.to_dict() for h in self.partition.hot_keys],
+            "table_entries": self.config.table_sizes(),
+        }
+
+
+def make_fallbacks(topology: Topology, engine: str = "kafka", **params) -> dict[str, FallbackHash]:
+    """One fallback hash per operator, sized to its number of instances."""
+    check_option(engine, "hash", "make_fallbacks", ENGINES)
+    return {op: make_fallback(engine, topology.n_instances(op), **params) for op in topology.operators}
+
+
+def optimize(
+    graph: KeyGraph,
+    topology: Topology,
+    fallbacks: Mapping[str, FallbackHash],
+    *,
+    alpha: float = 1.03,
+    seed: int = 0,
+    max_entries: int | None = None,
+    recursive: bool = False,
+    preferred: np.ndarray | None = None,
+    parameters: Mapping | None = None,
+) -> Optimization:
+    """Partition ``graph`` with METIS, place keys on instances within ``alpha``, build the tables.
+
+    Parameters
+    ----------
+    graph : KeyGraph
+    topology : Topology
+        Its operators must be the graph's, in the same order.
+    fallbacks : mapping of operator -> FallbackHash
+    alpha : float, default 1.03
+        Per-operator, per-instance balance bound (>= 1).
+    seed : int, default 0
+        METIS seed.
+    max_entries : int, optional
+        Cap on each operator's table.
+    recursive : bool, default False
+        Recursive bisection instead of k-way METIS.
+    preferred : ndarray of int, optional
+        Instance each vertex would rather keep (default: its fallback
+        instance, which needs no table entry).
+    parameters : mapping, optional
+        Extra parameters recorded in the configuration.
+    """
+    alpha = check_interval(alpha, "alpha", "optimize", lower=1.0)
+    if max_entries is not None:
+        check_integer(max_entries, "max_entries", "optimize", lower=0)
+    if tuple(topology.operators) != tuple(graph.operators):
+        raise ValueError(f"topology operators {topology.operators} differ from the graph's {graph.operators}")
+    started = time.perf_counter()
+    partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed, recursive=recursive)
+    if preferred is None:
+        preferred = np.concatenate(
+            [fallbacks[op].instances_of(graph.keys[op].to_numpy(dtype=object)) for op in graph.operators]
+        ).astype(np.int64)
+    placement = place_keys(
+        graph, topology, partition.server_of_vertex, alpha=alpha, preferred=preferred, hot_keys=partition.hot_keys
+    )
+    if max_entries is not None:
+        pinned = _outside_cap(graph, topology, placement, preferred, max_entries)
+        placement = place_keys(
+            graph,
+            topology,
+            placement.server_of_vertex,
+            alpha=alpha,
+            preferred=preferred,
+            hot_keys=partition.hot_keys,
+            pinned=pinned,
+        )
+    params = {"alpha": alpha, "seed": seed, "max_entries": max_entries, "metis": "recursive" if recursive else "kway"}
+    params.update(parameters or {})
+    config = build_routing(graph, topology, placement, fallbacks, parameters=params)
+    return Optimization(config, graph, partition, placement, time.perf_counter() - started)
+
+
+def _outside_cap(
+    graph: KeyGraph, topology: Topology, placement: Placement, preferred: np.ndarray, max_entries: int
+) -> np.ndarray:
+    """Keys to pin on their fallback instance so that each table keeps at most ``max_entries`` entries.
+
+    The entries kept are those worth the most locality (ties: heavier keys);
+    every other key of a capped operator is pinned, and the second placement
+    rebalances with the kept keys alone, so the cap holds and so does the
+    balance bound (when the kept keys carry enough load to balance with).
+    """
+    pinned = np.zeros(graph.n_vertices, dtype=bool)
+    for op in graph.operators:
+        sl = graph.operator_slice(op)
+        differs = np.flatnonzero(placement.instance_of_vertex[sl] != preferred[sl])
+        if differs.size <= max_entries:
+            continue
+        value = entry_values(graph, topology, placement, op, preferred[sl])[differs]
+        keep = differs[np.lexsort((-graph.vertex_weight[sl][differs], -value))[:max_entries]]
+        pinned[sl] = True
+        pinned[keep + sl.start] = False
+        logger.info("table of %r capped at %d of %d entries", op, max_entries, differs.size)
+    return pinned
+
+
+def count_keys(
+    trace: pd.DataFrame,
+    operators: Sequence[str],
+    *,
+    weight: str | None = None,
+    capacity: int | None = None,
+) -> tuple[list[pd.DataFrame], dict[str, pd.DataFrame], dict[str, float]]:
+    """Pair counts of consecutive operators, key loads and totals of an in-memory trace.
+
+    Exact (pandas group-by) when ``capacity`` is None, else from Space-Saving
+    sketches of that capacity (the same path the Spark job takes per partition).
+    Returns ``(pair_counts, key_loads, totals)`` as :func:`build_key_graph` takes them.
+    """
+    operators = list(operators)
+    frame = trace[operators + ([weight] if weight else [])].dropna(subset=operators)
+    w = frame[weight].to_numpy(dtype=float) if weight else np.ones(len(frame))
+    total = float(w.sum())
+    totals = {op: total for op in operators}
+    pair_counts, key_loads = [], {}
+    if capacity is None:
+        keyed = frame[operators].assign(weight=w)
+        for a, b in zip(operators, operators[1:]):
+            pairs = keyed.groupby([a, b], sort=False, observed=True)["weight"].sum().reset_index()
+            pair_counts.append(pairs.rename(columns={a: "key0", b: "key1"}))
+        for op in operators:
+            loads = keyed.groupby(op, sort=False, observed=True)["weight"].sum().reset_index()
+            key_loads[op] = loads.rename(columns={op: "key"})
+        return pair_counts, key_loads, totals
+    weights = w if weight else None
+    for a, b in zip(operators, operators[1:]):
+        sketch = SpaceSaving(capacity, arity=2)
+        sketch.update_batch([frame[a], frame[b]], weights)
+        pair_counts.append(sketch.top_k()[["key0", "key1", "estimate"]].rename(columns={"estimate": "weight"}))
+    for op in operators:
+        sketch = SpaceSaving(capacity)
+        sketch.update_batch(frame[op], weights)
+        key_loads[op] = sketch.top_k()[["key", "estimate"]].rename(columns={"estimate": "weight"})
+    return pair_counts, key_loads, totals
+
+
+class LocalityOptimizer:
+    """Learn routing tables from an in-memory trace (estimator contract).
+
+    Parameters
+    ----------
+    topology : Topology
+        Its operators name the trace's key columns, in pipeline order.
+    alpha : float, default 1.03
+        Per-operator balance bound.
+    fallback : {"kafka", "storm", "flink", "spark", "ring"}, default "kafka"
+        The engine whose hash routes keys not in the tables.
+    top_pairs : int, optional
+        Keep only the heaviest pairs of each hop in the graph.
+    sketch_capacity : int, optional
+        Count with Space-Saving sketches of this capacity instead of exactly.
+    max_entries : int, optional
+        Cap on each table.
+    seed : int, default 0
+    recursive : bool, default False
+        METIS recursive bisection instead of k-way.
+
+    Attributes
+    ----------
+    config_ : RoutingConfiguration
+    graph_ : KeyGraph
+    partition_ : Partition
+    placement_ : Placement
+    report_ : EvaluationReport
+        In-sample figures (on the trace ``fit`` saw) beside hash routing.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from locality.topology import Topology
+    >>> trace = pd.DataFrame({"region": ["eu", "eu", "us", "us"] * 50,
+    ...                       "tag": ["a", "b", "c", "d"] * 50})
+    >>> opt = LocalityOptimizer(Topology.uniform(["region", "tag"], 2), alpha=1.1).fit(trace)
+    >>> opt.report_.optimized.locality
+    1.0
+    """
+
+    def __init__(
+        self,
+        topology: Topology,
+        *,
+        alpha: float = 1.03,
+        fallback: str = "kafka",
+        top_pairs: int | None = None,
+        sketch_capacity: int | None = None,
+        max_entries: int | None = None,
+        seed: int = 0,
+        recursive: bool = False,
+    ) -> None:
+        self.topology = topology
+        self.alpha = alpha
+        self.fallback = fallback
+        self.top_pairs = top_pairs
+        self.sketch_capacity = sketch_capacity
+        self.max_entries = max_entries
+        self.seed = seed
+        self.recursive = recursive
+
+    def fit(self, trace: pd.DataFrame, weight: str | None = None) -> LocalityOptimizer:
+        """Count, build the graph, partition, place and route; then evaluate in-sample."""
+        owner = "LocalityOptimizer"
+        check_interval(self.alpha, "alpha", owner, lower=1.0)
+        if self.top_pairs is not None:
+            check_integer(self.top_pairs, "top_pairs", owner, lower=1)
+        if self.sketch_capacity is not None:
+            check_integer(self.sketch_capacity, "sketch_capacity", owner, lower=1)
+        operators = list(self.topology.operators)
+        pairs, loads, totals = count_keys(trace, operators, weight=weight, capacity=self.sketch_capacity)
+        self.graph_ = build_key_graph(operators, pairs, loads, totals=totals, top_pairs=self.top_pairs)
+        result = optimize(
+            self.graph_,
+            self.topology,
+            make_fallbacks(self.topology, self.fallback),
+            alpha=self.alpha,
+            seed=self.seed,
+            max_entries=self.max_entries,
+            recursive=self.recursive,
+            parameters={"hash": self.fallback, "top_pairs": self.top_pairs, "sketch_capacity": self.sketch_capacity},
+        )
+        self.config_, self.partition_, self.placement_ = result.config, result.partition, result.placement
+        self.optimization_ = result
+        self.report_ = evaluate(trace, self.config_, weight=weight)
+        return self
+
+    def evaluate(self, trace: pd.DataFrame, weight: str | None = None) -> EvaluationReport:
+        """Figures of the fitted configuration on another trace (e.g. the next window)."""
+        if not hasattr(self, "config_"):
+            raise AttributeError("this LocalityOptimizer is not fitted yet; call fit(trace) first")
+        return evaluate(trace, self.config_, weight=weight)

@@ -1,0 +1,224 @@
+"""Split the key graph into one part per server with METIS, under a balance bound.
+
+Locality-aware routing reduces to graph partitioning [1]_: a cut edge is a
+pair of keys whose tuples cross the network, so the partitioner minimises the
+cut weight while keeping every part within ``alpha`` of its share of the load.
+METIS [2]_ (through pymetis) does the partitioning; this module prepares its
+input (integer weights, ``ufactor`` from ``alpha``, target part weights from
+server capacities) and checks, before partitioning, whether ``alpha`` can be
+met at all: a key heavier than ``alpha`` times the largest instance share of
+its operator cannot fit anywhere, and METIS would silently return a far worse
+balance than the lower bound (feasibility.md section 3).
+
+The balance METIS guarantees is on the *sum* of the operators' loads per
+server. The paper's bound is per operator and per instance; that is enforced
+afterwards by :func:`locality.placement.place_keys`, which assigns keys to
+instances and repairs what METIS leaves unbalanced (pymetis cannot pass
+multi-constraint weights: it reads them wrong, anchors.md section 2.1).
+
+References
+----------
+.. [1] Caneill, El Rheddane, Leroy, De Palma. "Locality-aware routing in
+   stateful streaming applications." Middleware 2016.
+.. [2] Karypis, Kumar. "A fast and high quality multilevel scheme for
+   partitioning irregular graphs." SIAM J. Sci. Comput. 20(1), 1998.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from locality._validation import check_integer, check_interval
+from locality.graph import KeyGraph
+from locality.topology import Topology
+
+__all__ = ["HotKey", "Partition", "partition_key_graph", "find_hot_keys", "METIS_WEIGHT_SCALE"]
+
+logger = logging.getLogger(__name__)
+
+#: Operator loads are rescaled to this total before rounding to METIS's integer weights.
+METIS_WEIGHT_SCALE = 1 << 30
+
+
+@dataclass(frozen=True)
+class HotKey:
+    """A key too heavy for the balance bound: alone it exceeds ``alpha`` times the largest instance share."""
+
+    operator: str
+    key: object
+    load: float
+    bound: float
+
+    def to_dict(self) -> dict:
+        key = self.key.item() if hasattr(self.key, "item") else self.key
+        return {"operator": self.operator, "key": key, "load": self.load, "bound": self.bound}
+
+    def __str__(self) -> str:
+        return (
+            f"key {self.key!r} of operator {self.operator!r} carries {self.load:g} load, "
+            f"more than the {self.bound:g} any one instance may take under alpha"
+        )
+
+
+@dataclass
+class Partition:
+    """METIS's answer: a server (position in ``topology.servers``) per vertex, and what it cost."""
+
+    server_of_vertex: np.ndarray
+    edge_cut: float
+    locality: float
+    metis_seconds: float
+    hot_keys: list[HotKey] = field(default_factory=list)
+
+    @property
+    def feasible(self) -> bool:
+        """False when some key alone is heavier than the balance bound allows."""
+        return not self.hot_keys
+
+
+def find_hot_keys(graph: KeyGraph, topology: Topology, alpha: float) -> list[HotKey]:
+    """Keys that alone exceed ``alpha`` x the largest fair instance load of their operator.
+
+    Such a key makes the per-operator bound infeasible whatever the
+    partitioner does; it is reported instead of silently unbalancing.
+    """
+    hot = []
+    for op in graph.operators:
+        bound = alpha * float(topology.instance_shares(op).max()) * graph.totals[op]
+        weights = graph.vertex_weight[graph.operator_slice(op)]
+        for i in np.flatnonzero(weights > bound * (1 + 1e-12)):
+            hot.append(HotKey(op, graph.keys[op][i], float(weights[i]), bound))
+    hot.sort(key=lambda h: -h.load)
+    return hot
+
+
+def _integer_weights(values: np.ndarray, factor: float) -> np.ndarray:
+    """Round ``values * factor`` to int64 (METIS needs integers), keeping positive weights positive."""
+    scaled = np.rint(values * factor).astype(np.int64)
+    # A positive weight rounded to 0 would make METIS treat the key as free.
+    return np.where((values > 0) & (scaled == 0), 1, scaled)
+
+
+def _edge_factor(weights: np.ndarray) -> float:
+    """1 for integer counts; otherwise a factor that keeps fractional weights apart once rounded."""
+    if weights.size == 0 or np.all(weights == np.floor(weights)):
+        return 1.0
+    smallest = weights[weights > 0].min()
+    return min(max(1.0, 100.0 / smallest), float(1 << 40) / weights.sum())
+
+
+def _metis_inputs(graph: KeyGraph, topology: Topology) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """Vertex weights (each operator scaled to the same total), edge weights, target part weights."""
+    n_ops = len(graph.operators)
+    vweights = np.zeros(graph.n_vertices, dtype=np.int64)
+    shares = np.zeros(len(topology.servers))
+    for op in graph.operators:
+        sl = graph.operator_slice(op)
+        op_total = graph.vertex_weight[sl].sum()
+        if op_total > 0:
+            vweights[sl] = _integer_weights(graph.vertex_weight[sl], METIS_WEIGHT_SCALE / n_ops / op_total)
+        shares += topology.server_shares(op) / n_ops
+    return vweights, shares, shares.tolist()
+
+
+def partition_key_graph(
+    graph: KeyGraph,
+    topology: Topology,
+    *,
+    alpha: float = 1.03,
+    seed: int = 0,
+    recursive: bool = False,
+    n_cuts: int = 8,
+) -> Partition:
+    """Split the key graph into server parts that keep co-occurring keys together.
+
+    Parameters
+    ----------
+    graph : KeyGraph
+        The key graph (:func:`locality.graph.build_key_graph`).
+    topology : Topology
+        Servers and their capacities; part ``s`` is ``topology.servers[s]``.
+    alpha : float, default 1.03
+        Balance bound (>= 1): a part may hold at most ``alpha`` times its share
+        of the load. Passed to METIS as ``ufactor = 1000 * (alpha - 1)``.
+    seed : int, default 0
+        METIS's random seed; the same seed and graph give the same partition.
+    recursive : bool, default False
+        Recursive bisection instead of k-way. pymetis defaults to recursive
+        bisection up to 8 parts; k-way cuts less on key graphs (measured in
+        ``benchmarks/RESULTS.md``), so it is the default here.
+    n_cuts : int, default 8
+        METIS computes this many partitions (``ncuts``) and keeps the one
+        with the smallest cut; 8 gave +0.7 points of next-window locality on
+        the tweet trace over 1, for 8x METIS time.
+
+    Returns
+    -------
+    Partition
+        Server per vertex, edge cut (weight), locality on the graph (kept edge
+        weight / total edge weight), METIS time and the hot keys that make
+        ``alpha`` infeasible (empty when feasible).
+
+    Raises
+    ------
+    InvalidParameterError
+        ``alpha < 1`` or a negative seed.
+
+    Notes
+    -----
+    Operators are scaled to the same total weight so that each counts equally
+    in METIS's single balance constraint, and the target part weights are the
+    servers' capacity shares averaged over operators.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from locality.graph import build_key_graph
+    >>> from locality.topology import Topology
+    >>> pairs = pd.DataFrame({"key0": ["a", "a", "b", "b"], "key1": ["x", "y", "z", "w"],
+    ...                       "weight": [10, 9, 10, 9]})
+    >>> g = build_key_graph(["k1", "k2"], [pairs])
+    >>> p = partition_key_graph(g, Topology.uniform(["k1", "k2"], 2), alpha=1.5)
+    >>> p.locality
+    1.0
+    """
+    alpha = check_interval(alpha, "alpha", "partition_key_graph", lower=1.0)
+    seed = check_integer(seed, "seed", "partition_key_graph", lower=0)
+    n_cuts = check_integer(n_cuts, "n_cuts", "partition_key_graph", lower=1)
+    n_parts = len(topology.servers)
+    hot = find_hot_keys(graph, topology, alpha)
+    for h in hot:
+        logger.warning("alpha %.3f is infeasible: %s", alpha, h)
+
+    started = time.perf_counter()
+    if n_parts == 1 or graph.n_vertices == 0:
+        parts = np.zeros(graph.n_vertices, dtype=np.int64)
+    else:
+        import pymetis
+
+        vweights, shares, tpwgts = _metis_inputs(graph, topology)
+        xadj, adjncy, eweights = graph.to_csr()
+        options = pymetis.Options(ufactor=max(1, int(round(1000 * (alpha - 1)))), seed=seed, ncuts=n_cuts)
+        uniform = np.allclose(shares, 1.0 / n_parts)
+        result = pymetis.part_graph(
+            n_parts,
+            adjacency=pymetis.CSRAdjacency(xadj, adjncy),
+            vweights=vweights,
+            eweights=_integer_weights(eweights, _edge_factor(eweights)),
+            tpwgts=None if uniform else tpwgts,
+            recursive=recursive,
+            options=options,
+        )
+        parts = np.asarray(result.vertex_part, dtype=np.int64)
+    seconds = time.perf_counter() - started
+
+    cut_mask = parts[graph.src] != parts[graph.dst]
+    cut = float(graph.edge_weight[cut_mask].sum())
+    total = float(graph.edge_weight.sum())
+    locality = 1.0 - cut / total if total > 0 else 1.0
+    logger.info("METIS: %d parts, cut %.4g of %.4g edge weight, %.3f s", n_parts, cut, total, seconds)
+    return Partition(parts, cut, locality, seconds, hot)

@@ -1,0 +1,321 @@
+"""Keys to instances: the server METIS chose, its least-loaded instance, then a per-operator repair.
+
+METIS balances the sum of all operators' loads per server; the bound users
+need is per operator and per instance: no instance may receive more than
+``alpha`` times its fair share of its operator's load [1]_. This module turns a
+server per key into an instance per key and enforces that bound:
+
+1. Within its server, each key (heaviest first) goes to the instance with the
+   lowest load relative to its share (longest-processing-time greedy), unless
+   its *preferred* instance (the fallback's choice, so no table entry is
+   needed; or its current instance, so no state moves) is on that server and
+   still under its fair share.
+2. Repair: while an instance is above its bound, move keys off it, cheapest
+   first, where the price of a move is the locality it loses (edge weight to
+   keys on the old server minus edge weight to keys on the new one) per unit
+   of load moved. Moves between instances of one server cost nothing.
+
+Load that the graph does not hold (the tail of keys the sketch did not keep)
+is routed by the fallback hash and counted as spread over instances in
+proportion to their shares.
+
+References
+----------
+.. [1] Caneill, El Rheddane, Leroy, De Palma. "Locality-aware routing in
+   stateful streaming applications." Middleware 2016 (section 3.1: the alpha bound).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from locality.graph import KeyGraph
+from locality.partition import HotKey
+from locality.topology import Topology
+
+__all__ = ["Placement", "place_keys", "server_connections"]
+
+logger = logging.getLogger(__name__)
+
+_EPS = 1e-9
+#: Most alternating refinement passes over the operators.
+_REFINE_ROUNDS = 8
+#: Safety cap on repair rounds (each moves at least one key or gives an instance up).
+_MAX_REPAIR_ROUNDS = 100_000
+
+
+@dataclass
+class Placement:
+    """Instance (index within its operator) and server of every vertex, and the expected loads.
+
+    ``instance_loads[op]`` and ``bounds[op]`` are per instance, on the graph's
+    loads plus the hash-routed tail; ``imbalance[op]`` is the largest
+    ``load / fair share`` (1 = perfectly balanced; the paper's alpha).
+    """
+
+    instance_of_vertex: np.ndarray
+    server_of_vertex: np.ndarray
+    instance_loads: dict[str, np.ndarray]
+    bounds: dict[str, np.ndarray]
+    imbalance: dict[str, float]
+    moves: int
+    locality: float
+
+    @property
+    def balanced(self) -> bool:
+        """True when every instance is within its bound (hot keys raise their own instance's bound)."""
+        return all(np.all(self.instance_loads[op] <= self.bounds[op] * (1 + 1e-9)) for op in self.instance_loads)
+
+
+def server_connections(
+    graph: KeyGraph,
+    vertices: np.ndarray,
+    server_of_vertex: np.ndarray,
+    n_servers: int,
+    csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Edge weight from each of ``vertices`` to the keys on each server, shape ``(len(vertices), n_servers)``."""
+    xadj, adjncy, weights = csr if csr is not None else graph.to_csr()
+    starts, ends = xadj[vertices], xadj[vertices + 1]
+    counts = ends - starts
+    out = np.zeros((len(vertices), n_servers))
+    if counts.sum() == 0:
+        return out
+    rows = np.repeat(np.arange(len(vertices)), counts)
+    # positions of every neighbour entry of the selected vertices in adjncy
+    positions = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(starts, counts)
+    np.add.at(out, (rows, server_of_vertex[adjncy[positions]]), weights[positions])
+    return out
+
+
+def _lpt_within_servers(
+    weights: np.ndarray,
+    servers: np.ndarray,
+    preferred: np.ndarray | None,
+    inst_server: np.ndarray,
+    shares: np.ndarray,
+    base_load: np.ndarray,
+    total: float,
+    pinned: np.ndarray | None,
+) -> np.ndarray:
+    """Instance per key: heaviest first, the least-loaded (relative to share) instance of its server.
+
+    Pinned keys take their preferred instance first.
+    """
+    n_servers = int(inst_server.max()) + 1
+    per_server = [np.flatnonzero(inst_server == s) for s in range(n_servers)]
+    if all(len(group) == 1 for group in per_server):
+        return np.array([g[0] for g in per_server], dtype=np.int64)[servers]
+    loads = base_load.copy()
+    fair = shares * total
+    out = np.empty(weights.shape[0], dtype=np.int64)
+    free = np.ones(weights.shape[0], dtype=bool) if pinned is None else ~pinned
+    if pinned is not None:
+        out[pinned] = preferred[pinned]
+        loads += np.bincount(preferred[pinned], weights=weights[pinned], minlength=loads.shape[0])
+    for v in np.flatnonzero(free)[np.argsort(-weights[free], kind="stable")]:
+        group = per_server[servers[v]]
+        choice = -1
+        if preferred is not None:
+            p = preferred[v]
+            if inst_server[p] == servers[v] and loads[p] + weights[v] <= fair[p] + _EPS:
+                choice = p
+        if choice < 0:
+            choice = group[np.argmin(loads[group] / shares[group])]
+        out[v] = choice
+        loads[choice] += weights[v]
+    return out
+
+
+class _OperatorState:
+    """Where the keys of one operator are, and the loads and bounds of its instances (mutated by moves)."""
+
+    def __init__(self, graph, op, instance, server_of_vertex, loads, bounds, inst_server, csr, movable):
+        self.graph, self.op, self.csr = graph, op, csr
+        self.offset = graph.offsets[op]
+        self.weights = graph.vertex_weight[graph.operator_slice(op)]
+        self.movable = movable
+        self.instance, self.server_of_vertex = instance, server_of_vertex
+        self.loads, self.bounds, self.inst_server = loads, bounds, inst_server
+        self.n_servers = int(inst_server.max()) + 1
+        self.moves = 0
+
+    def connections(self, keys: np.ndarray) -> np.ndarray:
+        return server_connections(self.graph, keys + self.offset, self.server_of_vertex, self.n_servers, self.csr)
+
+    def move(self, key: int, target: int) -> None:
+        w = self.weights[key]
+        self.loads[self.instance[key]] -= w
+        self.loads[target] += w
+        self.instance[key] = target
+        self.server_of_vertex[key + self.offset] = self.inst_server[target]
+        self.moves += 1
+
+
+def _repair(state: _OperatorState) -> None:
+    """Move keys off overloaded instances, least locality lost per unit of load first.
+
+    When no single key fits anywhere, the move that most lowers the larger of
+    the two excesses (source and target) is taken, and the target is repaired
+    in turn; instances that cannot improve are given up with a warning.
+    """
+    loads, bounds, weights, instance = state.loads, state.bounds, state.weights, state.instance
+    stuck: set[int] = set()
+    for _ in range(_MAX_REPAIR_ROUNDS):
+        over = loads - bounds
+        over[list(stuck)] = -np.inf
+        src = int(np.argmax(over))
+        if over[src] <= _EPS * max(bounds[src], 1.0):
+            return
+        cand = np.flatnonzero((instance == src) & (weights > 0) & state.movable)
+        conn = state.connections(cand)
+        # loss[c, j]: locality lost by moving candidate c to instance j
+        loss = conn[:, [state.inst_server[src]]] - conn[:, state.inst_server]
+        loss[:, src] = np.inf
+        fits = weights[cand][:, None] <= (bounds - loads)[None, :] + _EPS
+        fitting_loss = np.where(fits, loss, np.inf)
+        ratio = fitting_loss.min(axis=1) / weights[cand] if cand.size else np.empty(0)
+        moved = False
+        for c in np.lexsort((-weights[cand], ratio)):
+            if loads[src] <= bounds[src] + _EPS:
+                break
+            options = np.where(bounds - loads + _EPS >= weights[cand[c]], loss[c], np.inf)
+            j = int(np.argmin(options))
+            if np.isfinite(options[j]):
+                state.move(cand[c], j)
+                moved = True
+        if not moved and not _overshoot(state, src, cand, loss):
+            logger.warning("operator %r: instance %d stays above its bound; no key can move", state.op, src)
+            stuck.add(src)
+    logger.warning("operator %r: balance repair stopped after %d rounds", state.op, _MAX_REPAIR_ROUNDS)
+
+
+def _overshoot(state: _OperatorState, src: int, cand: np.ndarray, loss: np.ndarray) -> bool:
+    """Move the key that most lowers max(excess of ``src``, excess of its target); False if none does."""
+    if cand.size == 0:
+        return False
+    excess = state.loads[src] - state.bounds[src]
+    w = state.weights[cand][:, None]
+    after = np.maximum(excess - w, w - (state.bounds - state.loads)[None, :])
+    after[:, src] = np.inf
+    after[after >= excess - _EPS] = np.inf
+    if not np.isfinite(after).any():
+        return False
+    best = np.lexsort((loss.ravel(), after.ravel()))[0]
+    c, j = divmod(int(best), after.shape[1])
+    state.move(cand[c], j)
+    return True
+
+
+def _refine(state: _OperatorState) -> int:
+    """One pass of gain moves: each key goes where its edges are, if an instance there has room.
+
+    METIS refines under its sum-of-operators constraint; after the
+    per-operator repair the slack is different, so keys whose neighbours sit
+    on another server can often follow them without breaking any bound.
+    Highest gain first; returns the number of moves.
+    """
+    keys = np.flatnonzero(state.movable)
+    conn = state.connections(keys)
+    rows = np.arange(keys.shape[0])
+    best = np.argmax(conn, axis=1)
+    gain = conn[rows, best] - conn[rows, state.server_of_vertex[keys + state.offset]]
+    before = state.moves
+    for r in np.flatnonzero(gain > 0)[np.argsort(-gain[gain > 0], kind="stable")]:
+        v = keys[r]
+        group = np.flatnonzero(state.inst_server == best[r])
+        room = state.bounds[group] - state.loads[group]
+        if room.max() + _EPS >= state.weights[v]:
+            state.move(v, group[np.argmax(room)])
+    return state.moves - before
+
+
+def place_keys(
+    graph: KeyGraph,
+    topology: Topology,
+    server_of_vertex: np.ndarray,
+    *,
+    alpha: float = 1.03,
+    preferred: np.ndarray | None = None,
+    hot_keys: list[HotKey] | None = None,
+    pinned: np.ndarray | None = None,
+    repair: bool = True,
+) -> Placement:
+    """Assign every vertex to an instance of its operator on its server, then repair per-operator balance.
+
+    Parameters
+    ----------
+    graph : KeyGraph
+    topology : Topology
+    server_of_vertex : ndarray of int
+        Server position per vertex (a :class:`~locality.partition.Partition`'s).
+    alpha : float
+        Per-operator, per-instance bound: load <= alpha x fair share.
+    preferred : ndarray of int, optional
+        Instance (within its operator) each vertex would rather keep: its
+        fallback instance (no table entry) or its current one (no migration).
+    hot_keys : list of HotKey, optional
+        Keys heavier than the bound; the instance holding one may carry that
+        key's load (its bound is raised to it) since nothing else is possible.
+    pinned : ndarray of bool, optional
+        Vertices that must stay on their ``preferred`` instance (keys left
+        out of a capped table); repair and refinement move only the others.
+    repair : bool, default True
+        Run the repair; False shows what METIS alone gives.
+
+    Returns
+    -------
+    Placement
+    """
+    server_of_vertex = np.asarray(server_of_vertex, dtype=np.int64).copy()
+    if pinned is not None:
+        if preferred is None:
+            raise ValueError("pinned keys need a preferred instance")
+        for op in graph.operators:
+            sl = graph.operator_slice(op)
+            stay = np.flatnonzero(pinned[sl]) + graph.offsets[op]
+            server_of_vertex[stay] = topology.instance_servers(op)[preferred[stay]]
+    instance_of_vertex = np.zeros(graph.n_vertices, dtype=np.int64)
+    csr = graph.to_csr()
+    hot_ids = {
+        (h.operator, int(graph.keys[h.operator].get_loc(h.key))) for h in (hot_keys or []) if h.operator in graph.keys
+    }
+    loads_out, bounds_out, imbalance, moves = {}, {}, {}, 0
+    states: dict[str, _OperatorState] = {}
+    for op in graph.operators:
+        sl = graph.operator_slice(op)
+        weights = graph.vertex_weight[sl]
+        inst_server = topology.instance_servers(op)
+        shares = topology.instance_shares(op)
+        total = graph.totals[op]
+        base = graph.residual(op) * shares
+        pref = None if preferred is None else preferred[sl]
+        pin = None if pinned is None else pinned[sl]
+        instance = _lpt_within_servers(weights, server_of_vertex[sl], pref, inst_server, shares, base, total, pin)
+        loads = base + np.bincount(instance, weights=weights, minlength=len(shares))
+        bounds = alpha * shares * total
+        for op_name, i in hot_ids:
+            if op_name == op:
+                bounds[instance[i]] = max(bounds[instance[i]], base[instance[i]] + weights[i])
+        movable = np.ones(weights.shape[0], dtype=bool) if pin is None else ~pin
+        states[op] = _OperatorState(graph, op, instance, server_of_vertex, loads, bounds, inst_server, csr, movable)
+        if repair:
+            _repair(states[op])
+    # Refining one operator changes the gains of its neighbours, so alternate until nothing moves.
+    for _ in range(_REFINE_ROUNDS if repair else 0):
+        if sum(_refine(states[op]) for op in graph.operators) == 0:
+            break
+    for op, state in states.items():
+        instance_of_vertex[graph.operator_slice(op)] = state.instance
+        loads_out[op], bounds_out[op] = state.loads, state.bounds
+        moves += state.moves
+        fair = topology.instance_shares(op) * graph.totals[op]
+        imbalance[op] = float((loads_out[op] / fair).max()) if graph.totals[op] > 0 else 1.0
+    same = server_of_vertex[graph.src] == server_of_vertex[graph.dst]
+    total_edges = graph.edge_weight.sum()
+    locality = float(graph.edge_weight[same].sum() / total_edges) if total_edges > 0 else 1.0
+    logger.info("placement: %d repair moves, graph locality %.4f, imbalance %s", moves, locality, imbalance)
+    return Placement(instance_of_vertex, server_of_vertex, loads_out, bounds_out, imbalance, moves, locality)

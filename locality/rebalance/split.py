@@ -1,0 +1,165 @@
+"""Hot keys: find the keys no routing can place within the bound, and split them (associative state).
+
+A key whose load alone exceeds ``(1 + theta_max) * mean`` overloads whatever
+instance holds it, so every rebalancer reports it (``feasible=False``,
+``hot_keys``). When the operator's state is associative (counts, sums, max),
+such a key can be *split*: its tuples are spread over ``d`` instances, each
+keeping a partial state, as Partial Key Grouping [1]_ (``d = 2``) and
+D-Choices [2]_ (``d`` chosen from the key's load) do. :func:`split_hot_keys`
+does this as a post-step of any rebalancer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+
+import numpy as np
+
+from locality._validation import check_integer
+from locality.errors import InvalidParameterError
+from locality.rebalance._base import RebalanceProblem, RebalanceResult, imbalance, instance_loads, theta
+
+__all__ = ["find_hot_keys", "split_hot_keys"]
+
+logger = logging.getLogger(__name__)
+
+# Loads are sums of floats; a share that reaches the bound up to rounding is within it.
+_REL_TOL = 1e-9
+
+
+def _bound(problem: RebalanceProblem) -> float:
+    return (1.0 + problem.theta_max) * float(problem.loads.sum()) / problem.n_instances
+
+
+def find_hot_keys(problem: RebalanceProblem) -> np.ndarray:
+    """Keys whose load alone exceeds ``(1 + theta_max) * mean``, heaviest first.
+
+    >>> import numpy as np
+    >>> p = RebalanceProblem(np.array([9.0, 1, 1, 1]), np.ones(4), np.zeros(4, int), np.zeros(4, int), 2)
+    >>> find_hot_keys(p)
+    array([0])
+    """
+    hot = np.flatnonzero(problem.loads > _bound(problem) * (1.0 + _REL_TOL))
+    return hot[np.argsort(-problem.loads[hot], kind="stable")]
+
+
+def _water_fill(base: np.ndarray, load: float) -> float:
+    """Level ``x`` with ``sum(max(0, x - base)) == load`` over the sorted loads ``base``."""
+    prefix = np.cumsum(base)
+    counts = np.arange(1, base.shape[0] + 1)
+    # Level if the first i instances take water; the right i is the last one whose level is above base[i-1].
+    levels = (load + prefix) / counts
+    fits = levels >= base
+    return float(levels[np.flatnonzero(fits)[-1]])
+
+
+def split_hot_keys(
+    problem: RebalanceProblem,
+    result: RebalanceResult,
+    *,
+    max_ways: int | None = None,
+) -> RebalanceResult:
+    """Spread every hot key over the fewest least-loaded instances that keep them within the bound.
+
+    For associative state only: each instance of a split key keeps a
+    **partial state, which must be merged downstream** (a final aggregation
+    step, as with Partial Key Grouping). Hot keys are taken heaviest first.
+    For each, the instances are ranked by their load without the hot keys
+    (ties by instance id, so the choice is deterministic), and ``d`` is the
+    smallest count of the least-loaded ones over which the key's load fits
+    under ``(1 + theta_max) * mean``, at most ``max_ways``. The key's load is
+    modelled as water-filling those ``d`` instances, which is what routing
+    each tuple to the least-loaded of its instances (PKG, D-Choices) tends to.
+
+    Parameters
+    ----------
+    problem : RebalanceProblem
+        The problem ``result`` solves.
+    result : RebalanceResult
+        Output of any rebalancer for ``problem``.
+    max_ways : int, optional
+        Most instances one key may be split over, ``>= 2`` (default: all).
+
+    Returns
+    -------
+    RebalanceResult
+        A copy of ``result`` with ``split_keys`` (key -> its instances, first
+        choice first), ``method`` suffixed ``+split`` and ``planning_seconds``
+        including the split. ``assignment`` holds each split key's first choice:
+        its current instance when that is among the chosen ones (its existing
+        state then stays as one of the partials and nothing migrates), else
+        the least loaded. Split keys count as table entries. ``imbalance_after``
+        and ``theta_after`` use the split loads (``finish`` would put a split key
+        whole on its first choice); ``feasible`` says whether every instance is
+        within the bound after the split; ``hot_keys`` still lists the hot keys.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``result`` does not fit ``problem`` or ``max_ways`` is not an int >= 2.
+
+    References
+    ----------
+    .. [1] M. A. U. Nasir, G. De Francisci Morales, D. Garcia-Soriano, N. Kourtellis,
+       M. Serafini. "The power of both choices: practical load balancing for
+       distributed stream processing engines." ICDE 2015.
+    .. [2] M. A. U. Nasir, G. De Francisci Morales, N. Kourtellis, M. Serafini.
+       "When two choices are not enough: balancing at scale in distributed
+       stream processing." ICDE 2016.
+    """
+    started = time.perf_counter()
+    owner = "split_hot_keys"
+    n = problem.n_instances
+    ways = n if max_ways is None else min(check_integer(max_ways, "max_ways", owner, lower=2), n)
+    assignment = np.asarray(result.assignment, dtype=np.int64)
+    if assignment.shape != (problem.n_keys,):
+        raise InvalidParameterError(
+            f"the 'result' parameter of {owner} must assign the problem's {problem.n_keys} keys; "
+            f"got an assignment of shape {assignment.shape}"
+        )
+    hot = find_hot_keys(problem)
+    if hot.shape[0] == 0 or ways < 2:
+        return result
+    bound = _bound(problem)
+    cold = np.ones(problem.n_keys, dtype=bool)
+    cold[hot] = False
+    per_instance = instance_loads(np.where(cold, problem.loads, 0.0), assignment, n)
+    new_assignment = assignment.copy()
+    split: dict[int, list[int]] = {}
+    for key in hot.tolist():
+        load = float(problem.loads[key])
+        order = np.argsort(per_instance, kind="stable")
+        base = per_instance[order]
+        # The fewest instances that fit; all of them (best effort) when none does.
+        d = next((d for d in range(2, ways + 1) if _water_fill(base[:d], load) <= bound * (1.0 + _REL_TOL)), ways)
+        chosen = order[:d]
+        level = _water_fill(base[:d], load)
+        per_instance[chosen] = np.maximum(base[:d], level)
+        instances = [int(i) for i in chosen]
+        current = int(problem.current[key])
+        first = current if current in instances else instances[0]
+        instances.remove(first)
+        split[int(key)] = [first, *instances]
+        new_assignment[key] = first
+        logger.info("split hot key %d (load %.4g, bound %.4g) over %d instances", key, load, bound, d)
+
+    moved = np.flatnonzero(new_assignment != problem.current)
+    total_state = problem.state_sizes.sum()
+    table = np.union1d(np.flatnonzero(new_assignment != problem.fallback), np.asarray(sorted(split), dtype=np.int64))
+    return dataclasses.replace(
+        result,
+        method=f"{result.method}+split",
+        assignment=new_assignment,
+        table=table,
+        moved=moved,
+        imbalance_after=imbalance(per_instance),
+        theta_after=theta(per_instance),
+        migration_cost=float(problem.state_sizes[moved].sum() / total_state) if total_state > 0 else 0.0,
+        table_size=int(table.shape[0]),
+        planning_seconds=result.planning_seconds + time.perf_counter() - started,
+        feasible=bool(per_instance.max() <= bound * (1.0 + _REL_TOL)),
+        hot_keys=hot,
+        split_keys=split,
+    )

@@ -1,0 +1,66 @@
+"""The human-readable summary of a job report (the JSON report is the source of truth)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["format_summary", "format_evaluation"]
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def format_evaluation(figures: Mapping, title: str) -> list[str]:
+    """Lines for an evaluation dict (``EvaluationReport.to_dict()``), each figure beside hash routing's."""
+    lines = [
+        f"{title}: {figures['tuples']:,} tuples",
+        f"  locality        {_pct(figures['locality']):>7}   (hash {_pct(figures['hash_locality'])})",
+    ]
+    for op, value in figures["imbalance"].items():
+        lines.append(f"  imbalance {op:<12} {value:6.3f}   (hash {figures['hash_imbalance'][op]:.3f})")
+    entries = ", ".join(f"{op} {n:,}" for op, n in figures["table_entries"].items())
+    lines.append(f"  table entries   {entries}")
+    if figures.get("dropped_rows"):
+        lines.append(f"  dropped rows    {figures['dropped_rows']:,} (null or empty key, or bad weight)")
+    return lines
+
+
+def format_summary(report: Mapping) -> str:
+    """A short text summary of an ``optimize`` / ``reconfigure`` report."""
+    lines = []
+    if "version" in report:
+        lines.append(f"version {report['version']} (previous {report.get('previous_version')})")
+    counting = report.get("counting")
+    if counting:
+        dropped = {k: v for k, v in counting["dropped"].items() if v}
+        lines.append(
+            f"trace: {counting['rows']:,} rows read, counted {counting['mode']}"
+            + (f", dropped {dropped}" if dropped else "")
+        )
+        if counting["mode"] == "sketch":
+            bound = max(counting["sketch_error_bound"].values(), default=0)
+            lines.append(
+                f"  sketch capacity {counting['sketch_capacity']:,}, count error <= {bound:g} "
+                f"(pair coverage {', '.join(_pct(v) for v in counting['pair_coverage'].values())})"
+            )
+    if "in_sample" in report:
+        lines += format_evaluation(report["in_sample"], "in-sample")
+    opt = report.get("optimization")
+    if opt:
+        lines.append(
+            f"graph: {opt['vertices']:,} keys, {opt['edges']:,} pairs; METIS {opt['metis_seconds']:.2f} s, "
+            f"{opt['repair_moves']} balance moves"
+        )
+        for hot in opt.get("hot_keys", []):
+            lines.append(
+                f"  INFEASIBLE: key {hot['key']!r} of {hot['operator']!r} carries {hot['load']:g}, "
+                f"more than one instance may take ({hot['bound']:g})"
+            )
+    stats = report.get("graph_statistics")
+    if stats:
+        lines.append(
+            f"  components {stats['components']:,} (largest: {stats['largest_component_vertices']:,} keys, "
+            f"{_pct(stats['largest_component_weight_share'])} of the load; via {stats['engine']})"
+        )
+    return "\n".join(lines)

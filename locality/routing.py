@@ -1,0 +1,322 @@
+"""Routing tables: explicit ``key -> instance`` entries, the engine's hash for every other key.
+
+A :class:`RoutingTable` serves one operator; a :class:`RoutingConfiguration`
+holds the tables of the whole chain with the topology and the parameters
+that made them. Entries equal to the fallback are never stored: the table
+holds only what the hash gets wrong, so its size is what an engine must load.
+
+A configuration is written as JSON (one document: topology, fallback spec,
+entries) and as Parquet (one file per operator with typed ``key`` and int32
+``instance`` columns, plus ``configuration.json`` without the entries), so a
+non-Python engine can load either.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from locality.errors import InvalidParameterError, SerializationError
+from locality.graph import KeyGraph
+from locality.hashing import FallbackHash, fallback_from_dict
+from locality.placement import Placement, server_connections
+from locality.topology import Topology
+
+__all__ = ["RoutingTable", "RoutingConfiguration", "build_routing", "entry_values", "check_fallbacks", "FORMAT_VERSION"]
+
+logger = logging.getLogger(__name__)
+
+#: Version of the JSON / Parquet layout; readers refuse newer versions.
+FORMAT_VERSION = 1
+
+
+def _plain(value):
+    """A JSON-ready Python scalar from a numpy scalar."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+class RoutingTable:
+    """Explicit entries for one operator, falling back to the engine's hash.
+
+    Parameters
+    ----------
+    operator : str
+    fallback : FallbackHash
+        The engine's own routing for keys not in the table.
+    entries : mapping of key -> instance, or pandas Series indexed by key
+        Entries equal to the fallback are dropped on construction.
+    """
+
+    def __init__(self, operator: str, fallback: FallbackHash, entries: Mapping | pd.Series | None = None) -> None:
+        self.operator = operator
+        self.fallback = fallback
+        series = pd.Series(entries, dtype="int64") if not isinstance(entries, pd.Series) else entries.astype("int64")
+        if len(series) and (series.min() < 0 or series.max() >= fallback.n_instances):
+            raise InvalidParameterError(
+                f"routing table of {operator!r} sends keys to instances outside [0, {fallback.n_instances - 1}]"
+            )
+        if series.index.has_duplicates:
+            raise InvalidParameterError(f"routing table of {operator!r} lists a key twice")
+        kinds = {_key_kind(k) for k in series.index}
+        if len(kinds) > 1 or None in kinds:
+            raise InvalidParameterError(
+                f"routing table keys of {operator!r} must be all strings or all integers; got {sorted(map(str, kinds))}"
+            )
+        if len(series):
+            keep = series.to_numpy() != fallback.instances_of(series.index.to_numpy(dtype=object))
+            series = series[keep]
+        self.entries: pd.Series = series
+
+    def route(self, key) -> int:
+        """Instance of ``key``: its entry, else the fallback hash."""
+        try:
+            return int(self.entries.loc[key])
+        except (KeyError, TypeError):
+            return self.fallback.instance_of(key)
+
+    def route_many(self, keys) -> np.ndarray:
+        """Instances of an array of keys (vectorized: one index lookup, one hash pass for the misses)."""
+        keys = np.asarray(keys, dtype=object) if not isinstance(keys, np.ndarray) else keys
+        out = np.empty(len(keys), dtype=np.int64)
+        if len(self.entries):
+            pos = self.entries.index.get_indexer(keys)
+            hit = pos >= 0
+            out[hit] = self.entries.to_numpy()[pos[hit]]
+        else:
+            hit = np.zeros(len(keys), dtype=bool)
+        if (~hit).any():
+            out[~hit] = self.fallback.instances_of(keys[~hit])
+        return out
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, RoutingTable)
+            and self.operator == other.operator
+            and self.fallback.to_dict() == other.fallback.to_dict()
+            and self.entries.sort_index().equals(other.entries.sort_index())
+        )
+
+    def __repr__(self) -> str:
+        return f"RoutingTable({self.operator!r}, {len(self)} entries, fallback={self.fallback.to_dict()})"
+
+
+@dataclass
+class RoutingConfiguration:
+    """The routing tables of every operator, with the topology and the parameters that made them."""
+
+    topology: Topology
+    tables: dict[str, RoutingTable]
+    parameters: dict = field(default_factory=dict)
+
+    def route(self, operator: str, key) -> int:
+        """Instance of ``key`` at ``operator``."""
+        return self.tables[operator].route(key)
+
+    def route_many(self, operator: str, keys) -> np.ndarray:
+        """Instances of an array of keys at ``operator``."""
+        return self.tables[operator].route_many(keys)
+
+    def server_of(self, operator: str, key) -> str:
+        """Server of the instance that ``key`` goes to at ``operator``."""
+        return self.topology.server_of(operator, self.route(operator, key))
+
+    def table_sizes(self) -> dict[str, int]:
+        return {op: len(t) for op, t in self.tables.items()}
+
+    def hash_only(self) -> RoutingConfiguration:
+        """The same topology and fallbacks with empty tables: the hash baseline."""
+        tables = {op: RoutingTable(op, t.fallback) for op, t in self.tables.items()}
+        return RoutingConfiguration(self.topology, tables, {**self.parameters, "baseline": "hash"})
+
+    # ------------------------------------------------------------------ JSON
+    def _header(self) -> dict:
+        return {
+            "format_version": FORMAT_VERSION,
+            "topology": self.topology.to_dict(),
+            "parameters": self.parameters,
+            "fallbacks": {op: t.fallback.to_dict() for op, t in self.tables.items()},
+        }
+
+    def to_json_dict(self) -> dict:
+        """Everything as one JSON-ready document (entries as ``[key, instance]`` lists)."""
+        doc = self._header()
+        doc["tables"] = {op: [[_plain(k), int(v)] for k, v in t.entries.items()] for op, t in self.tables.items()}
+        return doc
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_json_dict(), sort_keys=True)
+
+    @classmethod
+    def from_json_dict(cls, doc: Mapping) -> RoutingConfiguration:
+        """Inverse of :meth:`to_json_dict`."""
+        cls._check_version(doc)
+        entries = {op: pd.Series({_key(k): v for k, v in rows}, dtype="int64") for op, rows in doc["tables"].items()}
+        return cls._from_parts(doc, entries)
+
+    @classmethod
+    def from_json(cls, text: str) -> RoutingConfiguration:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SerializationError(f"not a routing configuration JSON document: {exc}") from None
+        return cls.from_json_dict(doc)
+
+    # ------------------------------------------------------------------ Parquet
+    def write(self, directory: str | Path) -> None:
+        """Write ``configuration.json`` (full document), ``header.json`` and ``tables/<i>.parquet`` into ``directory``.
+
+        Parquet files are numbered by operator position (operator names may
+        not be valid file names); ``header.json`` maps each operator to its file.
+        """
+        directory = Path(directory)
+        (directory / "tables").mkdir(parents=True, exist_ok=True)
+        header = self._header()
+        header["table_files"] = {}
+        for i, op in enumerate(self.topology.operators):
+            table = self.tables[op]
+            name = f"tables/{i:02d}.parquet"
+            header["table_files"][op] = name
+            keys = table.entries.index.to_numpy(dtype=object)
+            key_array = pa.array(list(keys), type=_arrow_key_type(keys))
+            instances = table.entries.to_numpy(dtype=np.int32)
+            servers = topology_servers(self.topology, op, instances)
+            pq.write_table(
+                pa.table({"key": key_array, "instance": pa.array(instances, pa.int32()), "server": servers}),
+                directory / name,
+            )
+        (directory / "header.json").write_text(json.dumps(header, indent=2, sort_keys=True))
+        (directory / "configuration.json").write_text(self.to_json())
+
+    @classmethod
+    def read(cls, directory: str | Path) -> RoutingConfiguration:
+        """Read what :meth:`write` wrote, from the Parquet tables."""
+        directory = Path(directory)
+        try:
+            header = json.loads((directory / "header.json").read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise SerializationError(f"cannot read routing configuration header in {directory}: {exc}") from None
+        cls._check_version(header)
+        entries = {}
+        for op, name in header["table_files"].items():
+            try:
+                table = pq.read_table(directory / name, columns=["key", "instance"])
+            except (OSError, pa.ArrowException) as exc:
+                raise SerializationError(f"cannot read routing table {directory / name}: {exc}") from None
+            entries[op] = pd.Series(
+                table.column("instance").to_numpy().astype(np.int64),
+                index=pd.Index(table.column("key").to_pylist(), dtype=object),
+            )
+        return cls._from_parts(header, entries)
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _check_version(doc: Mapping) -> None:
+        version = doc.get("format_version") if isinstance(doc, Mapping) else None
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise SerializationError(
+                f"routing configuration format version {version!r} is not one this locality reads (<= {FORMAT_VERSION})"
+            )
+
+    @classmethod
+    def _from_parts(cls, doc: Mapping, entries: Mapping[str, pd.Series]) -> RoutingConfiguration:
+        try:
+            topology = Topology.from_dict(doc["topology"])
+            tables = {
+                op: RoutingTable(op, fallback_from_dict(doc["fallbacks"][op]), entries.get(op))
+                for op in topology.operators
+            }
+        except KeyError as exc:
+            raise SerializationError(f"routing configuration lacks {exc}") from None
+        return cls(topology, tables, dict(doc.get("parameters", {})))
+
+
+def _key(value):
+    """Keys come back from JSON as str or int; anything else is a damaged document."""
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        return value
+    raise SerializationError(f"routing table keys must be strings or integers; got {value!r}")
+
+
+def _key_kind(key) -> str | None:
+    if isinstance(key, str):
+        return "string"
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        return "integer"
+    return None
+
+
+def _arrow_key_type(keys: np.ndarray) -> pa.DataType:
+    return pa.int64() if len(keys) and _key_kind(keys[0]) == "integer" else pa.string()
+
+
+def topology_servers(topology: Topology, operator: str, instances: np.ndarray) -> pa.Array:
+    """Server names of ``instances`` of ``operator`` as an Arrow string array."""
+    hosts = np.array(topology.placement[operator], dtype=object)
+    return pa.array(hosts[instances] if len(instances) else [], type=pa.string())
+
+
+def build_routing(
+    graph: KeyGraph,
+    topology: Topology,
+    placement: Placement,
+    fallbacks: Mapping[str, FallbackHash],
+    *,
+    parameters: Mapping | None = None,
+) -> RoutingConfiguration:
+    """Routing tables from a placement: an entry for each key whose instance differs from the fallback.
+
+    Parameters
+    ----------
+    graph, topology, placement
+        The key graph and where :func:`~locality.placement.place_keys` put its keys.
+    fallbacks : mapping of operator -> FallbackHash
+        One per operator, with ``n_instances`` equal to the operator's.
+    parameters : mapping, optional
+        Recorded in the configuration (alpha, seed, sketch capacity, ...).
+    """
+    check_fallbacks(topology, fallbacks)
+    tables = {}
+    for op in topology.operators:
+        sl = graph.operator_slice(op)
+        keys = graph.keys[op].to_numpy(dtype=object)
+        chosen = placement.instance_of_vertex[sl]
+        differs = np.flatnonzero(chosen != fallbacks[op].instances_of(keys))
+        entries = pd.Series(chosen[differs], index=pd.Index(keys[differs], dtype=object))
+        tables[op] = RoutingTable(op, fallbacks[op], entries)
+    return RoutingConfiguration(topology, tables, dict(parameters or {}))
+
+
+def check_fallbacks(topology: Topology, fallbacks: Mapping[str, FallbackHash]) -> None:
+    """Raise when a fallback does not route to exactly the operator's instances."""
+    for op in topology.operators:
+        if fallbacks[op].n_instances != topology.n_instances(op):
+            raise InvalidParameterError(
+                f"the fallback of {op!r} routes to {fallbacks[op].n_instances} instances "
+                f"but the topology has {topology.n_instances(op)}"
+            )
+
+
+def entry_values(
+    graph: KeyGraph, topology: Topology, placement: Placement, op: str, fallback_instances: np.ndarray
+) -> np.ndarray:
+    """Locality each key of ``op`` is worth as a table entry.
+
+    The edge weight it keeps on its placed server minus what it would keep on
+    its fallback instance's server (0 for keys the fallback already places).
+    """
+    sl = graph.operator_slice(op)
+    inst_server = topology.instance_servers(op)
+    keys = np.arange(sl.stop - sl.start)
+    conn = server_connections(graph, keys + sl.start, placement.server_of_vertex, len(topology.servers))
+    return conn[keys, inst_server[placement.instance_of_vertex[sl]]] - conn[keys, inst_server[fallback_instances]]

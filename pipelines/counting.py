@@ -1,0 +1,301 @@
+"""Counting key pairs and key loads of a trace with Spark: sketched per partition, or exact.
+
+Sketch mode makes one pass over the trace: each partition feeds its Arrow
+batches to Space-Saving sketches (one per consecutive operator pair, one per
+operator) and ships them serialized; the driver merges them as a binary tree
+(a binary counter over partitions, so it holds O(log P) sketches at a time and
+the result does not depend on scheduling). The driver never sees a raw row.
+
+Exact mode counts with Spark aggregations (distributed ``groupBy``) and keeps
+the top ``top_pairs`` pairs and ``top_keys`` keys: exact counts for what is
+kept, at the cost of a shuffle.
+
+Both return :class:`TraceCounts`, which is what :func:`locality.graph.build_key_graph` takes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from locality.errors import TraceError
+from locality.sketch import SpaceSaving
+
+__all__ = ["TraceCounts", "sketch_trace", "count_trace_exact", "DROP_REASONS"]
+
+logger = logging.getLogger(__name__)
+
+#: Why a row is dropped before counting.
+DROP_REASONS = ("null key", "empty key", "invalid weight")
+
+_SKETCH_SCHEMA = "slot int, payload binary"
+_STATS_SLOT = -1
+_COLLECT_LIMIT = 64  # partitions; above this, stream them (toLocalIterator) instead of collect()
+
+
+@dataclass
+class TraceCounts:
+    """Pair counts, key loads and totals of a trace, with what was dropped and how exact they are.
+
+    ``pair_counts[i]`` has columns ``key0, key1, weight`` (pairs of operators
+    ``i`` and ``i + 1``); ``key_loads[op]`` has ``key, weight``. ``error_bound``
+    is, per sketch, the most any count may be over-estimated (0 when exact
+    or when the sketch never filled up).
+    """
+
+    operators: list[str]
+    pair_counts: list[pd.DataFrame]
+    key_loads: dict[str, pd.DataFrame]
+    totals: dict[str, float]
+    rows: int
+    dropped: dict[str, int]
+    mode: str
+    error_bound: dict[str, float] = field(default_factory=dict)
+    capacity: int | None = None
+
+    @property
+    def total_weight(self) -> float:
+        return self.totals[self.operators[0]]
+
+    def coverage(self) -> dict[str, float]:
+        """Share of each hop's weight held by the kept pairs (the rest is routed by hash)."""
+        total = self.total_weight
+        return {
+            f"{a}->{b}": float(t["weight"].sum() / total) if total > 0 else 1.0
+            for a, b, t in zip(self.operators, self.operators[1:], self.pair_counts)
+        }
+
+    def summary(self) -> dict:
+        return {
+            "mode": self.mode,
+            "rows": self.rows,
+            "weight": self.total_weight,
+            "dropped": self.dropped,
+            "sketch_capacity": self.capacity,
+            "sketch_error_bound": self.error_bound,
+            "pairs_kept": {
+                f"{a}->{b}": len(t) for a, b, t in zip(self.operators, self.operators[1:], self.pair_counts)
+            },
+            "pair_coverage": self.coverage(),
+        }
+
+
+def _valid_rows(batch: pa.RecordBatch, keys: Sequence[str], weight: str | None) -> tuple[pa.RecordBatch, dict]:
+    """Drop rows with a null or empty key or an invalid weight; count each reason once per row."""
+    dropped = dict.fromkeys(DROP_REASONS, 0)
+    keep = pa.array(np.ones(batch.num_rows, dtype=bool))
+    for key in keys:
+        column = batch.column(key)
+        null = pc.is_null(column)
+        dropped["null key"] += pc.sum(pc.and_(keep, null)).as_py() or 0
+        keep = pc.and_(keep, pc.invert(null))
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            empty = pc.fill_null(pc.equal(column, ""), False)
+            dropped["empty key"] += pc.sum(pc.and_(keep, empty)).as_py() or 0
+            keep = pc.and_(keep, pc.invert(empty))
+    if weight:
+        column = pc.cast(batch.column(weight), pa.float64())
+        bad = pc.fill_null(pc.or_(pc.less_equal(column, 0), pc.is_nan(column)), True)
+        dropped["invalid weight"] += pc.sum(pc.and_(keep, bad)).as_py() or 0
+        keep = pc.and_(keep, pc.invert(bad))
+    return batch.filter(keep), dropped
+
+
+def _sketch_partition(keys: list[str], weight: str | None, capacity: int) -> Callable:
+    """The per-partition function for ``mapInArrow``: Arrow batches in, serialized sketches out."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        pairs = [SpaceSaving(capacity, arity=2) for _ in keys[1:]]
+        loads = [SpaceSaving(capacity) for _ in keys]
+        rows, dropped = 0, dict.fromkeys(DROP_REASONS, 0)
+        for batch in batches:
+            rows += batch.num_rows
+            batch, why = _valid_rows(batch, keys, weight)
+            for reason, n in why.items():
+                dropped[reason] += n
+            if batch.num_rows == 0:
+                continue
+            w = batch.column(weight).cast(pa.float64()).to_numpy() if weight else None
+            columns = [batch.column(k) for k in keys]
+            for i, sketch in enumerate(pairs):
+                sketch.update_batch([columns[i], columns[i + 1]], w)
+            for column, sketch in zip(columns, loads):
+                sketch.update_batch(column, w)
+        stats = json.dumps({"rows": rows, "dropped": dropped}).encode()
+        payloads = [s.to_bytes() for s in pairs + loads] + [stats]
+        slots = list(range(len(pairs) + len(loads))) + [_STATS_SLOT]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(slots, pa.int32()), pa.array(payloads, pa.binary())], names=["slot", "payload"]
+        )
+
+    return run
+
+
+class _TreeMerger:
+    """Merge a stream of per-partition sketch sets like a binary counter (pairwise, balanced)."""
+
+    def __init__(self) -> None:
+        self.levels: list[list[SpaceSaving] | None] = []
+
+    def add(self, sketches: list[SpaceSaving]) -> None:
+        level = 0
+        while level < len(self.levels) and self.levels[level] is not None:
+            sketches = [a.merge(b) for a, b in zip(self.levels[level], sketches)]
+            self.levels[level] = None
+            level += 1
+        if level == len(self.levels):
+            self.levels.append(None)
+        self.levels[level] = sketches
+
+    def result(self) -> list[SpaceSaving] | None:
+        out = None
+        for sketches in self.levels:
+            if sketches is not None:
+                out = sketches if out is None else [a.merge(b) for a, b in zip(out, sketches)]
+        return out
+
+
+def sketch_trace(
+    df,
+    keys: Sequence[str],
+    *,
+    weight: str | None = None,
+    capacity: int = 100_000,
+    top_pairs: int | None = None,
+    on_partition: Callable[[int, int], None] | None = None,
+) -> TraceCounts:
+    """Count pairs and loads with per-partition Space-Saving sketches merged on the driver.
+
+    Parameters
+    ----------
+    df : pyspark DataFrame
+        The trace (:func:`pipelines.trace.read_trace`).
+    keys : sequence of str
+        Key columns in operator order.
+    weight : str, optional
+        Weight column; rows weigh 1 without it.
+    capacity : int
+        Counters per sketch (memory and accuracy: error <= total weight / capacity).
+    top_pairs : int, optional
+        Keep only the heaviest pairs of each hop.
+    on_partition : callable(done, total), optional
+        Progress callback, called after each partition's sketches are merged.
+    """
+    keys = list(keys)
+    sketched = df.mapInArrow(_sketch_partition(keys, weight, capacity), _SKETCH_SCHEMA)
+    n_partitions = df.rdd.getNumPartitions()
+    rows_iter = sketched.collect() if n_partitions <= _COLLECT_LIMIT else sketched.toLocalIterator(True)
+    merger = _TreeMerger()
+    rows, dropped = 0, dict.fromkeys(DROP_REASONS, 0)
+    n_sketches = 2 * len(keys) - 1
+    partition: list[SpaceSaving] = []
+    done = 0
+    for row in rows_iter:
+        if row.slot == _STATS_SLOT:
+            stats = json.loads(row.payload)
+            rows += stats["rows"]
+            for reason, n in stats["dropped"].items():
+                dropped[reason] += n
+            merger.add(partition)
+            partition = []
+            done += 1
+            if on_partition:
+                on_partition(done, n_partitions)
+        else:
+            partition.append(SpaceSaving.from_bytes(bytes(row.payload)))
+    merged = merger.result() or [SpaceSaving(capacity, arity=2) for _ in keys[1:]] + [
+        SpaceSaving(capacity) for _ in keys
+    ]
+    if len(merged) != n_sketches:
+        raise RuntimeError(f"expected {n_sketches} sketches per partition, got {len(merged)}")
+    pair_sketches, load_sketches = merged[: len(keys) - 1], merged[len(keys) - 1 :]
+    total = float(load_sketches[0].total_weight)
+    _check_not_empty(total, rows, dropped)
+    pair_counts = []
+    for sketch in pair_sketches:
+        table = sketch.top_k(top_pairs)[["key0", "key1", "estimate"]].rename(columns={"estimate": "weight"})
+        pair_counts.append(table)
+    key_loads = {
+        k: s.top_k()[["key", "estimate"]].rename(columns={"estimate": "weight"}) for k, s in zip(keys, load_sketches)
+    }
+    names = [f"{a}->{b}" for a, b in zip(keys, keys[1:])] + keys
+    bounds = {name: float(s.min_count) for name, s in zip(names, merged)}
+    counts = TraceCounts(
+        keys, pair_counts, key_loads, dict.fromkeys(keys, total), rows, dropped, "sketch", bounds, capacity
+    )
+    _log_drops(counts)
+    return counts
+
+
+def count_trace_exact(
+    df,
+    keys: Sequence[str],
+    *,
+    weight: str | None = None,
+    top_pairs: int = 100_000,
+    top_keys: int = 100_000,
+) -> TraceCounts:
+    """Count pairs and loads exactly with Spark aggregations; keep the heaviest ``top_pairs`` / ``top_keys``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    keys = list(keys)
+    schema = {f.name: f.dataType for f in df.schema.fields}
+    null_any = F.lit(False)
+    reasons = {}
+    for key in keys:
+        null_any = null_any | F.col(key).isNull()
+    reasons["null key"] = null_any
+    empty_any = F.lit(False)
+    for key in keys:
+        if isinstance(schema[key], T.StringType):
+            empty_any = empty_any | (F.col(key) == "")
+    reasons["empty key"] = ~null_any & empty_any
+    valid = ~null_any & ~empty_any
+    if weight:
+        bad = F.col(weight).isNull() | (F.col(weight) <= 0) | F.isnan(F.col(weight))
+        reasons["invalid weight"] = valid & bad
+        valid = valid & ~bad
+    else:
+        reasons["invalid weight"] = F.lit(False)
+    w = F.col(weight).cast("double") if weight else F.lit(1.0)
+    stats = df.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.sum(F.when(valid, w).otherwise(0.0)).alias("weight"),
+        *[F.sum(F.when(cond, 1).otherwise(0)).alias(reason) for reason, cond in reasons.items()],
+    ).collect()[0]
+    rows, total = int(stats["rows"]), float(stats["weight"] or 0.0)
+    dropped = {reason: int(stats[reason] or 0) for reason in DROP_REASONS}
+    _check_not_empty(total, rows, dropped)
+    clean = df.filter(valid).withColumn("__w", w)
+
+    def top(columns: list[str], limit: int) -> pd.DataFrame:
+        grouped = clean.groupBy(*columns).agg(F.sum("__w").alias("weight"))
+        # ties broken by key so that reruns keep the same pairs
+        ordered = grouped.orderBy(F.desc("weight"), *[F.asc(c) for c in columns]).limit(limit)
+        return ordered.toPandas()
+
+    pair_counts = [top([a, b], top_pairs).rename(columns={a: "key0", b: "key1"}) for a, b in zip(keys, keys[1:])]
+    key_loads = {k: top([k], top_keys).rename(columns={k: "key"}) for k in keys}
+    counts = TraceCounts(keys, pair_counts, key_loads, dict.fromkeys(keys, total), rows, dropped, "exact")
+    _log_drops(counts)
+    return counts
+
+
+def _check_not_empty(total: float, rows: int, dropped: dict) -> None:
+    if total <= 0:
+        why = ", ".join(f"{n} with {reason}" for reason, n in dropped.items() if n) or "none at all"
+        raise TraceError(f"the trace is empty: {rows} rows read, none usable ({why})")
+
+
+def _log_drops(counts: TraceCounts) -> None:
+    for reason, n in counts.dropped.items():
+        if n:
+            logger.warning("dropped %d of %d rows: %s", n, counts.rows, reason)

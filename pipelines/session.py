@@ -1,0 +1,67 @@
+"""Building a SparkSession that works here and under ``spark-submit``.
+
+Only entry points call :func:`build_session`; everything else takes the
+session as an argument. Under ``spark-submit`` the master and memory come
+from the submit command and ``getOrCreate`` returns that session unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+__all__ = ["build_session", "DEFAULT_MASTER"]
+
+logger = logging.getLogger(__name__)
+
+#: Master used when none is configured (no ``spark-submit``, no ``--master``).
+DEFAULT_MASTER = "local[*]"
+
+
+def build_session(app_name: str = "locality", master: str | None = None, driver_memory: str = "2g"):
+    """Return the active SparkSession, or build an embedded one.
+
+    Parameters
+    ----------
+    app_name : str
+    master : str, optional
+        Spark master URL; default: what ``spark-submit`` set, else ``local[*]``.
+    driver_memory : str, default "2g"
+        Driver heap for an embedded session (in local mode the executors live
+        in the driver JVM; 512m can hang a job instead of failing it).
+
+    Notes
+    -----
+    Python workers must run the driver's interpreter (not ``python3`` from
+    PATH, which may lack the dependencies), so ``PYSPARK_PYTHON`` defaults to
+    ``sys.executable``; ``SPARK_LOCAL_IP`` defaults to loopback for an
+    embedded session. The console progress bar and the UI are off: the CLI
+    shows its own progress on stderr.
+    """
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    submitted = "SPARK_SUBMIT_OPTS" in os.environ or os.environ.get("PYSPARK_GATEWAY_PORT")
+    builder = SparkSession.builder.appName(app_name)
+    if master or not submitted:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = (
+            builder.master(master or DEFAULT_MASTER)
+            .config("spark.driver.memory", driver_memory)
+            .config("spark.sql.shuffle.partitions", "8")
+            .config("spark.ui.enabled", "false")
+        )
+    spark = (
+        builder.config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    logger.info("Spark %s, master %s", spark.version, spark.sparkContext.master)
+    return spark

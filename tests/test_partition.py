@@ -1,0 +1,117 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from locality.errors import InvalidParameterError
+from locality.graph import build_key_graph
+from locality.partition import partition_key_graph
+from locality.placement import place_keys
+from locality.topology import Topology
+
+OPS = ["region", "tag"]
+
+
+def planted_graph(n_groups=6, regions_per_group=5, tags_per_group=60, cross=0.1, seed=1):
+    """Regions and tags in planted groups; ``cross`` of the pair weight goes across groups."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for g in range(n_groups):
+        for t in range(tags_per_group):
+            tag = f"t{g}_{t}"
+            weight = rng.zipf(1.8)
+            rows.append((f"r{g}_{rng.integers(regions_per_group)}", tag, float(min(weight, 50))))
+            if rng.random() < cross:
+                other = (g + 1 + rng.integers(n_groups - 1)) % n_groups
+                rows.append((f"r{other}_{rng.integers(regions_per_group)}", tag, 1.0))
+    pairs = pd.DataFrame(rows, columns=["key0", "key1", "weight"])
+    return build_key_graph(OPS, [pairs])
+
+
+def per_op_ratio(graph, topology, placement):
+    return {
+        op: placement.instance_loads[op] / (topology.instance_shares(op) * graph.totals[op]) for op in graph.operators
+    }
+
+
+def test_planted_groups_stay_together_within_alpha():
+    graph = planted_graph()
+    topo = Topology.uniform(OPS, 6)
+    part = partition_key_graph(graph, topo, alpha=1.1, seed=3)
+    assert part.feasible and part.locality > 0.8
+    placement = place_keys(graph, topo, part.server_of_vertex, alpha=1.1)
+    assert placement.balanced
+    for ratios in per_op_ratio(graph, topo, placement).values():
+        assert ratios.max() <= 1.1 + 1e-9
+    assert placement.locality > 0.75
+
+
+def test_repair_restores_per_operator_balance_metis_leaves_broken():
+    # region loads are very uneven while tag loads are even: balancing their sum per server
+    # (all METIS can do) leaves the region operator over alpha somewhere.
+    rng = np.random.default_rng(7)
+    rows = [(f"r{r}", f"t{t}", float(rng.integers(1, 5))) for t in range(400) for r in rng.choice(30, 2, replace=False)]
+    pairs = pd.DataFrame(rows, columns=["key0", "key1", "weight"])
+    loads = {"region": pd.DataFrame({"key": [f"r{r}" for r in range(30)], "weight": 200.0 / np.arange(1, 31)})}
+    graph = build_key_graph(["region", "tag"], [pairs], {"region": loads["region"]})
+    topo = Topology.uniform(["region", "tag"], 4)
+    part = partition_key_graph(graph, topo, alpha=1.05, seed=0)
+    before = place_keys(graph, topo, part.server_of_vertex, alpha=1.05, repair=False)
+    after = place_keys(graph, topo, part.server_of_vertex, alpha=1.05)
+    assert max(before.imbalance.values()) > 1.05
+    assert all(v <= 1.05 + 1e-9 for v in after.imbalance.values())
+    assert after.balanced and after.moves > 0
+
+
+def test_hot_key_is_reported_not_hidden():
+    pairs = pd.DataFrame(
+        [("big", f"t{i}", 10.0) for i in range(30)] + [(f"r{i}", f"u{i}", 10.0) for i in range(30)],
+        columns=["key0", "key1", "weight"],
+    )
+    graph = build_key_graph(OPS, [pairs])
+    topo = Topology.uniform(OPS, 4)
+    part = partition_key_graph(graph, topo, alpha=1.03)
+    assert not part.feasible
+    (hot,) = part.hot_keys
+    assert (hot.operator, hot.key, hot.load) == ("region", "big", 300.0)
+    assert hot.bound == pytest.approx(1.03 * 600 / 4)
+    assert "key 'big' of operator 'region' carries 300 load" in str(hot)
+    placement = place_keys(graph, topo, part.server_of_vertex, alpha=1.03, hot_keys=part.hot_keys)
+    # the hot key's instance carries it; every other instance of every operator stays within alpha
+    ratios = per_op_ratio(graph, topo, placement)
+    hot_instance = placement.instance_of_vertex[graph.keys["region"].get_loc("big")]
+    others = np.delete(ratios["region"], hot_instance)
+    assert others.max() <= 1.03 + 1e-9 and ratios["tag"].max() <= 1.03 + 1e-9
+
+
+def test_several_instances_per_server_and_capacities():
+    graph = planted_graph(n_groups=4, tags_per_group=120)
+    topo = Topology.from_counts(OPS, {"a": 3, "b": 2, "c": 1}, capacities={"a": 1.0, "b": 1.0, "c": 2.0})
+    part = partition_key_graph(graph, topo, alpha=1.1, seed=1)
+    placement = place_keys(graph, topo, part.server_of_vertex, alpha=1.1)
+    for op, ratios in per_op_ratio(graph, topo, placement).items():
+        assert ratios.max() <= 1.1 + 1e-9, op
+    # each key sits on an instance of the server its placement says
+    for op in OPS:
+        sl = graph.operator_slice(op)
+        np.testing.assert_array_equal(
+            topo.instance_servers(op)[placement.instance_of_vertex[sl]], placement.server_of_vertex[sl]
+        )
+
+
+def test_same_seed_same_partition():
+    graph = planted_graph()
+    topo = Topology.uniform(OPS, 6)
+    a = partition_key_graph(graph, topo, seed=5).server_of_vertex
+    b = partition_key_graph(graph, topo, seed=5).server_of_vertex
+    np.testing.assert_array_equal(a, b)
+
+
+def test_bad_parameters():
+    graph = planted_graph(n_groups=2)
+    topo = Topology.uniform(OPS, 2)
+    with pytest.raises(
+        InvalidParameterError, match="the 'alpha' parameter of partition_key_graph must be a float >= 1.0; got 0.9"
+    ):
+        partition_key_graph(graph, topo, alpha=0.9)
+    with pytest.raises(InvalidParameterError, match="'n_cuts'"):
+        partition_key_graph(graph, topo, n_cuts=0)

@@ -1,0 +1,118 @@
+"""Hot keys: detection and splitting over several instances (associative state)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from locality.errors import InvalidParameterError
+from locality.rebalance import RebalanceProblem, rebalance
+from locality.rebalance.split import find_hot_keys, split_hot_keys
+
+
+def water_levels(base: np.ndarray, problem: RebalanceProblem, split: dict[int, list[int]]) -> np.ndarray:
+    """Independent model of the split: each hot key, heaviest first, water-fills its instances."""
+    per = base.copy()
+    for key in sorted(split, key=lambda k: -problem.loads[k]):
+        inst = np.asarray(split[key])
+        lo, hi = per[inst].min(), per[inst].max() + problem.loads[key]
+        for _ in range(200):  # bisection on the level
+            mid = 0.5 * (lo + hi)
+            if np.maximum(mid - per[inst], 0).sum() >= problem.loads[key]:
+                hi = mid
+            else:
+                lo = mid
+        per[inst] = np.maximum(per[inst], hi)
+    return per
+
+
+def hot_problem(seed: int, n: int = 6, n_hot: int = 2) -> RebalanceProblem:
+    rng = np.random.default_rng(seed)
+    loads = rng.uniform(0.5, 1.5, 60)
+    loads[:n_hot] = rng.uniform(0.3, 0.6, n_hot) * loads.sum()  # far above (1 + theta) * mean
+    current = rng.integers(0, n, 60)
+    return RebalanceProblem(loads, loads, current, rng.integers(0, n, 60), n, theta_max=0.1)
+
+
+def test_find_hot_keys_heaviest_first():
+    loads = np.array([1.0, 40, 1, 60, 1, 1])
+    problem = RebalanceProblem(loads, loads, np.zeros(6, int), np.zeros(6, int), 4, theta_max=0.2)
+    assert find_hot_keys(problem).tolist() == [3, 1]  # bound 1.2 * 104 / 4 = 31.2
+    assert find_hot_keys(RebalanceProblem(np.ones(4), np.ones(4), np.zeros(4, int), np.zeros(4, int), 2)).size == 0
+
+
+@pytest.mark.parametrize("method", ["scan", "redist", "readj"])
+@pytest.mark.parametrize("seed", range(5))
+def test_split_covers_the_hot_load_and_stays_consistent(method, seed):
+    problem = hot_problem(seed)
+    base_result = rebalance(problem, method=method)
+    assert not base_result.feasible and set(base_result.hot_keys.tolist()) == {0, 1}
+    result = split_hot_keys(problem, base_result)
+    assert set(result.split_keys) == {0, 1} and result.method == f"{method}+split"
+    bound = (1 + problem.theta_max) * problem.loads.sum() / problem.n_instances
+    cold = np.ones(60, bool)
+    cold[[0, 1]] = False
+    base = np.bincount(base_result.assignment[cold], weights=problem.loads[cold], minlength=problem.n_instances)
+    for key, instances in result.split_keys.items():
+        assert len(instances) >= 2 and len(set(instances)) == len(instances)
+        assert result.assignment[key] == instances[0]
+        assert key in result.table
+    per = water_levels(base, problem, result.split_keys)
+    assert per.sum() == pytest.approx(problem.loads.sum())  # every unit of load lands somewhere
+    assert result.imbalance_after == pytest.approx(per.max() / per.mean())
+    assert result.feasible == bool(per.max() <= bound * (1 + 1e-9))
+    assert result.feasible  # there is room: the hot keys fit once split
+    # Every key still has exactly one (first-choice) instance, and the figures follow from it.
+    assert result.assignment.shape == (60,) and result.assignment.max() < problem.n_instances
+    assert np.array_equal(result.moved, np.flatnonzero(result.assignment != problem.current))
+    moved = problem.state_sizes[result.moved].sum() / problem.state_sizes.sum()
+    assert result.migration_cost == pytest.approx(moved)
+    assert np.array_equal(np.delete(result.assignment, [0, 1]), np.delete(base_result.assignment, [0, 1]))
+
+
+def test_split_uses_the_fewest_least_loaded_instances():
+    loads = np.array([10.0, 1, 1, 1, 2, 2, 3])  # total 20, 4 instances, bound 1.2 * 5 = 6
+    assignment = np.array([0, 1, 2, 3, 1, 2, 3])
+    problem = RebalanceProblem(loads, loads, assignment, assignment, 4, theta_max=0.2)
+    result = rebalance(problem, method="readj", delta=1.0)  # nothing tracked: the fallback as it is
+    split = split_hot_keys(problem, result)
+    # Base loads without the hot key: [0, 3, 3, 4]; two instances ([0, 3]) take 10 at level 6.5 > 6,
+    # three ([0, 3, 3]) at level 5.33 <= 6.
+    assert split.split_keys == {0: [0, 1, 2]}
+    assert split.feasible
+    per = water_levels(np.array([0.0, 3, 3, 4]), problem, split.split_keys)
+    assert split.theta_after == pytest.approx(np.abs(per - 5).max() / 5)
+    limited = split_hot_keys(problem, result, max_ways=2)
+    assert limited.split_keys == {0: [0, 1]} and not limited.feasible
+
+
+def test_split_keeps_the_current_instance_first_when_chosen():
+    loads = np.array([10.0, 1, 1, 1, 2, 2, 3])
+    current = np.array([2, 1, 2, 3, 1, 2, 3])
+    problem = RebalanceProblem(loads, loads, current, current, 4, theta_max=0.2)
+    result = rebalance(problem, method="scan", delta=1.0)
+    split = split_hot_keys(problem, result)
+    assert split.split_keys[0][0] == 2 and split.assignment[0] == 2  # no state moves for the split key
+    assert 0 not in split.moved
+
+
+def test_split_after_ssm_and_without_hot_keys():
+    loads = np.array([1.0, 1, 9, 1, 1, 1])
+    current = np.array([0, 0, 0, 1, 1, 1])
+    problem = RebalanceProblem(loads, np.ones(6), current, current, 3, theta_max=0.2)
+    result = split_hot_keys(problem, rebalance(problem, method="ssm"))
+    assert list(result.split_keys) == [2] and result.feasible
+    calm = RebalanceProblem(np.ones(6), np.ones(6), current, current, 2)
+    plain = rebalance(calm, method="ssm")
+    assert split_hot_keys(calm, plain) is plain
+
+
+def test_split_rejects_bad_input():
+    problem = hot_problem(0)
+    result = rebalance(problem, method="scan")
+    with pytest.raises(InvalidParameterError, match="'max_ways' parameter of split_hot_keys must be an int >= 2"):
+        split_hot_keys(problem, result, max_ways=1)
+    other = hot_problem(0)
+    short = RebalanceProblem(other.loads[:10], other.loads[:10], other.current[:10], other.fallback[:10], 6)
+    with pytest.raises(InvalidParameterError, match="'result' parameter of split_hot_keys"):
+        split_hot_keys(short, result)
