@@ -125,10 +125,12 @@ def cli(verbose: int) -> None:
 @click.option("--exact", is_flag=True, help="Count exactly with Spark aggregations instead of sketches.")
 @click.option("--max-entries", type=int, help="Cap on each operator's routing table.")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--replay", is_flag=True, help="Replay the trace for exact in-sample figures (one more pass).")
+@click.option("--graph-stats/--no-graph-stats", default=True, show_default=True, help="Degrees and components.")
 @click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
 @output_options
 def optimize(trace, keys, weight, ts, start, end, fmt, servers, instances_per_server, topology_file, alpha, hash_engine,
-             top_pairs, capacity, exact, max_entries, seed, store, as_json, quiet, master):
+             top_pairs, capacity, exact, max_entries, seed, replay, graph_stats, store, as_json, quiet, master):
     """Learn routing tables from TRACE and publish them as a new version in --store."""
     from pipelines.offline import OfflineParams, run
     from pipelines.progress import Stages
@@ -145,6 +147,8 @@ def optimize(trace, keys, weight, ts, start, end, fmt, servers, instances_per_se
         exact=exact,
         max_entries=max_entries,
         seed=seed,
+        replay=replay,
+        graph_stats=graph_stats,
     )
     spark = _session(master)
     with Stages(show=not quiet) as stages:

@@ -45,7 +45,8 @@ def format_summary(report: Mapping) -> str:
                 f"(pair coverage {', '.join(_pct(v) for v in counting['pair_coverage'].values())})"
             )
     if "in_sample" in report:
-        lines += format_evaluation(report["in_sample"], "in-sample")
+        how = "replayed" if report["in_sample"].get("method") == "replay" else "from the counts"
+        lines += format_evaluation(report["in_sample"], f"in-sample ({how})")
     opt = report.get("optimization")
     if opt:
         lines.append(

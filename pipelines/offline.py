@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 
 from locality._validation import check_integer, check_interval, check_option
 from locality.errors import InvalidParameterError
+from locality.evaluation import estimate_from_counts
 from locality.graph import KeyGraph, build_key_graph
 from locality.hashing import ENGINES
 from locality.optimizer import make_fallbacks, optimize
@@ -54,6 +55,7 @@ class OfflineParams:
     max_entries: int | None = None
     seed: int = 0
     graph_stats: bool = True
+    replay: bool = False
 
     def __post_init__(self) -> None:
         owner = "the offline job"
@@ -150,8 +152,13 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
             max_entries=params.max_entries,
             parameters={"hash": params.hash, "mode": counts.mode, "capacity": params.capacity, "top_pairs": params.top_pairs},
         )
-    with stages.stage("replay in-sample"):
-        evaluation = evaluate_trace(df, result.config, params.trace.keys, weight=params.trace.weight)
+    if params.replay:
+        with stages.stage("replay in-sample"):
+            evaluation = evaluate_trace(df, result.config, params.trace.keys, weight=params.trace.weight)
+    else:
+        evaluation = estimate_from_counts(
+            result.config, counts.pair_counts, counts.key_loads, counts.totals, counts.rows - sum(counts.dropped.values())
+        )
     report = {
         "job": "offline",
         "trace": params.trace.path,
@@ -159,7 +166,7 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
         "counting": counts.summary(),
         "graph_statistics": stats,
         "optimization": result.summary(),
-        "in_sample": evaluation.to_dict(),
+        "in_sample": {**evaluation.to_dict(), "method": "replay" if params.replay else "counts"},
     }
     with stages.stage("publish"):
         shares = {op: params.topology.instance_shares(op) for op in params.topology.operators}

@@ -1,0 +1,244 @@
+"""From one routing configuration to the next: relabel partitions onto servers, plan the state moves.
+
+METIS numbers its parts arbitrarily, so publishing part ``p`` on server ``p``
+would move state for nothing. :func:`relabel_parts` solves the assignment
+problem on the overlap between new parts and current servers, weighted by
+state size, so that the least state moves [1]_.
+
+:func:`plan_migration` compares two configurations key by key and returns the
+:class:`MigrationPlan`: for every instance the paper's reconfiguration message
+(its new router, the keys whose state it sends and to whom, the keys it
+receives and from whom), the order in which operators reconfigure (pipeline
+order, so upstream routers switch before downstream state moves), and the
+total migration cost.
+
+References
+----------
+.. [1] Caneill, El Rheddane, Leroy, De Palma. "Locality-aware routing in
+   stateful streaming applications." Middleware 2016 (section 3.4, Algorithm 1).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from locality.errors import InvalidParameterError, SerializationError
+from locality.routing import RoutingConfiguration
+
+__all__ = ["relabel_parts", "MigrationPlan", "InstanceMessage", "plan_migration", "current_servers"]
+
+
+def relabel_parts(new_parts: np.ndarray, current_servers: np.ndarray, state: np.ndarray, n_servers: int) -> np.ndarray:
+    """Server for each new part so that the most state stays where it is.
+
+    Parameters
+    ----------
+    new_parts : ndarray of int, shape (V,)
+        Part of every vertex in the new partition (0..n_servers-1).
+    current_servers : ndarray of int, shape (V,)
+        Server every vertex's key is on now.
+    state : ndarray of float, shape (V,)
+        State size of every key (what moving it costs).
+    n_servers : int
+
+    Returns
+    -------
+    ndarray of int, shape (n_servers,)
+        ``mapping[p]`` is the server part ``p`` goes to (a permutation).
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    overlap = np.zeros((n_servers, n_servers))
+    np.add.at(overlap, (new_parts, current_servers), state)
+    rows, cols = linear_sum_assignment(overlap, maximize=True)
+    mapping = np.empty(n_servers, dtype=np.int64)
+    mapping[rows] = cols
+    return mapping
+
+
+def current_servers(config: RoutingConfiguration, keys: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Instance each key is routed to by ``config``, per operator."""
+    return {op: config.route_many(op, np.asarray(k, dtype=object)) for op, k in keys.items()}
+
+
+@dataclass(frozen=True)
+class InstanceMessage:
+    """The reconfiguration message of one instance (the paper's ``router``, ``send``, ``receive``).
+
+    ``router_entries`` is the size of the new routing table of the instance's
+    operator (the table its upstream routers switch to); ``send`` maps each
+    target instance to the keys whose state this instance sends there;
+    ``receive`` maps each source instance to the keys it gets from there.
+    """
+
+    operator: str
+    instance: int
+    server: str
+    router_entries: int
+    send: dict[int, list]
+    receive: dict[int, list]
+
+    def to_dict(self) -> dict:
+        return {
+            "operator": self.operator,
+            "instance": self.instance,
+            "server": self.server,
+            "router_entries": self.router_entries,
+            "send": {str(k): v for k, v in self.send.items()},
+            "receive": {str(k): v for k, v in self.receive.items()},
+        }
+
+
+@dataclass
+class MigrationPlan:
+    """Every key whose instance changes between two configurations, with the state it carries.
+
+    ``moves`` has columns ``operator, key, source, target, state`` (instances
+    are indices within the operator). ``order`` is the pipeline order in
+    which operators switch. ``cost`` is the total state moved and
+    ``cost_share`` that total over the state of all keys considered.
+    """
+
+    order: list[str]
+    moves: pd.DataFrame
+    total_state: float
+    from_version: int | None = None
+    to_version: int | None = None
+
+    @property
+    def cost(self) -> float:
+        return float(self.moves["state"].sum())
+
+    @property
+    def cost_share(self) -> float:
+        return self.cost / self.total_state if self.total_state > 0 else 0.0
+
+    @property
+    def moved_keys(self) -> int:
+        return int(len(self.moves))
+
+    def moves_of(self, operator: str) -> pd.DataFrame:
+        return self.moves[self.moves["operator"] == operator]
+
+    def messages(self, new: RoutingConfiguration) -> list[InstanceMessage]:
+        """The reconfiguration message of every instance of ``new``, in pipeline order."""
+        out = []
+        sizes = new.table_sizes()
+        for op in self.order:
+            moves = self.moves_of(op)
+            for inst in new.topology.instances(op):
+                sending = moves[moves["source"] == inst.index]
+                receiving = moves[moves["target"] == inst.index]
+                out.append(
+                    InstanceMessage(
+                        op,
+                        inst.index,
+                        inst.server,
+                        sizes[op],
+                        {int(t): g["key"].tolist() for t, g in sending.groupby("target")},
+                        {int(s): g["key"].tolist() for s, g in receiving.groupby("source")},
+                    )
+                )
+        return out
+
+    def summary(self) -> dict:
+        return {
+            "from_version": self.from_version,
+            "to_version": self.to_version,
+            "order": self.order,
+            "moved_keys": self.moved_keys,
+            "migration_cost": self.cost,
+            "migration_cost_share": self.cost_share,
+            "moved_keys_by_operator": {op: int(len(self.moves_of(op))) for op in self.order},
+        }
+
+    def to_dict(self, new: RoutingConfiguration | None = None) -> dict:
+        """JSON-ready: the summary, every move, and (given ``new``) every instance's message."""
+        doc = self.summary()
+        doc["total_state"] = self.total_state
+        doc["moves"] = [
+            [row.operator, _plain(row.key), int(row.source), int(row.target), float(row.state)]
+            for row in self.moves.itertuples(index=False)
+        ]
+        if new is not None:
+            doc["messages"] = [m.to_dict() for m in self.messages(new)]
+        return doc
+
+    @classmethod
+    def from_dict(cls, doc: Mapping) -> MigrationPlan:
+        try:
+            moves = pd.DataFrame(doc["moves"], columns=["operator", "key", "source", "target", "state"])
+            return cls(list(doc["order"]), moves, float(doc["total_state"]), doc.get("from_version"), doc.get("to_version"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SerializationError(f"not a migration plan document: {exc!r}") from None
+
+    def to_json(self, new: RoutingConfiguration | None = None) -> str:
+        return json.dumps(self.to_dict(new))
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def plan_migration(
+    old: RoutingConfiguration,
+    new: RoutingConfiguration,
+    state_sizes: Mapping[str, pd.Series],
+    *,
+    from_version: int | None = None,
+    to_version: int | None = None,
+) -> MigrationPlan:
+    """The keys whose instance changes from ``old`` to ``new``, and the state each carries.
+
+    Parameters
+    ----------
+    old, new : RoutingConfiguration
+        Same topology (the same instances; a change of parallelism is a
+        redeployment, not a reconfiguration).
+    state_sizes : mapping of operator -> Series (key -> state size)
+        State of the keys known in the window (by default their load). Keys
+        in either table but absent here carry no known state (0) but still
+        move. A key in neither table routes by the same hash in both and
+        never moves.
+
+    Returns
+    -------
+    MigrationPlan
+    """
+    if old.topology != new.topology:
+        raise InvalidParameterError("a migration plan needs two configurations of the same topology")
+    for op in new.topology.operators:
+        if old.tables[op].fallback != new.tables[op].fallback:
+            raise InvalidParameterError(
+                f"the fallback of {op!r} changes between the configurations; every key would move (redeploy instead)"
+            )
+    rows = []
+    total = 0.0
+    for op in new.topology.operators:
+        sizes = state_sizes.get(op, pd.Series(dtype=float))
+        total += float(sizes.sum())
+        candidates = old.tables[op].entries.index.append(new.tables[op].entries.index).unique()
+        if len(candidates) == 0:
+            continue
+        keys = candidates.to_numpy(dtype=object)
+        source = old.route_many(op, keys)
+        target = new.route_many(op, keys)
+        moved = source != target
+        state = sizes.reindex(candidates[moved]).fillna(0.0).to_numpy(dtype=float)
+        rows.append(
+            pd.DataFrame(
+                {"operator": op, "key": keys[moved], "source": source[moved], "target": target[moved], "state": state}
+            )
+        )
+    moves = (
+        pd.concat(rows, ignore_index=True)
+        if rows
+        else pd.DataFrame({"operator": [], "key": [], "source": [], "target": [], "state": []})
+    )
+    moves = moves.astype({"source": "int64", "target": "int64", "state": "float64"})
+    return MigrationPlan(list(new.topology.operators), moves, total, from_version, to_version)
