@@ -38,6 +38,7 @@ DROP_REASONS = ("null key", "empty key", "invalid weight")
 _SKETCH_SCHEMA = "slot int, payload binary"
 _STATS_SLOT = -1
 _COLLECT_LIMIT = 64  # partitions; above this, stream them (toLocalIterator) instead of collect()
+_MIN_CHUNK_ROWS = 500_000
 
 
 @dataclass
@@ -87,10 +88,10 @@ class TraceCounts:
         }
 
 
-def _valid_rows(batch: pa.RecordBatch, keys: Sequence[str], weight: str | None) -> tuple[pa.RecordBatch, dict]:
+def _valid_rows(batch: pa.Table, keys: Sequence[str], weight: str | None) -> tuple[pa.Table, dict]:
     """Drop rows with a null or empty key or an invalid weight; count each reason once per row."""
     dropped = dict.fromkeys(DROP_REASONS, 0)
-    keep = pa.array(np.ones(batch.num_rows, dtype=bool))
+    keep = pa.chunked_array([np.ones(batch.num_rows, dtype=bool)])
     for key in keys:
         column = batch.column(key)
         null = pc.is_null(column)
@@ -108,6 +109,19 @@ def _valid_rows(batch: pa.RecordBatch, keys: Sequence[str], weight: str | None) 
     return batch.filter(keep), dropped
 
 
+def _chunks(batches: Iterator[pa.RecordBatch], min_rows: int) -> Iterator[pa.Table]:
+    """Regroup Arrow batches into tables of at least ``min_rows`` rows (the last may be smaller)."""
+    pending, size = [], 0
+    for batch in batches:
+        pending.append(batch)
+        size += batch.num_rows
+        if size >= min_rows:
+            yield pa.Table.from_batches(pending)
+            pending, size = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending)
+
+
 def _sketch_partition(keys: list[str], weight: str | None, capacity: int) -> Callable:
     """The per-partition function for ``mapInArrow``: Arrow batches in, serialized sketches out."""
 
@@ -115,15 +129,17 @@ def _sketch_partition(keys: list[str], weight: str | None, capacity: int) -> Cal
         pairs = [SpaceSaving(capacity, arity=2) for _ in keys[1:]]
         loads = [SpaceSaving(capacity) for _ in keys]
         rows, dropped = 0, dict.fromkeys(DROP_REASONS, 0)
-        for batch in batches:
-            rows += batch.num_rows
-            batch, why = _valid_rows(batch, keys, weight)
+        # Spark hands over batches of 10k rows by default; merging each into a full sketch would
+        # re-sort all its counters every time, so sketch chunks several times the capacity.
+        for chunk in _chunks(batches, max(4 * capacity, _MIN_CHUNK_ROWS)):
+            rows += chunk.num_rows
+            chunk, why = _valid_rows(chunk, keys, weight)
             for reason, n in why.items():
                 dropped[reason] += n
-            if batch.num_rows == 0:
+            if chunk.num_rows == 0:
                 continue
-            w = batch.column(weight).cast(pa.float64()).to_numpy() if weight else None
-            columns = [batch.column(k) for k in keys]
+            w = chunk.column(weight).cast(pa.float64()).to_numpy() if weight else None
+            columns = [chunk.column(k) for k in keys]
             for i, sketch in enumerate(pairs):
                 sketch.update_batch([columns[i], columns[i + 1]], w)
             for column, sketch in zip(columns, loads):

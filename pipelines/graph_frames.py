@@ -52,18 +52,18 @@ def graphframes_available(spark) -> bool:
         return False
 
 
-def _components_dataframes(vertices, edges):
-    """Connected components of the edge DataFrame: ``(id, component)``, component = smallest id in it.
+def _degrees_and_components(vertices, edges):
+    """``(id, degree, component)`` of every vertex, component = smallest id in it.
 
-    The key graph is bounded by the sketch capacity, so one task holds it:
-    the edges are coalesced into one partition and a ``mapInArrow`` task runs
-    scipy's union-find over them; isolated vertices are their own component.
-    (Iterative label propagation with joins needs several shuffles per round
-    and took 20-70 s on the tweet trace's 40k-key graph here.)
+    The key graph is bounded by the sketch capacity, so one task holds its
+    edges: they are coalesced into one partition and a ``mapInArrow`` task
+    counts degrees and runs scipy's union-find. (Label propagation with joins
+    needs several shuffles per round and took 20-70 s on the tweet trace's
+    40k-key graph here; this takes one job.)
     """
     from pyspark.sql import functions as F
 
-    def components(batches):
+    def per_vertex(batches):
         import numpy as np
         import pyarrow as pa
         from scipy.sparse import coo_matrix
@@ -80,11 +80,38 @@ def _components_dataframes(vertices, edges):
         _, labels = connected_components(graph, directed=False)
         smallest = np.full(labels.max() + 1, np.iinfo(np.int64).max)
         np.minimum.at(smallest, labels, ids)
-        yield pa.RecordBatch.from_arrays([pa.array(ids), pa.array(smallest[labels])], names=["id", "component"])
+        degree = np.bincount(index, minlength=n).astype(np.int32)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(ids), pa.array(degree), pa.array(smallest[labels])], names=["id", "degree", "component"]
+        )
 
-    linked = edges.select("src", "dst").coalesce(1).mapInArrow(components, "id long, component long")
-    labels = vertices.select("id").join(linked, "id", "left").select("id", F.coalesce("component", "id").alias("component"))
-    return labels
+    linked = edges.select("src", "dst").coalesce(1).mapInArrow(per_vertex, "id long, degree int, component long")
+    return vertices.join(linked, "id", "left").select(
+        "id",
+        "operator",
+        "weight",
+        F.coalesce("degree", F.lit(0)).alias("degree"),
+        F.coalesce("component", "id").alias("component"),
+    )
+
+
+def _graphframe_per_vertex(spark, vertices, edges):
+    """The same ``(id, operator, weight, degree, component)`` table from a GraphFrame."""
+    import tempfile
+
+    from graphframes import GraphFrame
+    from pyspark.sql import functions as F
+
+    if spark.sparkContext.getCheckpointDir() is None:
+        spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="locality-graphframes-"))
+    frame = GraphFrame(vertices, edges)
+    components = frame.connectedComponents().select("id", "component")
+    return (
+        vertices.select("id", "operator", "weight")
+        .join(frame.degrees, "id", "left")
+        .join(components, "id", "left")
+        .select("id", "operator", "weight", F.coalesce("degree", F.lit(0)).alias("degree"), "component")
+    )
 
 
 def graph_statistics(spark, vertices, edges) -> dict:
@@ -95,47 +122,36 @@ def graph_statistics(spark, vertices, edges) -> dict:
     """
     from pyspark.sql import functions as F
 
-    engine = "dataframes"
     if graphframes_available(spark):
-        from graphframes import GraphFrame
-
-        frame = GraphFrame(vertices, edges)
-        degrees = frame.degrees
-        checkpoint = spark.sparkContext.getCheckpointDir()
-        if checkpoint is None:
-            import tempfile
-
-            spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="locality-gf-"))
-        components = frame.connectedComponents().select("id", "component")
-        engine = "graphframes"
+        engine, table = "graphframes", _graphframe_per_vertex(spark, vertices, edges)
     else:
-        ends = edges.select(F.explode(F.array("src", "dst")).alias("id"))
-        degrees = ends.groupBy("id").agg(F.count(F.lit(1)).cast("int").alias("degree"))
-        components = _components_dataframes(vertices, edges)
-
-    with_degree = vertices.join(degrees, "id", "left").fillna({"degree": 0})
-    per_op = (
-        with_degree.groupBy("operator")
-        .agg(
-            F.count(F.lit(1)).alias("vertices"),
-            F.max("degree").alias("max_degree"),
-            F.avg("degree").alias("mean_degree"),
-            F.sum("weight").alias("weight"),
+        engine, table = "dataframes", _degrees_and_components(vertices, edges)
+    table = table.cache()
+    try:
+        per_op = (
+            table.groupBy("operator")
+            .agg(
+                F.count(F.lit(1)).alias("vertices"),
+                F.max("degree").alias("max_degree"),
+                F.avg("degree").alias("mean_degree"),
+                F.sum("degree").alias("degree_sum"),
+            )
+            .toPandas()
         )
-        .toPandas()
-    )
-    sizes = (
-        components.join(vertices.select("id", "weight"), "id")
-        .groupBy("component")
-        .agg(F.count(F.lit(1)).alias("vertices"), F.sum("weight").alias("weight"))
-        .orderBy(F.desc("weight"))
-        .toPandas()
-    )
-    total_weight = float(sizes["weight"].sum()) if len(sizes) else 0.0
+        sizes = table.groupBy("component").agg(F.count(F.lit(1)).alias("vertices"), F.sum("weight").alias("weight"))
+        summary = sizes.agg(
+            F.count(F.lit(1)).alias("components"),
+            F.max_by("vertices", "weight").alias("largest_vertices"),
+            F.max("weight").alias("largest_weight"),
+            F.sum("weight").alias("weight"),
+        ).collect()[0]
+    finally:
+        table.unpersist()
+    total_weight = float(summary["weight"] or 0.0)
     return {
         "engine": engine,
-        "vertices": int(per_op["vertices"].sum()) if len(per_op) else 0,
-        "edges": int(edges.count()),
+        "vertices": int(per_op["vertices"].sum()),
+        "edges": int(per_op["degree_sum"].sum()) // 2,
         "operators": {
             row.operator: {
                 "vertices": int(row.vertices),
@@ -144,7 +160,7 @@ def graph_statistics(spark, vertices, edges) -> dict:
             }
             for row in per_op.itertuples(index=False)
         },
-        "components": int(len(sizes)),
-        "largest_component_vertices": int(sizes["vertices"].iloc[0]) if len(sizes) else 0,
-        "largest_component_weight_share": float(sizes["weight"].iloc[0] / total_weight) if total_weight else 0.0,
+        "components": int(summary["components"]),
+        "largest_component_vertices": int(summary["largest_vertices"] or 0),
+        "largest_component_weight_share": float(summary["largest_weight"] / total_weight) if total_weight else 0.0,
     }

@@ -107,7 +107,7 @@ def twitter_like(
             "location": pd.Series(np.concatenate(loc_parts)).map(lambda i: f"loc{i:04d}").to_numpy(dtype=object),
             "hashtag": pd.Series(np.concatenate(tag_parts)).map(lambda i: f"tag{i:06d}").to_numpy(dtype=object),
         }
-    ).assign(ts=lambda d: pd.to_datetime(d["ts"], utc=True))
+    ).assign(ts=lambda d: pd.to_datetime(d["ts"], utc=True).astype("datetime64[us, UTC]"))  # Spark reads no ns
 
 
 def zipf_pairs(
