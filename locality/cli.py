@@ -187,6 +187,123 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, store, version, as_json, 
 
 
 @cli.command()
+@trace_options
+@click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
+@click.option("--window", help="Use the last WINDOW of the trace before its latest ts (e.g. 7D, 24h).")
+@click.option("--newest-files", type=int, help="Use only the newest N files of the trace directory.")
+@click.option("--min-gain", type=float, default=0.1, show_default=True,
+              help="Hops made local over the window per unit of state moved needed to publish.")
+@click.option("--decay", type=float, default=None, help="Weight of each older window (default 0.85; 0 forgets).")
+@click.option("--state", "state_column", help="Column whose sum per key is its state size (default: its load).")
+@click.option("--servers", type=int, help="First run only: number of servers.")
+@click.option("--instances-per-server", type=int, default=1, show_default=True)
+@click.option("--topology", "topology_file", type=click.Path(), help="First run only: JSON topology.")
+@click.option("--alpha", type=float, default=1.03, show_default=True)
+@click.option("--hash", "hash_engine", default="kafka", show_default=True, help="First run only: fallback hash.")
+@click.option("--capacity", type=int, default=100_000, show_default=True)
+@click.option("--exact", is_flag=True)
+@click.option("--max-entries", type=int)
+@click.option("--seed", type=int, default=0, show_default=True)
+@output_options
+def reconfigure(trace, keys, weight, ts, start, end, fmt, store, window, newest_files, min_gain, decay, state_column,
+                servers, instances_per_server, topology_file, alpha, hash_engine, capacity, exact, max_entries, seed,
+                as_json, quiet, master):
+    """Reconfigure from the latest window of TRACE: new tables and a migration plan, published if it pays."""
+    from pipelines.online import DEFAULT_DECAY, OnlineParams, run
+    from pipelines.progress import Stages
+    from pipelines.trace import TraceSpec, last_window
+
+    spec = TraceSpec(trace, _keys(keys), weight=weight, ts=ts, start=start, end=end, format=fmt, newest=newest_files)
+    topology = None
+    if servers is not None or topology_file:
+        topology = _topology(list(spec.keys), servers, instances_per_server, topology_file)
+    spark = _session(master)
+    if window:
+        spec = last_window(spark, spec, window)
+    params = OnlineParams(
+        trace=spec,
+        store=store,
+        topology=topology,
+        alpha=alpha,
+        hash=hash_engine,
+        capacity=capacity,
+        exact=exact,
+        max_entries=max_entries,
+        decay=DEFAULT_DECAY if decay is None else (decay or None),
+        min_gain=min_gain,
+        state=state_column,
+        seed=seed,
+    )
+    with Stages(show=not quiet) as stages:
+        outcome = run(spark, params, stages)
+    verb = "published version" if outcome["published"] else "kept version"
+    before = outcome["locality_before"]
+    text = (
+        f"{verb} {outcome['version']} (previous {outcome['previous_version']}): {outcome['reason']}\n"
+        f"  locality on the window {'-' if before is None else f'{before:.1%}'} -> {outcome['locality_after']:.1%}"
+        f" (hash {outcome['hash_locality']:.1%}); moves {outcome['moved_keys']:,} keys, "
+        f"{outcome['migration_cost_share']:.1%} of the state"
+    )
+    _emit(as_json, outcome, text)
+
+
+@cli.command("replay")
+@click.argument("trace")
+@click.option("--keys", required=True, help="Key columns in operator order, comma-separated.")
+@click.option("--ts", default="ts", show_default=True, help="Timestamp column.")
+@click.option("--servers", type=int, required=True)
+@click.option("--instances-per-server", type=int, default=1, show_default=True)
+@click.option("--period", default="7D", show_default=True, help="Window length (7D, 1D, 30D, 12h...).")
+@click.option("--mode", type=click.Choice(["online", "offline", "hash"]), default="online", show_default=True)
+@click.option("--history", type=int, help="Online: build from the last N windows (default: all, decayed).")
+@click.option("--decay", type=float, help="Online: weight of each older window (default 0.85).")
+@click.option("--min-gain", type=float, help="Online: publish only when the gain pays (default: every window).")
+@click.option("--rebalance", "rebalancer", help="Skew rebalancer run within windows (mixed, minmig, readj, ...).")
+@click.option("--rebalance-every", default="1D", show_default=True)
+@click.option("--theta-max", type=float, default=0.08, show_default=True)
+@click.option("--alpha", type=float, default=1.03, show_default=True)
+@click.option("--hash", "hash_engine", default="kafka", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+def replay_command(trace, keys, ts, servers, instances_per_server, period, mode, history, decay, min_gain, rebalancer,
+                   rebalance_every, theta_max, alpha, hash_engine, as_json):
+    """Walk TRACE window by window: locality, imbalance and migration cost on data the tables did not see."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from locality.errors import TraceError
+    from locality.replay import replay_trace
+    from pipelines.online import DEFAULT_DECAY
+
+    operators = _keys(keys)
+    topology = _topology(operators, servers, instances_per_server, None)
+    try:
+        frame = pq.read_table(trace, columns=[*operators, ts]).to_pandas()
+    except (OSError, KeyError, ValueError) as exc:
+        raise TraceError(f"cannot read {operators + [ts]} from the trace at {trace!r}: {exc}") from None
+    if not pd.api.types.is_datetime64_any_dtype(frame[ts]):
+        raise TraceError(f"timestamp column {ts!r} has type {frame[ts].dtype}; it must be a timestamp")
+    if history is None and decay is None:
+        decay = DEFAULT_DECAY
+    result = replay_trace(
+        frame, topology, ts=ts, period=period, mode=mode, alpha=alpha, fallback=hash_engine, history=history,
+        decay=decay, min_gain=min_gain, rebalancer=rebalancer, rebalance_every=rebalance_every, theta_max=theta_max,
+    )
+    doc = result.to_dict()
+    lines = [f"{mode} replay, {len(result.windows)} windows of {period}:"]
+    for w in result.windows:
+        worst = max(w.imbalance.values())
+        lines.append(
+            f"  {w.start[:10]}  {w.tuples:>8,} tuples  locality {w.locality:6.1%} (hash {w.hash_locality:5.1%})  "
+            f"worst imbalance {worst:.2f}  moved {w.migration_cost:5.1%}"
+        )
+    lines.append(
+        f"mean over windows after the first: locality {doc['mean_locality']:.1%} (hash {doc['mean_hash_locality']:.1%}),"
+        f" worst imbalance {doc['mean_worst_imbalance']:.3f}"
+    )
+    _emit(as_json, doc, "\n".join(lines))
+
+
+@cli.command()
 @click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 def show(store, as_json):

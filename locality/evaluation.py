@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from locality._validation import check_columns
+from locality.counts import KeyCounts
 from locality.errors import TraceError
 from locality.routing import RoutingConfiguration
 
@@ -277,13 +278,7 @@ def _hash_local_share(config: RoutingConfiguration, a: str, b: str) -> float:
     return float(share_a @ share_b)
 
 
-def estimate_from_counts(
-    config: RoutingConfiguration,
-    pair_counts: list[pd.DataFrame],
-    key_loads: Mapping[str, pd.DataFrame],
-    totals: Mapping[str, float],
-    rows: int,
-) -> EvaluationReport:
+def estimate_from_counts(config: RoutingConfiguration, counts: KeyCounts, rows: int) -> EvaluationReport:
     """In-sample figures from the counts the optimizer saw, without replaying the trace.
 
     Pairs and keys in the counts are routed exactly; the weight the counts do
@@ -294,17 +289,17 @@ def estimate_from_counts(
     the uncovered weight. ``locality evaluate`` replays a trace for exact figures.
     """
     ops = list(config.topology.operators)
-    total = float(totals[ops[0]])
+    total = counts.total_weight
     figures = []
     for routing in (config, config.hash_only()):
         loads, local = {}, {}
         for op in ops:
-            table = key_loads[op]
+            table = counts.key_loads[op]
             inst = routing.route_many(op, table["key"].to_numpy(dtype=object))
             n = config.topology.n_instances(op)
             known = np.bincount(inst, weights=table["weight"].to_numpy(dtype=float), minlength=n)
             loads[op] = known + max(total - known.sum(), 0.0) / n
-        for (a, b), pairs in zip(zip(ops, ops[1:]), pair_counts):
+        for (a, b), pairs in zip(zip(ops, ops[1:]), counts.pair_counts):
             servers_a = config.topology.instance_servers(a)[routing.route_many(a, pairs["key0"].to_numpy(dtype=object))]
             servers_b = config.topology.instance_servers(b)[routing.route_many(b, pairs["key1"].to_numpy(dtype=object))]
             weights = pairs["weight"].to_numpy(dtype=float)

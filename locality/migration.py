@@ -68,17 +68,21 @@ def current_servers(config: RoutingConfiguration, keys: Mapping[str, np.ndarray]
 
 @dataclass(frozen=True)
 class InstanceMessage:
-    """The reconfiguration message of one instance (the paper's ``router``, ``send``, ``receive``).
+    """The reconfiguration message of one node (the paper's ``router``, ``send``, ``receive``).
 
-    ``router_entries`` is the size of the new routing table of the instance's
-    operator (the table its upstream routers switch to); ``send`` maps each
-    target instance to the keys whose state this instance sends there;
-    ``receive`` maps each source instance to the keys it gets from there.
+    A node's router sends tuples to the *next* operator, so ``router_for``
+    names the operator whose new table it switches to (None for the last
+    operator) and ``router_entries`` is that table's size. The sources that
+    feed the first operator get a message too, with ``operator``,
+    ``instance`` and ``server`` None. ``send`` maps each target instance to
+    the keys whose state this instance sends there; ``receive`` maps each
+    source instance to the keys it gets from there.
     """
 
-    operator: str
-    instance: int
-    server: str
+    operator: str | None
+    instance: int | None
+    server: str | None
+    router_for: str | None
     router_entries: int
     send: dict[int, list]
     receive: dict[int, list]
@@ -88,6 +92,7 @@ class InstanceMessage:
             "operator": self.operator,
             "instance": self.instance,
             "server": self.server,
+            "router_for": self.router_for,
             "router_entries": self.router_entries,
             "send": {str(k): v for k, v in self.send.items()},
             "receive": {str(k): v for k, v in self.receive.items()},
@@ -126,11 +131,13 @@ class MigrationPlan:
         return self.moves[self.moves["operator"] == operator]
 
     def messages(self, new: RoutingConfiguration) -> list[InstanceMessage]:
-        """The reconfiguration message of every instance of ``new``, in pipeline order."""
-        out = []
+        """The reconfiguration message of the sources, then of every instance of ``new``, in pipeline order."""
         sizes = new.table_sizes()
-        for op in self.order:
+        first = self.order[0]
+        out = [InstanceMessage(None, None, None, first, sizes[first], {}, {})]
+        for i, op in enumerate(self.order):
             moves = self.moves_of(op)
+            downstream = self.order[i + 1] if i + 1 < len(self.order) else None
             for inst in new.topology.instances(op):
                 sending = moves[moves["source"] == inst.index]
                 receiving = moves[moves["target"] == inst.index]
@@ -139,7 +146,8 @@ class MigrationPlan:
                         op,
                         inst.index,
                         inst.server,
-                        sizes[op],
+                        downstream,
+                        sizes[downstream] if downstream else 0,
                         {int(t): g["key"].tolist() for t, g in sending.groupby("target")},
                         {int(s): g["key"].tolist() for s, g in receiving.groupby("source")},
                     )

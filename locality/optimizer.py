@@ -11,9 +11,10 @@ and leaves ``config_``, ``graph_``, ``partition_``, ``placement_`` and
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,15 +22,16 @@ import pandas as pd
 
 from locality._validation import check_integer, check_interval, check_option
 from locality.evaluation import EvaluationReport, evaluate
-from locality.graph import KeyGraph, build_key_graph
+from locality.counts import count_keys
+from locality.graph import KeyGraph
 from locality.hashing import ENGINES, FallbackHash, make_fallback
 from locality.partition import Partition, partition_key_graph
 from locality.placement import Placement, place_keys
-from locality.routing import RoutingConfiguration, build_routing, entry_values
-from locality.sketch import SpaceSaving
+from locality.migration import relabel_parts
+from locality.routing import RoutingConfiguration, RoutingTable, build_routing, entry_values
 from locality.topology import Topology
 
-__all__ = ["Optimization", "optimize", "count_keys", "make_fallbacks", "LocalityOptimizer"]
+__all__ = ["Optimization", "optimize", "make_fallbacks", "LocalityOptimizer"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +79,9 @@ def optimize(
     max_entries: int | None = None,
     recursive: bool = False,
     preferred: np.ndarray | None = None,
+    current: RoutingConfiguration | None = None,
+    state: np.ndarray | None = None,
+    relabel: bool = True,
     parameters: Mapping | None = None,
 ) -> Optimization:
     """Partition ``graph`` with METIS, place keys on instances within ``alpha``, build the tables.
@@ -96,8 +101,17 @@ def optimize(
     recursive : bool, default False
         Recursive bisection instead of k-way METIS.
     preferred : ndarray of int, optional
-        Instance each vertex would rather keep (default: its fallback
+        Instance each vertex would rather keep (default: its instance under
+        ``current``, so no state moves; without ``current``, its fallback
         instance, which needs no table entry).
+    current : RoutingConfiguration, optional
+        The configuration in force. METIS's parts are then relabeled onto
+        servers so that the least state moves (:func:`~locality.migration.relabel_parts`).
+    state : ndarray of float, optional
+        State size of every vertex for the relabeling (default: its load).
+    relabel : bool, default True
+        False publishes METIS's part numbers as they come (to measure what
+        relabeling saves).
     parameters : mapping, optional
         Extra parameters recorded in the configuration.
     """
@@ -108,10 +122,19 @@ def optimize(
         raise ValueError(f"topology operators {topology.operators} differ from the graph's {graph.operators}")
     started = time.perf_counter()
     partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed, recursive=recursive)
+    routing = current if current is not None else _hash_routing(topology, fallbacks)
+    instances = np.concatenate(
+        [routing.route_many(op, graph.keys[op].to_numpy(dtype=object)) for op in graph.operators]
+    ).astype(np.int64)
     if preferred is None:
-        preferred = np.concatenate(
-            [fallbacks[op].instances_of(graph.keys[op].to_numpy(dtype=object)) for op in graph.operators]
-        ).astype(np.int64)
+        preferred = instances
+    if current is not None and relabel:
+        servers = np.concatenate(
+            [topology.instance_servers(op)[instances[graph.operator_slice(op)]] for op in graph.operators]
+        )
+        weights = graph.vertex_weight if state is None else state
+        mapping = relabel_parts(partition.server_of_vertex, servers, weights, len(topology.servers))
+        partition = dataclasses.replace(partition, server_of_vertex=mapping[partition.server_of_vertex])
     placement = place_keys(
         graph, topology, partition.server_of_vertex, alpha=alpha, preferred=preferred, hot_keys=partition.hot_keys
     )
@@ -130,6 +153,10 @@ def optimize(
     params.update(parameters or {})
     config = build_routing(graph, topology, placement, fallbacks, parameters=params)
     return Optimization(config, graph, partition, placement, time.perf_counter() - started)
+
+
+def _hash_routing(topology: Topology, fallbacks: Mapping[str, FallbackHash]) -> RoutingConfiguration:
+    return RoutingConfiguration(topology, {op: RoutingTable(op, fallbacks[op]) for op in topology.operators})
 
 
 def _outside_cap(
@@ -154,46 +181,6 @@ def _outside_cap(
         pinned[keep + sl.start] = False
         logger.info("table of %r capped at %d of %d entries", op, max_entries, differs.size)
     return pinned
-
-
-def count_keys(
-    trace: pd.DataFrame,
-    operators: Sequence[str],
-    *,
-    weight: str | None = None,
-    capacity: int | None = None,
-) -> tuple[list[pd.DataFrame], dict[str, pd.DataFrame], dict[str, float]]:
-    """Pair counts of consecutive operators, key loads and totals of an in-memory trace.
-
-    Exact (pandas group-by) when ``capacity`` is None, else from Space-Saving
-    sketches of that capacity (the same path the Spark job takes per partition).
-    Returns ``(pair_counts, key_loads, totals)`` as :func:`build_key_graph` takes them.
-    """
-    operators = list(operators)
-    frame = trace[operators + ([weight] if weight else [])].dropna(subset=operators)
-    w = frame[weight].to_numpy(dtype=float) if weight else np.ones(len(frame))
-    total = float(w.sum())
-    totals = {op: total for op in operators}
-    pair_counts, key_loads = [], {}
-    if capacity is None:
-        keyed = frame[operators].assign(weight=w)
-        for a, b in zip(operators, operators[1:]):
-            pairs = keyed.groupby([a, b], sort=False, observed=True)["weight"].sum().reset_index()
-            pair_counts.append(pairs.rename(columns={a: "key0", b: "key1"}))
-        for op in operators:
-            loads = keyed.groupby(op, sort=False, observed=True)["weight"].sum().reset_index()
-            key_loads[op] = loads.rename(columns={op: "key"})
-        return pair_counts, key_loads, totals
-    weights = w if weight else None
-    for a, b in zip(operators, operators[1:]):
-        sketch = SpaceSaving(capacity, arity=2)
-        sketch.update_batch([frame[a], frame[b]], weights)
-        pair_counts.append(sketch.top_k()[["key0", "key1", "estimate"]].rename(columns={"estimate": "weight"}))
-    for op in operators:
-        sketch = SpaceSaving(capacity)
-        sketch.update_batch(frame[op], weights)
-        key_loads[op] = sketch.top_k()[["key", "estimate"]].rename(columns={"estimate": "weight"})
-    return pair_counts, key_loads, totals
 
 
 class LocalityOptimizer:
@@ -267,8 +254,8 @@ class LocalityOptimizer:
         if self.sketch_capacity is not None:
             check_integer(self.sketch_capacity, "sketch_capacity", owner, lower=1)
         operators = list(self.topology.operators)
-        pairs, loads, totals = count_keys(trace, operators, weight=weight, capacity=self.sketch_capacity)
-        self.graph_ = build_key_graph(operators, pairs, loads, totals=totals, top_pairs=self.top_pairs)
+        counts = count_keys(trace, operators, weight=weight, capacity=self.sketch_capacity)
+        self.graph_ = counts.graph(self.top_pairs)
         result = optimize(
             self.graph_,
             self.topology,

@@ -619,6 +619,8 @@ class _Engine:
                 moved += len(codes)
             # The paper's per-instance messages (send / receive lists), keyed by node numbers.
             for message in r.plan.messages(r.config):
+                if message.operator is None:  # the sources' message: their router only, no state
+                    continue
                 j = self.operators.index(message.operator)
                 node = self.base[j] + message.instance
                 if message.send:

@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from locality.counts import KeyCounts
 from locality.errors import TraceError
 from locality.sketch import SpaceSaving
 
@@ -42,28 +43,22 @@ _MIN_CHUNK_ROWS = 500_000
 
 
 @dataclass
-class TraceCounts:
-    """Pair counts, key loads and totals of a trace, with what was dropped and how exact they are.
+class TraceCounts(KeyCounts):
+    """:class:`~locality.counts.KeyCounts` of a trace, with what was dropped and how exact they are.
 
-    ``pair_counts[i]`` has columns ``key0, key1, weight`` (pairs of operators
-    ``i`` and ``i + 1``); ``key_loads[op]`` has ``key, weight``. ``error_bound``
-    is, per sketch, the most any count may be over-estimated (0 when exact
-    or when the sketch never filled up).
+    ``error_bound`` is, per sketch, the most any count may be over-estimated
+    (0 when exact or when the sketch never filled up).
     """
 
-    operators: list[str]
-    pair_counts: list[pd.DataFrame]
-    key_loads: dict[str, pd.DataFrame]
-    totals: dict[str, float]
-    rows: int
-    dropped: dict[str, int]
-    mode: str
+    rows: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    mode: str = "exact"
     error_bound: dict[str, float] = field(default_factory=dict)
     capacity: int | None = None
 
     @property
-    def total_weight(self) -> float:
-        return self.totals[self.operators[0]]
+    def usable_rows(self) -> int:
+        return self.rows - sum(self.dropped.values())
 
     def coverage(self) -> dict[str, float]:
         """Share of each hop's weight held by the kept pairs (the rest is routed by hash)."""

@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass
 from locality._validation import check_integer, check_interval, check_option
 from locality.errors import InvalidParameterError
 from locality.evaluation import estimate_from_counts
-from locality.graph import KeyGraph, build_key_graph
 from locality.hashing import ENGINES
 from locality.optimizer import make_fallbacks, optimize
 from locality.plots import figure_png, instance_load_figure
@@ -112,11 +111,6 @@ def count(df, params: OfflineParams, stages: Stages) -> TraceCounts:
     )
 
 
-def key_graph(counts: TraceCounts, top_pairs: int | None = None) -> KeyGraph:
-    """The driver-side key graph of the counts."""
-    return build_key_graph(counts.operators, counts.pair_counts, counts.key_loads, totals=counts.totals, top_pairs=top_pairs)
-
-
 def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineResult:
     """Run the offline optimization with ``spark`` and publish into ``params.store``.
 
@@ -137,7 +131,7 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
     with stages.stage("count keys" + (" (exact)" if params.exact else " (sketch)")), spark_read_errors(params.trace.path):
         counts = count(df, params, stages)
     with stages.stage("build key graph"):
-        graph = key_graph(counts, params.top_pairs)
+        graph = counts.graph(params.top_pairs)
         stats = None
         if params.graph_stats:
             vertices, edges = key_graph_frames(spark, graph)
@@ -156,9 +150,7 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
         with stages.stage("replay in-sample"):
             evaluation = evaluate_trace(df, result.config, params.trace.keys, weight=params.trace.weight)
     else:
-        evaluation = estimate_from_counts(
-            result.config, counts.pair_counts, counts.key_loads, counts.totals, counts.rows - sum(counts.dropped.values())
-        )
+        evaluation = estimate_from_counts(result.config, counts, counts.usable_rows)
     report = {
         "job": "offline",
         "trace": params.trace.path,

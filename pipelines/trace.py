@@ -10,6 +10,7 @@ counts them, and the report says how many and why.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import logging
 import os
@@ -20,7 +21,7 @@ from datetime import datetime, timezone
 
 from locality.errors import TraceError
 
-__all__ = ["TraceSpec", "read_trace", "input_files", "spark_read_errors", "FORMATS"]
+__all__ = ["TraceSpec", "read_trace", "last_window", "input_files", "spark_read_errors", "FORMATS"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +34,8 @@ class TraceSpec:
     """Where a trace is and which columns matter.
 
     ``start`` / ``end`` (ISO 8601, UTC when no zone is given) keep rows with
-    ``start <= ts < end``; they need ``ts``.
+    ``start <= ts < end``; they need ``ts``. ``newest`` keeps only the newest
+    ``newest`` files (by modification time, then name) of a directory or glob.
     """
 
     path: str
@@ -43,6 +45,7 @@ class TraceSpec:
     start: str | None = None
     end: str | None = None
     format: str | None = None
+    newest: int | None = None
     columns: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -92,10 +95,15 @@ def _detect_format(path: str, files: list[str]) -> str:
     raise TraceError(f"cannot tell the format of {path!r} from its file names; pass format (parquet, csv or json)")
 
 
-def _data_files(files: list[str], fmt: str) -> list[str]:
-    """The files of ``fmt`` (a README or _SUCCESS beside the data is not data); all files if none has the extension."""
-    matching = [f for f in files if f.lower().endswith(FORMATS[fmt])]
-    return matching or files
+def _data_files(files: list[str], fmt: str, newest: int | None = None) -> list[str]:
+    """The files of ``fmt`` (a README or _SUCCESS beside the data is not data); all files if none has the extension.
+
+    With ``newest``, only the newest that many (by modification time, then name).
+    """
+    matching = [f for f in files if f.lower().endswith(FORMATS[fmt])] or files
+    if newest is not None:
+        matching = sorted(matching, key=lambda f: (os.stat(f).st_mtime_ns, f))[-newest:]
+    return sorted(matching)
 
 
 @contextmanager
@@ -123,11 +131,31 @@ def input_files(spec: TraceSpec) -> list[tuple[str, int, int]]:
     out = []
     files = _matching_files(spec.path.removeprefix("file://"))
     if files:
-        files = _data_files(files, spec.format or _detect_format(spec.path, files))
+        files = _data_files(files, spec.format or _detect_format(spec.path, files), spec.newest)
     for name in files:
         stat = os.stat(name)
         out.append((os.path.abspath(name), stat.st_size, stat.st_mtime_ns))
     return out
+
+
+def last_window(spark, spec: TraceSpec, length: str) -> TraceSpec:
+    """``spec`` restricted to the last ``length`` (a pandas offset such as ``"7D"``) before its latest ``ts``."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    if not spec.ts:
+        raise TraceError("a window length needs the timestamp column (ts)")
+    try:
+        span = pd.Timedelta(length)
+    except ValueError:
+        raise TraceError(f"the window {length!r} is not a duration such as 7D, 24h or 30min") from None
+    with spark_read_errors(spec.path):
+        latest = read_trace(spark, spec).agg(F.max(spec.ts)).collect()[0][0]
+    if latest is None:
+        raise TraceError(f"the trace at {spec.path!r} has no timestamp in {spec.ts!r}: it is empty")
+    end = pd.Timestamp(latest)
+    end = (end.tz_localize("UTC") if end.tzinfo is None else end) + pd.Timedelta(microseconds=1)
+    return dataclasses.replace(spec, start=(end - span).isoformat(), end=end.isoformat())
 
 
 def read_trace(spark, spec: TraceSpec):
@@ -148,7 +176,7 @@ def read_trace(spark, spec: TraceSpec):
     if local and not files:
         raise TraceError(f"no trace file at {spec.path!r}")
     fmt = spec.format or _detect_format(spec.path, files)
-    files = _data_files(files, fmt)
+    files = _data_files(files, fmt, spec.newest)
     reader = spark.read
     if fmt == "csv":
         reader = reader.option("header", "true").option("inferSchema", "true")

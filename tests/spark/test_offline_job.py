@@ -13,7 +13,7 @@ from locality.topology import Topology
 from pipelines.counting import count_trace_exact, sketch_trace
 from pipelines.evaluate import evaluate_trace
 from pipelines.graph_frames import graph_statistics, key_graph_frames
-from pipelines.offline import OfflineParams, key_graph, run
+from pipelines.offline import OfflineParams, run
 from pipelines.trace import TraceSpec, read_trace
 from tests.conftest import trace_path
 
@@ -114,7 +114,7 @@ def test_exact_and_sketch_counts_agree_on_real_data(spark):
 
 def test_graph_statistics_without_graphframes_jar(spark):
     df = read_trace(spark, TraceSpec(str(trace_path("geotweets")), GEO))
-    graph = key_graph(sketch_trace(df, GEO, capacity=100_000))
+    graph = sketch_trace(df, GEO, capacity=100_000).graph()
     vertices, edges = key_graph_frames(spark, graph)
     assert vertices.columns[0] == "id" and edges.columns[:2] == ["src", "dst"]
     stats = graph_statistics(spark, vertices, edges)

@@ -1,0 +1,159 @@
+"""Key counts of a trace window: pair counts of consecutive operators, key loads, totals.
+
+:class:`KeyCounts` is what every path produces (pandas group-by, Space-Saving
+sketches, Spark aggregations) and what the key graph is built from. Counts of
+several windows blend into one (:func:`blend`), either the last ``windows``
+windows with equal weight or every window with exponentially decaying weight,
+so that an online reconfiguration can remember earlier windows instead of
+resetting its statistics each time as the paper does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from locality._validation import check_integer, check_interval
+from locality.errors import InvalidParameterError, SerializationError
+from locality.graph import KeyGraph, build_key_graph
+from locality.sketch import SpaceSaving
+
+__all__ = ["KeyCounts", "count_keys", "blend"]
+
+
+@dataclass
+class KeyCounts:
+    """Counts of one window (or a blend of windows).
+
+    ``pair_counts[i]`` has columns ``key0, key1, weight`` (operators ``i`` and
+    ``i + 1``); ``key_loads[op]`` has ``key, weight``; ``totals[op]`` is the
+    operator's whole load, including keys the counts do not list.
+    """
+
+    operators: list[str]
+    pair_counts: list[pd.DataFrame]
+    key_loads: dict[str, pd.DataFrame]
+    totals: dict[str, float]
+
+    @property
+    def total_weight(self) -> float:
+        return float(self.totals[self.operators[0]])
+
+    def graph(self, top_pairs: int | None = None) -> KeyGraph:
+        """The key graph of these counts."""
+        return build_key_graph(self.operators, self.pair_counts, self.key_loads, totals=self.totals, top_pairs=top_pairs)
+
+    def scaled(self, factor: float) -> KeyCounts:
+        """Every weight times ``factor``."""
+        return KeyCounts(
+            list(self.operators),
+            [p.assign(weight=p["weight"] * factor) for p in self.pair_counts],
+            {op: t.assign(weight=t["weight"] * factor) for op, t in self.key_loads.items()},
+            {op: v * factor for op, v in self.totals.items()},
+        )
+
+    # ------------------------------------------------------------------ files
+    def write(self, directory: str | Path) -> None:
+        """``pairs_<i>.parquet``, ``loads_<i>.parquet`` (typed keys) and ``counts.json`` into ``directory``."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        for i, pairs in enumerate(self.pair_counts):
+            pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), directory / f"pairs_{i}.parquet")
+        for i, op in enumerate(self.operators):
+            pq.write_table(pa.Table.from_pandas(self.key_loads[op], preserve_index=False), directory / f"loads_{i}.parquet")
+        (directory / "counts.json").write_text(json.dumps({"operators": self.operators, "totals": self.totals}))
+
+    @classmethod
+    def read(cls, directory: str | Path) -> KeyCounts:
+        directory = Path(directory)
+        try:
+            meta = json.loads((directory / "counts.json").read_text())
+            ops = meta["operators"]
+            pairs = [pq.read_table(directory / f"pairs_{i}.parquet").to_pandas() for i in range(len(ops) - 1)]
+            loads = {op: pq.read_table(directory / f"loads_{i}.parquet").to_pandas() for i, op in enumerate(ops)}
+        except (OSError, KeyError, json.JSONDecodeError, pa.ArrowException) as exc:
+            raise SerializationError(f"cannot read key counts in {directory}: {exc}") from None
+        return cls(ops, pairs, loads, {op: float(v) for op, v in meta["totals"].items()})
+
+
+def count_keys(
+    trace: pd.DataFrame,
+    operators: Sequence[str],
+    *,
+    weight: str | None = None,
+    capacity: int | None = None,
+) -> KeyCounts:
+    """Counts of an in-memory trace: exact (pandas group-by), or Space-Saving sketches of ``capacity``.
+
+    Rows with a null key are left out.
+    """
+    operators = list(operators)
+    frame = trace[operators + ([weight] if weight else [])].dropna(subset=operators)
+    w = frame[weight].to_numpy(dtype=float) if weight else np.ones(len(frame))
+    totals = dict.fromkeys(operators, float(w.sum()))
+    pair_counts, key_loads = [], {}
+    if capacity is None:
+        keyed = frame[operators].assign(weight=w)
+        for a, b in zip(operators, operators[1:]):
+            pairs = keyed.groupby([a, b], sort=False, observed=True)["weight"].sum().reset_index()
+            pair_counts.append(pairs.rename(columns={a: "key0", b: "key1"}))
+        for op in operators:
+            loads = keyed.groupby(op, sort=False, observed=True)["weight"].sum().reset_index()
+            key_loads[op] = loads.rename(columns={op: "key"})
+        return KeyCounts(operators, pair_counts, key_loads, totals)
+    weights = w if weight else None
+    for a, b in zip(operators, operators[1:]):
+        sketch = SpaceSaving(capacity, arity=2)
+        sketch.update_batch([frame[a], frame[b]], weights)
+        pair_counts.append(sketch.top_k()[["key0", "key1", "estimate"]].rename(columns={"estimate": "weight"}))
+    for op in operators:
+        sketch = SpaceSaving(capacity)
+        sketch.update_batch(frame[op], weights)
+        key_loads[op] = sketch.top_k()[["key", "estimate"]].rename(columns={"estimate": "weight"})
+    return KeyCounts(operators, pair_counts, key_loads, totals)
+
+
+def blend(history: Sequence[KeyCounts], *, windows: int | None = 1, decay: float | None = None) -> KeyCounts:
+    """One set of counts from a window history (oldest first, newest last).
+
+    Parameters
+    ----------
+    history : sequence of KeyCounts
+        Per-window counts, oldest first.
+    windows : int or None, default 1
+        Use only the last ``windows`` windows (None: all). ``windows=1`` with
+        no decay is the paper's reset: only the latest window counts.
+    decay : float in (0, 1], optional
+        Weight of a window ``age`` windows old is ``decay ** age`` (newest:
+        age 0). Without it the windows kept weigh the same.
+    """
+    if not history:
+        raise InvalidParameterError("the 'history' parameter of blend must hold at least one window of counts")
+    if windows is not None:
+        check_integer(windows, "windows", "blend", lower=1)
+    if decay is not None:
+        check_interval(decay, "decay", "blend", lower=0.0, upper=1.0, closed="right")
+    kept = list(history)[-windows:] if windows is not None else list(history)
+    ops = kept[-1].operators
+    factors = [decay ** (len(kept) - 1 - i) if decay is not None else 1.0 for i in range(len(kept))]
+    pairs = [
+        pd.concat([c.pair_counts[i].assign(weight=c.pair_counts[i]["weight"] * f) for c, f in zip(kept, factors)])
+        .groupby(["key0", "key1"], sort=False, as_index=False)["weight"]
+        .sum()
+        for i in range(len(ops) - 1)
+    ]
+    loads = {
+        op: pd.concat([c.key_loads[op].assign(weight=c.key_loads[op]["weight"] * f) for c, f in zip(kept, factors)])
+        .groupby("key", sort=False, as_index=False)["weight"]
+        .sum()
+        for op in ops
+    }
+    totals = {op: float(sum(c.totals[op] * f for c, f in zip(kept, factors))) for op in ops}
+    return KeyCounts(list(ops), pairs, loads, totals)

@@ -1,0 +1,184 @@
+"""One online reconfiguration: new tables for a window, relabeled to move little state, and whether to publish.
+
+Correlations drift (a hashtag follows different regions week to week), so
+tables computed once decay [1]_. Each period the online job partitions the
+latest window's key graph, maps METIS's parts onto the servers that already
+hold most of their state, places keys on the instance they are on when it is
+on the chosen server, and plans the migration from the configuration in force.
+:func:`decide` then publishes only when the locality gained over the window
+pays for the state that moves, or when the configuration in force breaks the
+balance bound.
+
+References
+----------
+.. [1] Caneill, El Rheddane, Leroy, De Palma. "Locality-aware routing in
+   stateful streaming applications." Middleware 2016 (sections 3.4 and 4.3).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from locality._validation import check_interval
+from locality.evaluation import Evaluation
+from locality.graph import KeyGraph
+from locality.hashing import FallbackHash
+from locality.migration import MigrationPlan, plan_migration
+from locality.optimizer import Optimization, optimize
+from locality.routing import RoutingConfiguration
+from locality.topology import Topology
+
+__all__ = ["Reconfiguration", "reconfigure", "Decision", "decide", "graph_state_sizes"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Reconfiguration:
+    """The new configuration, the plan that leads to it, and what raw METIS labels would have moved."""
+
+    optimization: Optimization
+    plan: MigrationPlan
+    unrelabeled_cost: float | None = None
+
+    @property
+    def config(self) -> RoutingConfiguration:
+        return self.optimization.config
+
+    def summary(self) -> dict:
+        return {
+            **self.plan.summary(),
+            "migration_cost_without_relabeling": self.unrelabeled_cost,
+            "table_entries": self.config.table_sizes(),
+        }
+
+
+def graph_state_sizes(graph: KeyGraph, state: Mapping[str, pd.Series] | None = None) -> dict[str, pd.Series]:
+    """State size per key and operator: ``state`` where given, else the key's load in the graph."""
+    out = {}
+    for op in graph.operators:
+        loads = pd.Series(graph.vertex_weight[graph.operator_slice(op)], index=graph.keys[op])
+        if state is not None and op in state:
+            loads = state[op].reindex(graph.keys[op]).fillna(loads)
+        out[op] = loads
+    return out
+
+
+def reconfigure(
+    graph: KeyGraph,
+    topology: Topology,
+    current: RoutingConfiguration,
+    fallbacks: Mapping[str, FallbackHash],
+    *,
+    alpha: float = 1.03,
+    seed: int = 0,
+    state: Mapping[str, pd.Series] | None = None,
+    max_entries: int | None = None,
+    compare_unrelabeled: bool = True,
+    parameters: Mapping | None = None,
+) -> Reconfiguration:
+    """Tables for the window's ``graph``, relabeled against ``current``, and the migration plan.
+
+    Parameters
+    ----------
+    graph : KeyGraph
+        The window's key graph.
+    topology, fallbacks
+        Must match ``current``'s.
+    current : RoutingConfiguration
+        The configuration in force.
+    alpha, seed, max_entries
+        As for :func:`~locality.optimizer.optimize`.
+    state : mapping of operator -> Series (key -> state size), optional
+        State of each key: pass the latest window's key loads (the default
+        state size) when ``graph`` blends several windows; keys missing here
+        weigh their load in ``graph``.
+    compare_unrelabeled : bool, default True
+        Also compute what publishing METIS's labels as they come would move
+        (``unrelabeled_cost``, a share of the state), for the report.
+    """
+    sizes = graph_state_sizes(graph, state)
+    state_vector = np.concatenate([sizes[op].to_numpy(dtype=float) for op in graph.operators])
+    common = dict(alpha=alpha, seed=seed, max_entries=max_entries, current=current, state=state_vector)
+    result = optimize(graph, topology, fallbacks, parameters=parameters, **common)
+    plan = plan_migration(current, result.config, sizes)
+    unrelabeled = None
+    if compare_unrelabeled:
+        raw = optimize(graph, topology, fallbacks, relabel=False, **common)
+        unrelabeled = plan_migration(current, raw.config, sizes).cost_share
+    logger.info(
+        "reconfiguration moves %d keys (%.1f%% of the state; %.1f%% without relabeling)",
+        plan.moved_keys,
+        100 * plan.cost_share,
+        100 * (unrelabeled or 0.0),
+    )
+    return Reconfiguration(result, plan, unrelabeled)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether to publish, and the sentence that says why."""
+
+    publish: bool
+    reason: str
+    gain: float
+    payback: float | None
+
+
+def decide(
+    before: Evaluation | None,
+    after: Evaluation,
+    plan: MigrationPlan | None,
+    *,
+    alpha: float,
+    min_gain: float = 0.1,
+) -> Decision:
+    """Publish when the locality gained on the window pays for the migration, or when balance is broken.
+
+    Parameters
+    ----------
+    before : Evaluation or None
+        The configuration in force, on the window (None: nothing is in force).
+    after : Evaluation
+        The new configuration, on the same window.
+    plan : MigrationPlan
+        The moves from the configuration in force to the new one.
+    alpha : float
+        The balance bound; an operator above it in ``before`` forces a publish.
+    min_gain : float, default 0.1
+        Hops made local over one window per unit of state moved needed to
+        publish (state defaults to key load, so 1.0 would mean: the window's
+        gain in local hops at least equals the tuples' worth of state that
+        move; the gain keeps paying in later windows, hence a lower default).
+
+    Returns
+    -------
+    Decision
+    """
+    min_gain = check_interval(min_gain, "min_gain", "decide", lower=0.0)
+    if before is None:
+        return Decision(True, "no configuration is in force yet", after.locality, None)
+    gain = after.locality - before.locality
+    hops = after.weight * len(after.hop_locality)
+    broken = {op: v for op, v in before.imbalance.items() if v > alpha * (1 + 1e-9)}
+    if broken and max(after.imbalance.values()) < max(broken.values()):
+        worst = max(broken, key=broken.get)
+        return Decision(
+            True, f"balance is broken: operator {worst!r} at {broken[worst]:.3f} > alpha {alpha:g}", gain, None
+        )
+    cost = plan.cost if plan is not None else 0.0
+    if plan is not None and plan.moved_keys == 0:
+        return Decision(False, "the new tables route every key as the current ones do", gain, None)
+    payback = gain * hops / cost if cost > 0 else (np.inf if gain > 0 else 0.0)
+    verdict = (
+        f"locality {before.locality:.1%} -> {after.locality:.1%} on the window "
+        f"({gain * hops:,.0f} hops made local) for {cost:,.0f} state moved: {payback:.2f} per unit"
+    )
+    if payback >= min_gain and gain > 0:
+        return Decision(True, f"the gain pays: {verdict} >= {min_gain:g}", gain, float(payback))
+    return Decision(False, f"the gain does not pay: {verdict} < {min_gain:g}", gain, float(payback))

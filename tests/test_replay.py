@@ -1,0 +1,59 @@
+"""The online reconfiguration replayed on the weekly flights (tailnum -> dest, 6 servers, alpha 1.03)."""
+
+import pandas as pd
+import pytest
+
+from locality.replay import replay_trace, windows_of
+from locality.topology import Topology
+
+TOPO = Topology.uniform(["tailnum", "dest"], 6)
+
+
+@pytest.fixture(scope="module")
+def weekly(flights):
+    online = replay_trace(flights, TOPO, period="7D", mode="online", history=None, decay=0.85)
+    offline = replay_trace(flights, TOPO, period="7D", mode="offline")
+    return online, offline
+
+
+def quarterly(result):
+    frame = result.frame().iloc[1:]
+    return frame.groupby(pd.to_datetime(frame["start"]).dt.quarter)["locality"].mean()
+
+
+def test_online_beats_offline_every_quarter_and_hash_by_far(weekly):
+    online, offline = weekly
+    assert len(online.windows) == 53
+    assert 0.15 < online.mean_hash_locality < 0.18
+    assert online.mean_locality >= 0.58
+    assert offline.mean_locality > 1.8 * offline.mean_hash_locality
+    assert (quarterly(online) > quarterly(offline)).all()
+
+
+def test_next_week_balance_is_reported_and_kept_near_alpha(weekly):
+    online, _ = weekly
+    for window in online.windows:
+        assert set(window.imbalance) == {"tailnum", "dest"}
+    assert online.mean_worst_imbalance() <= 1.10
+
+
+def test_relabeling_moves_less_state_than_raw_metis_labels(weekly):
+    online, _ = weekly
+    moved = [w.migration_cost for w in online.windows[2:]]
+    raw = [w.migration_cost_without_relabeling for w in online.windows[2:]]
+    assert sum(moved) < 0.5 * sum(raw)
+    assert all(0 <= m <= 1 for m in moved)
+
+
+def test_min_gain_keeps_the_tables_when_the_gain_does_not_pay(flights):
+    spring = flights[(flights["ts"] >= "2013-03-01") & (flights["ts"] < "2013-05-01")]
+    lazy = replay_trace(spring, TOPO, period="7D", mode="online", history=None, decay=0.85, min_gain=1e9)
+    kept = [w for w in lazy.windows[2:] if not w.published]
+    assert kept and all(w.migration_cost == 0 for w in kept)
+    assert all("does not pay" in w.reason or "balance is broken" in w.reason for w in lazy.windows[2:])
+
+
+def test_windows_cover_the_trace():
+    ts = pd.Series(pd.to_datetime(["2013-01-01 10:00:00", "2013-01-09 00:00:00", "2013-01-15 23:59:00"], utc=True))
+    bounds = windows_of(ts, "7D")
+    assert [str(a.date()) for a, _ in bounds] == ["2013-01-01", "2013-01-08", "2013-01-15"]
