@@ -120,7 +120,14 @@ def count_keys(
     return KeyCounts(operators, pair_counts, key_loads, totals)
 
 
-def blend(history: Sequence[KeyCounts], *, windows: int | None = 1, decay: float | None = None) -> KeyCounts:
+def blend(
+    history: Sequence[KeyCounts],
+    *,
+    windows: int | None = 1,
+    decay: float | None = None,
+    min_weight: float = 0.0,
+    limit: int | None = None,
+) -> KeyCounts:
     """One set of counts from a window history (oldest first, newest last).
 
     Parameters
@@ -133,6 +140,13 @@ def blend(history: Sequence[KeyCounts], *, windows: int | None = 1, decay: float
     decay : float in (0, 1], optional
         Weight of a window ``age`` windows old is ``decay ** age`` (newest:
         age 0). Without it the windows kept weigh the same.
+    min_weight : float, default 0
+        Drop pairs and keys whose blended weight falls below this (decayed
+        history would otherwise grow without bound).
+    limit : int, optional
+        Keep only the ``limit`` heaviest pairs of each hop and keys of each
+        operator (the sketch capacity, so blended counts stay as bounded as
+        a window's).
     """
     if not history:
         raise InvalidParameterError("the 'history' parameter of blend must hold at least one window of counts")
@@ -156,4 +170,10 @@ def blend(history: Sequence[KeyCounts], *, windows: int | None = 1, decay: float
         for op in ops
     }
     totals = {op: float(sum(c.totals[op] * f for c, f in zip(kept, factors))) for op in ops}
-    return KeyCounts(list(ops), pairs, loads, totals)
+    return KeyCounts(list(ops), [_prune(p, min_weight, limit) for p in pairs],
+                     {op: _prune(t, min_weight, limit) for op, t in loads.items()}, totals)
+
+
+def _prune(table: pd.DataFrame, min_weight: float, limit: int | None) -> pd.DataFrame:
+    table = table[table["weight"] >= min_weight] if min_weight > 0 else table
+    return table.nlargest(limit, "weight", keep="first") if limit is not None and len(table) > limit else table

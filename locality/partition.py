@@ -59,7 +59,7 @@ class HotKey:
 
     def __str__(self) -> str:
         return (
-            f"key {self.key!r} of operator {self.operator!r} carries {self.load:g} load, "
+            f"key {self.to_dict()['key']!r} of operator {self.operator!r} carries {self.load:g} load, "
             f"more than the {self.bound:g} any one instance may take under alpha"
         )
 

@@ -43,6 +43,8 @@ __all__ = ["WindowResult", "ReplayResult", "replay_trace", "windows_of", "MODES"
 logger = logging.getLogger(__name__)
 
 MODES = ("online", "offline", "hash")
+#: Blended pairs and keys lighter than this are dropped (at decay 0.85 a pair seen once lasts 14 windows).
+_MIN_BLENDED_WEIGHT = 0.1
 
 
 @dataclass
@@ -262,7 +264,11 @@ def replay_trace(
         window = frame[(frame[ts] >= start) & (frame[ts] < end)]
         moved_share, moved_keys, raw_share, published, reason = 0.0, 0, None, False, "first window: tables not built yet"
         if index > 0 and mode != "hash" and history_counts and (mode == "online" or config is hashed):
-            counts = blend(history_counts, windows=history, decay=decay) if mode == "online" else history_counts[0]
+            counts = (
+                blend(history_counts, windows=history, decay=decay, min_weight=_MIN_BLENDED_WEIGHT)
+                if mode == "online"
+                else history_counts[0]
+            )
             graph = counts.graph()
             if config is hashed:
                 new = optimize(graph, topology, fallbacks, alpha=alpha, seed=seed).config

@@ -119,14 +119,19 @@ class _History:
     def __init__(self, root: Path) -> None:
         self.dir = root / "statistics"
 
-    def blended(self, window: str, counts: KeyCounts, decay: float | None) -> KeyCounts:
-        """Counts of this window blended with the latest earlier window's (stored once per window)."""
+    def blended(self, window: str, counts: KeyCounts, decay: float | None, limit: int) -> KeyCounts:
+        """Counts of this window blended with the latest earlier window's (stored once per window).
+
+        Blends are pruned to ``limit`` pairs and keys (the sketch capacity) so they stay bounded.
+        """
         target = self.dir / window
         if target.is_dir():
             return KeyCounts.read(target)
         latest = self._latest()
         if decay is not None and latest is not None and latest != window and (self.dir / latest).is_dir():
-            result = blend([KeyCounts.read(self.dir / latest), counts], windows=None, decay=decay)
+            result = blend(
+                [KeyCounts.read(self.dir / latest), counts], windows=None, decay=decay, min_weight=0.1, limit=limit
+            )
         else:
             result = counts
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -184,7 +189,7 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
             counts = sketch_trace(df, keys, weight=params.trace.weight, capacity=params.capacity,
                                   top_pairs=params.top_pairs, on_partition=stages.advance)
     with stages.stage("blend with earlier windows"):
-        blended = _History(Path(params.store)).blended(window, counts, params.decay)
+        blended = _History(Path(params.store)).blended(window, counts, params.decay, params.capacity)
     if params.state:
         state = _state_sizes(df, keys, params.state)
     else:  # a key's state defaults to its load in the window (not in the blended history)

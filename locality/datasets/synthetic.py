@@ -26,7 +26,7 @@ def zipf_weights(n: int, s: float) -> np.ndarray:
 def twitter_like(
     n_rows: int = 200_000,
     *,
-    n_locations: int = 200,
+    n_locations: int = 500,
     n_hashtags: int = 20_000,
     days: int = 28,
     home_locations: int = 3,

@@ -1,0 +1,108 @@
+"""METIS time and edge cut on key graphs of 1e4 .. 1e6 edges into 6 and 48 parts, and locality vs hash.
+
+Graphs are random bipartite power-law key graphs like feasibility.md's: left
+keys Zipf(1.0) over m/5 ids, right keys Zipf(0.8) over m/2 ids, deduplicated
+to m distinct edges, edge weight min(Zipf(2), 1000) (a pair count), vertex
+weight its weighted degree (its load). For each size and part count it
+prints METIS k-way and recursive bisection (time, cut share, balance of the
+summed load), then the whole optimizer (METIS with 8 cuts, per-operator
+placement and repair, tables): its time, the graph locality it keeps, the
+per-operator imbalance, beside hash routing's locality on the same graph.
+
+    .venv/bin/python benchmarks/bench_partition.py                  # 1e4, 1e5, 1e6 edges; 6 and 48 parts
+    .venv/bin/python benchmarks/bench_partition.py --edges 10000    # quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from locality.datasets.synthetic import zipf_weights  # noqa: E402
+from locality.graph import build_key_graph  # noqa: E402
+from locality.optimizer import make_fallbacks, optimize  # noqa: E402
+from locality.partition import partition_key_graph  # noqa: E402
+from locality.topology import Topology  # noqa: E402
+
+OPS = ["left", "right"]
+
+
+def power_law_graph(m: int, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    n_left, n_right = max(m // 5, 10), max(m // 2, 10)
+    p_left, p_right = zipf_weights(n_left, 1.0), zipf_weights(n_right, 0.8)
+    pairs = set()
+    while len(pairs) < m:
+        batch = 2 * (m - len(pairs)) + 1000
+        left = rng.choice(n_left, size=batch, p=p_left)
+        right = rng.choice(n_right, size=batch, p=p_right)
+        for pair in zip(left.tolist(), right.tolist()):
+            pairs.add(pair)
+            if len(pairs) == m:
+                break
+    edges = np.array(sorted(pairs))
+    weights = np.minimum(rng.zipf(2.0, size=m), 1000).astype(float)
+    table = pd.DataFrame({"key0": edges[:, 0], "key1": edges[:, 1], "weight": weights})
+    return build_key_graph(OPS, [table])
+
+
+def hash_locality(graph, topology, fallbacks) -> float:
+    servers = {
+        op: topology.instance_servers(op)[fallbacks[op].instances_of(graph.keys[op].to_numpy(dtype=object))]
+        for op in OPS
+    }
+    vertex_server = np.concatenate([servers[op] for op in OPS])
+    same = vertex_server[graph.src] == vertex_server[graph.dst]
+    return float(graph.edge_weight[same].sum() / graph.edge_weight.sum())
+
+
+def summed_balance(graph, parts, k) -> float:
+    loads = np.bincount(parts, weights=graph.vertex_weight, minlength=k)
+    return float(loads.max() / loads.mean())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--edges", default="10000,100000,1000000")
+    parser.add_argument("--parts", default="6,48")
+    parser.add_argument("--alpha", type=float, default=1.03)
+    args = parser.parse_args()
+    rows = []
+    for m in [int(x) for x in args.edges.split(",")]:
+        started = time.perf_counter()
+        graph = power_law_graph(m)
+        build = time.perf_counter() - started
+        print(f"graph: {m:,} edges, {graph.n_vertices:,} vertices (built in {build:.1f} s)", flush=True)
+        for k in [int(x) for x in args.parts.split(",")]:
+            topology = Topology.uniform(OPS, k)
+            fallbacks = make_fallbacks(topology)
+            lower_bound = graph.vertex_weight.max() / (graph.vertex_weight.sum() / k)
+            row = {"edges": m, "vertices": graph.n_vertices, "parts": k, "load LB": round(lower_bound, 3)}
+            for name, recursive in (("kway", False), ("rb", True)):
+                part = partition_key_graph(graph, topology, alpha=args.alpha, recursive=recursive, n_cuts=1)
+                row[f"{name} s"] = round(part.metis_seconds, 3)
+                row[f"{name} cut"] = round(part.edge_cut / graph.edge_weight.sum(), 4)
+                row[f"{name} balance"] = round(summed_balance(graph, part.server_of_vertex, k), 3)
+            started = time.perf_counter()
+            result = optimize(graph, topology, fallbacks, alpha=args.alpha)
+            row["optimize s"] = round(time.perf_counter() - started, 2)
+            row["metis(8 cuts) s"] = round(result.partition.metis_seconds, 2)
+            row["locality"] = round(result.placement.locality, 4)
+            row["hash locality"] = round(hash_locality(graph, topology, fallbacks), 4)
+            row["imbalance"] = "/".join(f"{v:.3f}" for v in result.placement.imbalance.values())
+            row["hot keys"] = len(result.partition.hot_keys)
+            rows.append(row)
+            print(pd.DataFrame([row]).to_string(index=False), flush=True)
+    print()
+    print(pd.DataFrame(rows).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
