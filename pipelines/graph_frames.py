@@ -22,6 +22,7 @@ __all__ = ["key_graph_frames", "graph_statistics", "graphframes_available"]
 
 logger = logging.getLogger(__name__)
 
+
 def key_graph_frames(spark, graph: KeyGraph):
     """``(vertices, edges)`` Spark DataFrames of ``graph`` in GraphFrames' schema."""
     table = graph.vertex_table()
@@ -46,57 +47,77 @@ def graphframes_available(spark) -> bool:
     """True when the GraphFrames JVM classes are on the session's classpath."""
     try:
         jvm = spark.sparkContext._jvm
-        jvm.java.lang.Class.forName("org.graphframes.GraphFramePythonAPI", False, jvm.Thread.currentThread().getContextClassLoader())
+        jvm.java.lang.Class.forName(
+            "org.graphframes.GraphFramePythonAPI", False, jvm.Thread.currentThread().getContextClassLoader()
+        )
         return True
     except Exception:  # Py4JJavaError wrapping ClassNotFoundException, or no JVM access (Spark Connect)
         return False
 
 
-def _degrees_and_components(vertices, edges):
-    """``(id, degree, component)`` of every vertex, component = smallest id in it.
+def _summarize_in_one_task(vertices, edges):
+    """Per-operator degree statistics and component sizes from one Spark task: ``(kind, name, a, b, c)`` rows.
 
-    The key graph is bounded by the sketch capacity, so one task holds its
-    edges: they are coalesced into one partition and a ``mapInArrow`` task
-    counts degrees and runs scipy's union-find. (Label propagation with joins
-    needs several shuffles per round and took 20-70 s on the tweet trace's
-    40k-key graph here; this takes one job.)
+    The key graph is bounded by the sketch capacity, so one task holds it:
+    vertices and edges are unioned into one partition and a ``mapInArrow``
+    task counts degrees and runs scipy's union-find. (Label propagation with
+    joins needs several shuffles per round and took 20-70 s on the tweet
+    trace's 40k-key graph here; this is one job without a shuffle.)
     """
     from pyspark.sql import functions as F
 
-    def per_vertex(batches):
+    def summarize(batches):
         import numpy as np
+        import pandas as pd
         import pyarrow as pa
         from scipy.sparse import coo_matrix
         from scipy.sparse.csgraph import connected_components
 
-        tables = [b for b in batches if b.num_rows]
-        if not tables:
-            return
-        src = np.concatenate([b.column("src").to_numpy() for b in tables])
-        dst = np.concatenate([b.column("dst").to_numpy() for b in tables])
-        ids, index = np.unique(np.concatenate([src, dst]), return_inverse=True)
+        table = pa.Table.from_batches(list(batches)).to_pandas()
+        nodes = table[table["kind"] == 0]
+        links = table[table["kind"] == 1]
+        ids = nodes["a"].to_numpy()
+        index = pd.Index(ids)
+        src, dst = index.get_indexer(links["a"]), index.get_indexer(links["b"])
         n = ids.shape[0]
-        graph = coo_matrix((np.ones(src.shape[0]), (index[: src.shape[0]], index[src.shape[0] :])), shape=(n, n))
-        _, labels = connected_components(graph, directed=False)
-        smallest = np.full(labels.max() + 1, np.iinfo(np.int64).max)
-        np.minimum.at(smallest, labels, ids)
-        degree = np.bincount(index, minlength=n).astype(np.int32)
+        degree = np.bincount(np.concatenate([src, dst]), minlength=n)
+        _, labels = connected_components(coo_matrix((np.ones(src.shape[0]), (src, dst)), shape=(n, n)), directed=False)
+        sizes = np.bincount(labels)
+        weights = np.bincount(labels, weights=nodes["weight"].to_numpy())
+        largest = int(np.argmax(weights)) if n else 0
+        rows = [
+            (
+                "components",
+                "",
+                float(sizes.shape[0]),
+                float(sizes[largest]) if n else 0.0,
+                float(weights[largest] / weights.sum()) if n and weights.sum() > 0 else 0.0,
+            )
+        ]
+        for op, group in pd.Series(degree).groupby(nodes["operator"].to_numpy()):
+            rows.append(("operator", op, float(group.shape[0]), float(group.max()), float(group.mean())))
+        kinds, names, a, b, c = zip(*rows)
         yield pa.RecordBatch.from_arrays(
-            [pa.array(ids), pa.array(degree), pa.array(smallest[labels])], names=["id", "degree", "component"]
+            [pa.array(kinds), pa.array(names), pa.array(a), pa.array(b), pa.array(c)],
+            names=["kind", "name", "a", "b", "c"],
         )
 
-    linked = edges.select("src", "dst").coalesce(1).mapInArrow(per_vertex, "id long, degree int, component long")
-    return vertices.join(linked, "id", "left").select(
-        "id",
-        "operator",
-        "weight",
-        F.coalesce("degree", F.lit(0)).alias("degree"),
-        F.coalesce("component", "id").alias("component"),
+    both = vertices.select(
+        F.lit(0).alias("kind"), F.col("id").alias("a"), F.lit(-1).cast("long").alias("b"), "operator", "weight"
+    ).unionByName(
+        edges.select(
+            F.lit(1).alias("kind"),
+            F.col("src").alias("a"),
+            F.col("dst").alias("b"),
+            F.lit(None).cast("string").alias("operator"),
+            "weight",
+        )
     )
+    return both.coalesce(1).mapInArrow(summarize, "kind string, name string, a double, b double, c double").collect()
 
 
-def _graphframe_per_vertex(spark, vertices, edges):
-    """The same ``(id, operator, weight, degree, component)`` table from a GraphFrame."""
+def _summarize_graphframe(spark, vertices, edges):
+    """The same ``(kind, name, a, b, c)`` rows from a GraphFrame's degrees and connected components."""
     import tempfile
 
     from graphframes import GraphFrame
@@ -105,62 +126,54 @@ def _graphframe_per_vertex(spark, vertices, edges):
     if spark.sparkContext.getCheckpointDir() is None:
         spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="locality-graphframes-"))
     frame = GraphFrame(vertices, edges)
-    components = frame.connectedComponents().select("id", "component")
-    return (
+    table = (
         vertices.select("id", "operator", "weight")
         .join(frame.degrees, "id", "left")
-        .join(components, "id", "left")
-        .select("id", "operator", "weight", F.coalesce("degree", F.lit(0)).alias("degree"), "component")
-    )
+        .join(frame.connectedComponents().select("id", "component"), "id", "left")
+        .select("operator", "weight", F.coalesce("degree", F.lit(0)).alias("degree"), "component")
+    ).cache()
+    try:
+        ops = table.groupBy("operator").agg(
+            F.lit("operator").alias("kind"),
+            F.count(F.lit(1)).cast("double").alias("a"),
+            F.max("degree").cast("double").alias("b"),
+            F.avg("degree").alias("c"),
+        )
+        sizes = table.groupBy("component").agg(F.count(F.lit(1)).alias("n"), F.sum("weight").alias("w"))
+        components = sizes.agg(
+            F.lit("components").alias("kind"),
+            F.lit("").alias("operator"),
+            F.count(F.lit(1)).cast("double").alias("a"),
+            F.max_by("n", "w").cast("double").alias("b"),
+            (F.max("w") / F.sum("w")).alias("c"),
+        )
+        rows = ops.select("kind", F.col("operator").alias("name"), "a", "b", "c").collect()
+        return rows + components.select("kind", F.col("operator").alias("name"), "a", "b", "c").collect()
+    finally:
+        table.unpersist()
 
 
 def graph_statistics(spark, vertices, edges) -> dict:
     """Vertex and edge counts, degrees per operator, connected components (count, largest by weight).
 
-    Uses a ``GraphFrame`` when the jar is present, DataFrames otherwise;
-    ``engine`` in the result says which.
+    Uses a ``GraphFrame`` when the jar is present, plain DataFrames
+    otherwise; ``engine`` in the result says which.
     """
-    from pyspark.sql import functions as F
-
     if graphframes_available(spark):
-        engine, table = "graphframes", _graphframe_per_vertex(spark, vertices, edges)
+        engine, rows = "graphframes", _summarize_graphframe(spark, vertices, edges)
     else:
-        engine, table = "dataframes", _degrees_and_components(vertices, edges)
-    table = table.cache()
-    try:
-        per_op = (
-            table.groupBy("operator")
-            .agg(
-                F.count(F.lit(1)).alias("vertices"),
-                F.max("degree").alias("max_degree"),
-                F.avg("degree").alias("mean_degree"),
-                F.sum("degree").alias("degree_sum"),
-            )
-            .toPandas()
-        )
-        sizes = table.groupBy("component").agg(F.count(F.lit(1)).alias("vertices"), F.sum("weight").alias("weight"))
-        summary = sizes.agg(
-            F.count(F.lit(1)).alias("components"),
-            F.max_by("vertices", "weight").alias("largest_vertices"),
-            F.max("weight").alias("largest_weight"),
-            F.sum("weight").alias("weight"),
-        ).collect()[0]
-    finally:
-        table.unpersist()
-    total_weight = float(summary["weight"] or 0.0)
+        engine, rows = "dataframes", _summarize_in_one_task(vertices, edges)
+    ops = {r["name"]: r for r in rows if r["kind"] == "operator"}
+    (components,) = [r for r in rows if r["kind"] == "components"]
     return {
         "engine": engine,
-        "vertices": int(per_op["vertices"].sum()),
-        "edges": int(per_op["degree_sum"].sum()) // 2,
+        "vertices": int(sum(r["a"] for r in ops.values())),
+        "edges": int(round(sum(r["a"] * r["c"] for r in ops.values()) / 2)),
         "operators": {
-            row.operator: {
-                "vertices": int(row.vertices),
-                "max_degree": int(row.max_degree),
-                "mean_degree": float(row.mean_degree),
-            }
-            for row in per_op.itertuples(index=False)
+            name: {"vertices": int(r["a"]), "max_degree": int(r["b"]), "mean_degree": float(r["c"])}
+            for name, r in ops.items()
         },
-        "components": int(summary["components"]),
-        "largest_component_vertices": int(summary["largest_vertices"] or 0),
-        "largest_component_weight_share": float(summary["largest_weight"] / total_weight) if total_weight else 0.0,
+        "components": int(components["a"]),
+        "largest_component_vertices": int(components["b"]),
+        "largest_component_weight_share": float(components["c"]),
     }

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from locality._validation import check_integer, check_interval, check_option
@@ -130,27 +131,28 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
         df = read_trace(spark, params.trace)
     with stages.stage("count keys" + (" (exact)" if params.exact else " (sketch)")), spark_read_errors(params.trace.path):
         counts = count(df, params, stages)
-    with stages.stage("build key graph"):
-        graph = counts.graph(params.top_pairs)
-        stats = None
-        if params.graph_stats:
-            vertices, edges = key_graph_frames(spark, graph)
-            stats = graph_statistics(spark, vertices, edges)
-    with stages.stage("partition (METIS) and route"):
-        result = optimize(
-            graph,
-            params.topology,
-            make_fallbacks(params.topology, params.hash),
-            alpha=params.alpha,
-            seed=params.seed,
-            max_entries=params.max_entries,
-            parameters={"hash": params.hash, "mode": counts.mode, "capacity": params.capacity, "top_pairs": params.top_pairs},
-        )
-    if params.replay:
-        with stages.stage("replay in-sample"):
-            evaluation = evaluate_trace(df, result.config, params.trace.keys, weight=params.trace.weight)
-    else:
-        evaluation = estimate_from_counts(result.config, counts, counts.usable_rows)
+    graph = counts.graph(params.top_pairs)
+    # Graph statistics are Spark jobs on a small graph (latency, not work): run them in a thread while the
+    # driver partitions, routes and draws; the report waits for both.
+    with ThreadPoolExecutor(max_workers=1) as background:
+        stats = background.submit(_statistics, spark, graph) if params.graph_stats else None
+        with stages.stage("partition (METIS) and route" + (", graph statistics" if stats else "")):
+            result = optimize(
+                graph,
+                params.topology,
+                make_fallbacks(params.topology, params.hash),
+                alpha=params.alpha,
+                seed=params.seed,
+                max_entries=params.max_entries,
+                parameters={"hash": params.hash, "mode": counts.mode, "capacity": params.capacity},
+            )
+            if params.replay:
+                evaluation = evaluate_trace(df, result.config, params.trace.keys, weight=params.trace.weight)
+            else:
+                evaluation = estimate_from_counts(result.config, counts, counts.usable_rows)
+            shares = {op: params.topology.instance_shares(op) for op in params.topology.operators}
+            plot = figure_png(instance_load_figure(evaluation, shares, params.alpha))
+            stats = stats.result() if stats else None
     report = {
         "job": "offline",
         "trace": params.trace.path,
@@ -161,8 +163,6 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
         "in_sample": {**evaluation.to_dict(), "method": "replay" if params.replay else "counts"},
     }
     with stages.stage("publish"):
-        shares = {op: params.topology.instance_shares(op) for op in params.topology.operators}
-        plot = figure_png(instance_load_figure(evaluation, shares, params.alpha))
         report["timings"] = dict(stages.timings)
         published = store.publish(
             result.config,
@@ -172,6 +172,12 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
         )
     report.update(version=published.version, previous_version=published.previous_version)
     return OfflineResult(published, report, result.config)
+
+
+def _statistics(spark, graph) -> dict:
+    """Degrees and components of the key graph, computed by Spark on its GraphFrames-schema DataFrames."""
+    vertices, edges = key_graph_frames(spark, graph)
+    return graph_statistics(spark, vertices, edges)
 
 
 def _headline(report: dict) -> dict:
