@@ -64,6 +64,7 @@ logger = logging.getLogger(__name__)
 HASH_STYLE = {"color": "grey", "linestyle": "--"}
 LOCALITY_LABEL = "locality (% of hops on one server)"
 IMBALANCE_LABEL = "imbalance (max instance load / mean)"
+WORST_LABEL = "worst operator's imbalance\n(max instance load / mean)"
 
 
 # ---------------------------------------------------------------------- traces
@@ -378,6 +379,8 @@ def replay_summary(results: Mapping[str, ReplayResult]) -> pd.DataFrame:
     Columns ``windows``, ``locality``, ``hash_locality``, ``worst_imbalance``,
     ``hash_worst_imbalance``, ``reconfigurations`` (tables published after the
     first), ``migration_cost`` (mean share of state moved per reconfiguration),
+    ``migration_cost_raw`` (the same with METIS's part numbers as they come),
+    ``rebalance_cost`` (mean share of state a skew rebalancer moved per window),
     ``table_entries`` (mean over windows, all operators).
     """
     rows = {}
@@ -393,6 +396,10 @@ def replay_summary(results: Mapping[str, ReplayResult]) -> pd.DataFrame:
             "hash_worst_imbalance": float(frame[[f"hash_imbalance_{op}" for op in ops]].max(axis=1).mean()),
             "reconfigurations": len(republished),
             "migration_cost": float(republished["migration_cost"].mean()) if len(republished) else 0.0,
+            "migration_cost_raw": float(republished["migration_cost_without_relabeling"].astype(float).mean())
+            if len(republished)
+            else 0.0,
+            "rebalance_cost": float(frame["rebalance_cost"].mean()) if len(frame) else 0.0,
             "table_entries": float(np.mean([sum(w.table_entries.values()) for w in result.windows[1:]]))
             if len(frame)
             else 0.0,
@@ -571,7 +578,9 @@ def balance_figure(stages: pd.DataFrame, *, title: str):
     for i, (col, label, color) in enumerate(columns):
         bars = ax.bar(x + (i - (len(columns) - 1) / 2) * width, stages[col], width, label=label, color=color)
         ax.bar_label(bars, fmt="%.2f", fontsize=7)
-    ax.axhline(float(stages["alpha"].iloc[0]), color="#d62728", linestyle=":", label=f"alpha {stages['alpha'].iloc[0]:g}")
+    ax.axhline(
+        float(stages["alpha"].iloc[0]), color="#d62728", linestyle=":", label=f"alpha {stages['alpha'].iloc[0]:g}"
+    )
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(x, [str(op) for op in stages.index])
     ax.set_xlabel("operator")
@@ -590,7 +599,7 @@ def table_cost_figure(sweeps: Mapping[str, pd.DataFrame], *, title: str):
     for name, sweep in sweeps.items():
         prefix = f"{name}: " if name else ""
         for col in [c for c in sweep.columns if c.startswith("entries_")]:
-            left.plot(sweep["n_servers"], sweep[col], marker="o", label=f"{prefix}{col[len('entries_'):]}")
+            left.plot(sweep["n_servers"], sweep[col], marker="o", label=f"{prefix}{col[len('entries_') :]}")
         right.plot(sweep["n_servers"], sweep["parquet_bytes"] / 1e3, marker="o", label=f"{prefix}Parquet")
         right.plot(sweep["n_servers"], sweep["json_bytes"] / 1e3, marker="s", linestyle=":", label=f"{prefix}JSON")
     for ax in (left, right):
@@ -641,7 +650,7 @@ def window_figure(
     top.set_ylabel(LOCALITY_LABEL)
     top.set_ylim(0, 100)
     top.set_title("(a) locality on each window, tables built before it")
-    bottom.set_ylabel(IMBALANCE_LABEL + ", worst operator")
+    bottom.set_ylabel(WORST_LABEL)
     bottom.set_xlabel("window start (UTC date)")
     bottom.set_title("(b) worst per-operator imbalance on each window")
     for ax in (top, bottom):
@@ -707,7 +716,8 @@ def period_figure(summary: pd.DataFrame, *, title: str, alpha: float = 1.03):
     left.set_ylabel(LOCALITY_LABEL)
     left.set_title("mean locality on the next window")
     right.axhline(alpha, color="#d62728", linestyle=":", label=f"alpha {alpha:g}")
-    right.set_ylabel(IMBALANCE_LABEL + ", worst operator")
+    right.set_ylabel(WORST_LABEL)
+    right.set_ylim(bottom=0.9)
     right.set_title("mean worst imbalance on the next window")
     right.legend(fontsize=7)
     fig.suptitle(title)
@@ -740,17 +750,32 @@ def tradeoff_figure(by_theta: pd.DataFrame, by_cap: pd.DataFrame, *, title: str)
     b.set_xlabel("theta_max (tolerated |load - mean| / mean)")
     b.set_ylabel("theta on the next interval (|load - mean| / mean)")
     b.set_title("(b) balance kept on the next interval")
+    first_method = by_cap["method"].iloc[0]
     for method, rows in by_cap.groupby("method", sort=False):
         rows = rows.sort_values("migration_cost")
         c.plot(100 * rows["migration_cost"], rows["table_size"], marker="o", label=method)
-        if rows["table_cap"].max() >= 0:
+        if method == first_method:
             for _, row in rows.iterrows():
                 cap = "none" if row["table_cap"] < 0 else int(row["table_cap"])
                 c.annotate(f"cap {cap}", (100 * row["migration_cost"], row["table_size"]), fontsize=6)
+    cap_theta = float(by_cap["theta_max"].iloc[0])
+    single = by_theta[np.isclose(by_theta["theta_max"], cap_theta) & ~by_theta["method"].isin(by_cap["method"])]
+    scale = max(float(by_cap["table_size"].max()), 1.0)
+    for _, row in single.iterrows():
+        if row["table_size"] > 20 * scale:  # Simple rebuilds the whole table: off this scale
+            c.plot(
+                [],
+                [],
+                marker="D",
+                linestyle="none",
+                label=f"{row['method']}: {row['table_size']:,.0f} entries (off scale)",
+            )
+            continue
+        c.plot(100 * row["migration_cost"], row["table_size"], marker="D", linestyle="none", label=row["method"])
     c.plot([0], [0], marker="s", color="grey", linestyle="none", label=f"hash (theta {hash_theta:.2f})")
     c.set_xlabel("state moved per interval (% of state)")
     c.set_ylabel("routing table size (entries)")
-    c.set_title(f"(c) table size vs migration (theta_max {by_cap['theta_max'].iloc[0]:g})")
+    c.set_title(f"(c) table size vs migration (theta_max {cap_theta:g})")
     for ax in (a, b, c):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)

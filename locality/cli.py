@@ -45,7 +45,9 @@ def trace_options(command: Callable) -> Callable:
             click.option("--ts", help="Timestamp column (needed for --start/--end)."),
             click.option("--start", help="Keep rows with ts >= START (ISO 8601, UTC)."),
             click.option("--end", help="Keep rows with ts < END (ISO 8601, UTC)."),
-            click.option("--format", "fmt", type=click.Choice(["parquet", "csv", "json"]), help="Default: from file names."),
+            click.option(
+                "--format", "fmt", type=click.Choice(["parquet", "csv", "json"]), help="Default: from file names."
+            ),
         ]
     ):
         command = option(command)
@@ -119,7 +121,9 @@ def cli(verbose: int) -> None:
 @click.option("--instances-per-server", type=int, default=1, show_default=True)
 @click.option("--topology", "topology_file", type=click.Path(), help="JSON topology (servers, placement, capacities).")
 @click.option("--alpha", type=float, default=1.03, show_default=True, help="Per-operator balance bound (>= 1).")
-@click.option("--hash", "hash_engine", default="kafka", show_default=True, help="Fallback: kafka, storm, flink, spark, ring.")
+@click.option(
+    "--hash", "hash_engine", default="kafka", show_default=True, help="Fallback: kafka, storm, flink, spark, ring."
+)
 @click.option("--top-pairs", type=int, help="Keep only the N heaviest key pairs per hop.")
 @click.option("--capacity", type=int, default=100_000, show_default=True, help="Space-Saving counters per sketch.")
 @click.option("--exact", is_flag=True, help="Count exactly with Spark aggregations instead of sketches.")
@@ -129,8 +133,31 @@ def cli(verbose: int) -> None:
 @click.option("--graph-stats/--no-graph-stats", default=True, show_default=True, help="Degrees and components.")
 @click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
 @output_options
-def optimize(trace, keys, weight, ts, start, end, fmt, servers, instances_per_server, topology_file, alpha, hash_engine,
-             top_pairs, capacity, exact, max_entries, seed, replay, graph_stats, store, as_json, quiet, master):
+def optimize(
+    trace,
+    keys,
+    weight,
+    ts,
+    start,
+    end,
+    fmt,
+    servers,
+    instances_per_server,
+    topology_file,
+    alpha,
+    hash_engine,
+    top_pairs,
+    capacity,
+    exact,
+    max_entries,
+    seed,
+    replay,
+    graph_stats,
+    store,
+    as_json,
+    quiet,
+    master,
+):
     """Learn routing tables from TRACE and publish them as a new version in --store."""
     from pipelines.offline import OfflineParams, run
     from pipelines.progress import Stages
@@ -191,8 +218,20 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, store, version, as_json, 
 @click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
 @click.option("--window", help="Use the last WINDOW of the trace before its latest ts (e.g. 7D, 24h).")
 @click.option("--newest-files", type=int, help="Use only the newest N files of the trace directory.")
-@click.option("--min-gain", type=float, default=0.1, show_default=True,
-              help="Hops made local over the window per unit of state moved needed to publish.")
+@click.option(
+    "--min-gain",
+    type=float,
+    default=0.1,
+    show_default=True,
+    help="Hops made local over the window per unit of state moved needed to publish.",
+)
+@click.option(
+    "--max-imbalance",
+    type=float,
+    default=1.10,
+    show_default=True,
+    help="Publish whatever the gain when the tables in force exceed this imbalance on the window.",
+)
 @click.option("--decay", type=float, default=None, help="Weight of each older window (default 0.85; 0 forgets).")
 @click.option("--state", "state_column", help="Column whose sum per key is its state size (default: its load).")
 @click.option("--servers", type=int, help="First run only: number of servers.")
@@ -205,9 +244,34 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, store, version, as_json, 
 @click.option("--max-entries", type=int)
 @click.option("--seed", type=int, default=0, show_default=True)
 @output_options
-def reconfigure(trace, keys, weight, ts, start, end, fmt, store, window, newest_files, min_gain, decay, state_column,
-                servers, instances_per_server, topology_file, alpha, hash_engine, capacity, exact, max_entries, seed,
-                as_json, quiet, master):
+def reconfigure(
+    trace,
+    keys,
+    weight,
+    ts,
+    start,
+    end,
+    fmt,
+    store,
+    window,
+    newest_files,
+    min_gain,
+    max_imbalance,
+    decay,
+    state_column,
+    servers,
+    instances_per_server,
+    topology_file,
+    alpha,
+    hash_engine,
+    capacity,
+    exact,
+    max_entries,
+    seed,
+    as_json,
+    quiet,
+    master,
+):
     """Reconfigure from the latest window of TRACE: new tables and a migration plan, published if it pays."""
     from pipelines.online import DEFAULT_DECAY, OnlineParams, run
     from pipelines.progress import Stages
@@ -231,6 +295,7 @@ def reconfigure(trace, keys, weight, ts, start, end, fmt, store, window, newest_
         max_entries=max_entries,
         decay=DEFAULT_DECAY if decay is None else (decay or None),
         min_gain=min_gain,
+        max_imbalance=max_imbalance,
         state=state_column,
         seed=seed,
     )
@@ -258,14 +323,32 @@ def reconfigure(trace, keys, weight, ts, start, end, fmt, store, window, newest_
 @click.option("--history", type=int, help="Online: build from the last N windows (default: all, decayed).")
 @click.option("--decay", type=float, help="Online: weight of each older window (default 0.85).")
 @click.option("--min-gain", type=float, help="Online: publish only when the gain pays (default: every window).")
+@click.option("--max-imbalance", type=float, help="Online, with --min-gain: publish when in-force tables exceed this.")
 @click.option("--rebalance", "rebalancer", help="Skew rebalancer run within windows (mixed, minmig, readj, ...).")
 @click.option("--rebalance-every", default="1D", show_default=True)
 @click.option("--theta-max", type=float, default=0.08, show_default=True)
 @click.option("--alpha", type=float, default=1.03, show_default=True)
 @click.option("--hash", "hash_engine", default="kafka", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-def replay_command(trace, keys, ts, servers, instances_per_server, period, mode, history, decay, min_gain, rebalancer,
-                   rebalance_every, theta_max, alpha, hash_engine, as_json):
+def replay_command(
+    trace,
+    keys,
+    ts,
+    servers,
+    instances_per_server,
+    period,
+    mode,
+    history,
+    decay,
+    min_gain,
+    max_imbalance,
+    rebalancer,
+    rebalance_every,
+    theta_max,
+    alpha,
+    hash_engine,
+    as_json,
+):
     """Walk TRACE window by window: locality, imbalance and migration cost on data the tables did not see."""
     import pandas as pd
     import pyarrow.parquet as pq
@@ -285,8 +368,20 @@ def replay_command(trace, keys, ts, servers, instances_per_server, period, mode,
     if history is None and decay is None:
         decay = DEFAULT_DECAY
     result = replay_trace(
-        frame, topology, ts=ts, period=period, mode=mode, alpha=alpha, fallback=hash_engine, history=history,
-        decay=decay, min_gain=min_gain, rebalancer=rebalancer, rebalance_every=rebalance_every, theta_max=theta_max,
+        frame,
+        topology,
+        ts=ts,
+        period=period,
+        mode=mode,
+        alpha=alpha,
+        fallback=hash_engine,
+        history=history,
+        decay=decay,
+        min_gain=min_gain,
+        max_imbalance=max_imbalance,
+        rebalancer=rebalancer,
+        rebalance_every=rebalance_every,
+        theta_max=theta_max,
     )
     doc = result.to_dict()
     lines = [f"{mode} replay, {len(result.windows)} windows of {period}:"]
@@ -325,8 +420,13 @@ def show(store, as_json):
 
 
 @cli.command()
-@click.option("--workdir", type=click.Path(), default="demo-output", show_default=True,
-              help="Where the generated trace and the store go.")
+@click.option(
+    "--workdir",
+    type=click.Path(),
+    default="demo-output",
+    show_default=True,
+    help="Where the generated trace and the store go.",
+)
 @click.option("--rows", type=int, default=200_000, show_default=True, help="Tuples in the generated trace.")
 @click.option("--servers", type=int, default=6, show_default=True)
 @output_options

@@ -199,8 +199,8 @@ def build_key_graph(
     >>> pairs = pd.DataFrame({"key0": ["Asia", "Asia", "Africa"],
     ...                       "key1": ["#java", "#ruby", "#python"], "weight": [5, 3, 2]})
     >>> g = build_key_graph(["region", "hashtag"], [pairs])
-    >>> g.n_vertices, g.n_edges, g.vertex_weight.tolist()
-    (5, 3, [8.0, 2.0, 5.0, 3.0, 2.0])
+    >>> g.n_vertices, g.n_edges, g.vertex_weight.tolist()  # keys sorted: Africa, Asia; #java, #python, #ruby
+    (5, 3, [2.0, 8.0, 5.0, 2.0, 3.0])
     """
     operators = tuple(operators)
     if len(operators) < 2:
@@ -241,7 +241,9 @@ def build_key_graph(
         index = parts[0]
         for part in parts[1:]:
             index = index.append(part)
-        keys[op] = pd.Index(index.unique(), name=op)
+        # Sorted so that the graph, and METIS's answer, do not depend on the order the counts came in
+        # (pandas group-by order, sketch order, Spark partitioning).
+        keys[op] = pd.Index(index.unique(), name=op).sort_values()
 
     offsets, start = {}, 0
     for op in operators:
@@ -258,6 +260,8 @@ def build_key_graph(
     src = np.concatenate(src_parts).astype(np.int64)
     dst = np.concatenate(dst_parts).astype(np.int64)
     edge_weight = np.concatenate(w_parts)
+    order = np.lexsort((dst, src))
+    src, dst, edge_weight = src[order], dst[order], edge_weight[order]
 
     # A vertex without a measured load weighs at least what its edges carry on
     # either side (each tuple is one hop in and one hop out).

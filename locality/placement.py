@@ -45,6 +45,8 @@ _EPS = 1e-9
 _REFINE_ROUNDS = 8
 #: Safety cap on repair rounds (each moves at least one key or gives an instance up).
 _MAX_REPAIR_ROUNDS = 100_000
+#: Heaviest keys per instance considered for a swap when no single move fits.
+_SWAP_CANDIDATES = 256
 
 
 @dataclass
@@ -158,9 +160,11 @@ class _OperatorState:
 def _repair(state: _OperatorState) -> None:
     """Move keys off overloaded instances, least locality lost per unit of load first.
 
-    When no single key fits anywhere, the move that most lowers the larger of
-    the two excesses (source and target) is taken, and the target is repaired
-    in turn; instances that cannot improve are given up with a warning.
+    When no single key fits anywhere, the best swap of a key of the source
+    with a lighter key of another instance is tried; failing that, the move
+    that most lowers the larger of the two excesses (source and target) is
+    taken and the target is repaired in turn. Instances that cannot improve
+    are given up with a warning.
     """
     loads, bounds, weights, instance = state.loads, state.bounds, state.weights, state.instance
     stuck: set[int] = set()
@@ -187,10 +191,49 @@ def _repair(state: _OperatorState) -> None:
             if np.isfinite(options[j]):
                 state.move(cand[c], j)
                 moved = True
-        if not moved and not _overshoot(state, src, cand, loss):
+        if not moved and not _swap(state, src, cand, loss) and not _overshoot(state, src, cand, loss):
             logger.warning("operator %r: instance %d stays above its bound; no key can move", state.op, src)
             stuck.add(src)
     logger.warning("operator %r: balance repair stopped after %d rounds", state.op, _MAX_REPAIR_ROUNDS)
+
+
+def _swap(state: _OperatorState, src: int, cand: np.ndarray, loss: np.ndarray) -> bool:
+    """Exchange a key of ``src`` with a lighter key elsewhere so that neither instance ends above its bound.
+
+    Among swaps that fit, the one removing the most of the source's excess
+    (then losing the least locality) is taken. Only the heaviest
+    ``_SWAP_CANDIDATES`` keys on each side are tried, which bounds the cost
+    on operators with many keys (where single moves rarely get stuck anyway).
+    """
+    weights, loads, bounds = state.weights, state.loads, state.bounds
+    excess = loads[src] - bounds[src]
+    order = np.argsort(-weights[cand], kind="stable")[:_SWAP_CANDIDATES]
+    mine, my_loss = cand[order], loss[order]
+    best, best_key = None, None
+    for j in np.flatnonzero(np.arange(loads.shape[0]) != src):
+        theirs = np.flatnonzero((state.instance == j) & (weights > 0) & state.movable)
+        if theirs.size == 0:
+            continue
+        theirs = theirs[np.argsort(-weights[theirs], kind="stable")[:_SWAP_CANDIDATES]]
+        delta = weights[mine][:, None] - weights[theirs][None, :]
+        fits = (delta > _EPS) & (delta <= bounds[j] - loads[j] + _EPS)
+        if not fits.any():
+            continue
+        back = state.connections(theirs)
+        back_loss = back[:, state.inst_server[j]] - back[:, state.inst_server[src]]
+        total_loss = my_loss[:, [j]] + back_loss[None, :]
+        reduction = np.minimum(delta, excess)
+        score = np.where(fits, reduction, -np.inf)
+        a, b = np.unravel_index(np.lexsort((total_loss.ravel(), -score.ravel()))[0], score.shape)
+        key = (score[a, b], -total_loss[a, b])
+        if np.isfinite(score[a, b]) and (best_key is None or key > best_key):
+            best, best_key = (mine[a], theirs[b], j), key
+    if best is None:
+        return False
+    mine_key, their_key, j = best
+    state.move(mine_key, j)
+    state.move(their_key, src)
+    return True
 
 
 def _overshoot(state: _OperatorState, src: int, cand: np.ndarray, loss: np.ndarray) -> bool:

@@ -217,6 +217,7 @@ def replay_trace(
     history: int | None = 1,
     decay: float | None = None,
     min_gain: float | None = None,
+    max_imbalance: float | None = None,
     rebalancer: str | None = None,
     rebalance_every: str = "1D",
     theta_max: float = 0.08,
@@ -239,9 +240,9 @@ def replay_trace(
         Online: build from the last ``history`` windows (None: all of them).
     decay : float in (0, 1], optional
         Online: weigh a window ``age`` windows old by ``decay ** age``.
-    min_gain : float, optional
+    min_gain, max_imbalance : float, optional
         Online: publish only when :func:`~locality.reconfiguration.decide`
-        agrees with this threshold (default: publish every window).
+        agrees with these thresholds (default: publish every window).
     rebalancer : str, optional
         A skew rebalancer run every ``rebalance_every`` within each window.
     theta_max, table_cap
@@ -283,7 +284,9 @@ def replay_trace(
                 if min_gain is not None:
                     before = _estimate(config, latest)
                     after = _estimate(new, latest)
-                    verdict = decide(before, after, step.plan, alpha=alpha, min_gain=min_gain)
+                    verdict = decide(
+                        before, after, step.plan, alpha=alpha, min_gain=min_gain, max_imbalance=max_imbalance
+                    )
                     published, reason = verdict.publish, verdict.reason
                 if not published:
                     new, moved_share, moved_keys = config, 0.0, 0

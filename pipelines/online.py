@@ -45,7 +45,7 @@ from pipelines.counting import count_trace_exact, sketch_trace
 from pipelines.progress import Stages
 from pipelines.trace import TraceSpec, input_files, read_trace, spark_read_errors
 
-__all__ = ["OnlineParams", "run", "main", "DEFAULT_DECAY", "DEFAULT_MIN_GAIN"]
+__all__ = ["OnlineParams", "run", "main", "DEFAULT_DECAY", "DEFAULT_MIN_GAIN", "DEFAULT_MAX_IMBALANCE"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +55,8 @@ DEFAULT_DECAY = 0.85
 #: Hops made local over the window per unit of state moved needed to publish. On the weekly flights replay
 #: it keeps 60.4% locality (60.7% publishing every week) for two thirds of the state moved (RESULTS.md).
 DEFAULT_MIN_GAIN = 0.1
+#: Imbalance of the tables in force above which the job publishes whatever the gain (the issue's next-week target).
+DEFAULT_MAX_IMBALANCE = 1.10
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class OnlineParams:
     max_entries: int | None = None
     decay: float | None = DEFAULT_DECAY
     min_gain: float = DEFAULT_MIN_GAIN
+    max_imbalance: float = DEFAULT_MAX_IMBALANCE
     state: str | None = None
     seed: int = 0
 
@@ -86,6 +89,7 @@ class OnlineParams:
         check_option(self.hash, "hash", owner, ENGINES)
         check_integer(self.capacity, "capacity", owner, lower=1)
         check_interval(self.min_gain, "min_gain", owner, lower=0.0)
+        check_interval(self.max_imbalance, "max_imbalance", owner, lower=self.alpha)
         if self.decay is not None:
             check_interval(self.decay, "decay", owner, lower=0.0, upper=1.0, closed="right")
         if self.topology is not None and tuple(self.topology.operators) != tuple(self.trace.keys):
@@ -210,7 +214,7 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
     before = estimate_from_counts(current, counts, counts.usable_rows) if current is not None else None
     after = estimate_from_counts(new, counts, counts.usable_rows)
     verdict = decide(before.optimized if before else None, after.optimized, plan, alpha=params.alpha,
-                     min_gain=params.min_gain)
+                     min_gain=params.min_gain, max_imbalance=params.max_imbalance)
 
     outcome = {
         "published": verdict.publish,

@@ -56,7 +56,7 @@ def statistics_blended(root):
 
 def test_keeps_the_version_when_the_gain_does_not_pay(spark, tmp_path):
     run(spark, week(0, store=str(tmp_path)))
-    outcome = run(spark, week(1, store=str(tmp_path), min_gain=1e9, alpha=2.0))
+    outcome = run(spark, week(1, store=str(tmp_path), min_gain=1e9, max_imbalance=1.5))
     assert not outcome["published"] and outcome["version"] == 1
     assert "does not pay" in outcome["reason"]
     assert ConfigStore(tmp_path).versions() == [1]

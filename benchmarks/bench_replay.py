@@ -1,0 +1,90 @@
+"""Online vs offline vs hash on timed traces, window by window (the paper's Figure 11 on our data).
+
+For each strategy: mean locality over the windows after the first (each
+judged with tables built before it), the per-operator next-window imbalance,
+the share of state each reconfiguration moves (and what publishing METIS's
+labels as they come would have moved), and the mean per quarter, so that
+"online above offline every quarter" can be read off.
+
+    .venv/bin/python benchmarks/bench_replay.py                                   # weekly flights
+    .venv/bin/python benchmarks/bench_replay.py --trace ../shared/data/ira_troll_hashtags/ira_troll_hashtags.parquet \\
+        --keys user,hashtag --start 2015-06-01 --end 2017-08-01 --strategies hash,offline,online-h1,online-d0.85
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from locality.replay import replay_trace  # noqa: E402
+from locality.topology import Topology  # noqa: E402
+
+DEFAULT_TRACE = REPO.parent / "shared" / "data" / "nycflights13_tailnum_dest" / "nycflights13_tailnum_dest.parquet"
+STRATEGIES = {
+    "hash": dict(mode="hash"),
+    "offline": dict(mode="offline"),
+    "online-h1": dict(mode="online", history=1),
+    "online-h4": dict(mode="online", history=4),
+    "online-h8": dict(mode="online", history=8),
+    "online-d0.5": dict(mode="online", history=None, decay=0.5),
+    "online-d0.85": dict(mode="online", history=None, decay=0.85),
+    "online-d0.85-gain0.1": dict(mode="online", history=None, decay=0.85, min_gain=0.1, max_imbalance=1.1),
+    "online-d0.85-mixed": dict(mode="online", history=None, decay=0.85, rebalancer="mixed"),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trace", default=str(DEFAULT_TRACE))
+    parser.add_argument("--keys", default="tailnum,dest")
+    parser.add_argument("--servers", type=int, default=6)
+    parser.add_argument("--period", default="7D")
+    parser.add_argument("--start")
+    parser.add_argument("--end")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)
+    keys = args.keys.split(",")
+    trace = pd.read_parquet(args.trace, columns=["ts", *keys])
+    if args.start:
+        trace = trace[trace.ts >= pd.Timestamp(args.start, tz="UTC")]
+    if args.end:
+        trace = trace[trace.ts < pd.Timestamp(args.end, tz="UTC")]
+    topology = Topology.uniform(keys, args.servers)
+    print(f"{Path(args.trace).name}: {len(trace):,} rows, keys {keys}, {args.servers} servers, period {args.period}, "
+          "alpha 1.03; means over the windows after the first")
+    quarters = {}
+    for name in args.strategies.split(","):
+        started = time.perf_counter()
+        result = replay_trace(trace, topology, period=args.period, **STRATEGIES[name])
+        frame = result.frame().iloc[1:]
+        raw = frame["migration_cost_without_relabeling"].dropna()
+        imbalance = ", ".join(f"{op} {v:.3f}" for op, v in result.mean_imbalance().items())
+        print(
+            f"  {name:<22} locality {result.mean_locality:.4f} (hash {result.mean_hash_locality:.4f}); "
+            f"imbalance {imbalance}; worst {result.mean_worst_imbalance():.3f}; "
+            f"state moved/reconfiguration {frame['migration_cost'].mean():.3f}"
+            + (f" (raw METIS labels {raw.mean():.3f})" if len(raw) else "")
+            + (f"; rebalancing moved {frame['rebalance_cost'].mean():.3f}" if frame["rebalance_cost"].any() else "")
+            + (f"; published {int(frame['published'].sum())}/{len(frame)}" if "gain" in name else "")
+            + f"; {time.perf_counter() - started:.0f} s",
+            flush=True,
+        )
+        quarter = pd.to_datetime(frame["start"]).dt.tz_convert(None).dt.to_period("Q")
+        quarters[name] = frame.groupby(quarter)["locality"].mean()
+    print("\nmean locality per quarter")
+    print(pd.DataFrame(quarters).round(4).to_string())
+    np.seterr(all="ignore")
+
+
+if __name__ == "__main__":
+    main()
