@@ -28,38 +28,12 @@ sys.path.insert(0, str(REPO))
 from locality.counts import count_keys  # noqa: E402
 from locality.evaluation import evaluate  # noqa: E402
 from locality.optimizer import make_fallbacks, optimize  # noqa: E402
-from locality.rebalance import RebalanceProblem, rebalance  # noqa: E402
+from locality.rebalance.tables import rebalance_tables  # noqa: E402
 from locality.replay import windows_of  # noqa: E402
-from locality.routing import RoutingConfiguration, RoutingTable  # noqa: E402
 from locality.topology import Topology  # noqa: E402
 
 KEYS = ["tailnum", "dest"]
 DEFAULT_TRACE = REPO.parent / "shared" / "data" / "nycflights13_tailnum_dest" / "nycflights13_tailnum_dest.parquet"
-
-
-def rebalanced(config: RoutingConfiguration, week: pd.DataFrame, method: str, theta_max: float, cap: int | None):
-    """The configuration with every operator's table rebalanced on the week's loads; moved share, seconds."""
-    tables, moved, total, seconds = {}, 0.0, 0.0, 0.0
-    for op in KEYS:
-        loads = week[op].value_counts()
-        keys = loads.index.to_numpy(dtype=object)
-        table = config.tables[op]
-        problem = RebalanceProblem(
-            loads=loads.to_numpy(dtype=float),
-            state_sizes=loads.to_numpy(dtype=float),
-            current=table.route_many(keys),
-            fallback=table.fallback.instances_of(keys),
-            n_instances=config.topology.n_instances(op),
-            theta_max=theta_max,
-            table_cap=cap,
-        )
-        result = rebalance(problem, method=method)
-        kept = table.entries[~table.entries.index.isin(loads.index)]
-        tables[op] = RoutingTable(op, table.fallback, pd.concat([kept, pd.Series(result.assignment, index=keys)]))
-        moved += float(problem.state_sizes[result.moved].sum())
-        total += float(problem.state_sizes.sum())
-        seconds += result.planning_seconds
-    return RoutingConfiguration(config.topology, tables, config.parameters), moved / total, seconds
 
 
 def main() -> None:
@@ -86,7 +60,9 @@ def main() -> None:
         rows.append({"method": "tables as built", **_figures(base.optimized, 0.0, sum(config.table_sizes().values()), 0.0)})
         for method in methods:
             started = time.perf_counter()
-            adjusted, moved, planning = rebalanced(config, week, method, args.theta_max, args.table_cap)
+            adjusted, moved, planning = rebalance_tables(
+                config, week, method=method, theta_max=args.theta_max, table_cap=args.table_cap
+            )
             figures = evaluate(week, adjusted).optimized
             rows.append({"method": method, **_figures(figures, moved, sum(adjusted.table_sizes().values()), planning)})
             rows[-1]["wall s"] = time.perf_counter() - started

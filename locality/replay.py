@@ -34,6 +34,7 @@ from locality._validation import check_interval, check_option
 from locality.counts import KeyCounts, blend, count_keys
 from locality.evaluation import estimate_from_counts, replay, report_from_totals
 from locality.optimizer import make_fallbacks, optimize
+from locality.rebalance.tables import rebalance_tables
 from locality.reconfiguration import decide, reconfigure
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.topology import Topology
@@ -123,7 +124,9 @@ class ReplayResult:
         return pd.DataFrame(rows)
 
 
-def windows_of(ts: pd.Series, period: str, start: str | pd.Timestamp | None = None) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
+def windows_of(
+    ts: pd.Series, period: str, start: str | pd.Timestamp | None = None
+) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
     """Consecutive ``[start, end)`` windows of length ``period`` covering ``ts`` (from its first day)."""
     step = pd.Timedelta(period)
     first = pd.Timestamp(start) if start is not None else ts.min().floor("D")
@@ -135,44 +138,6 @@ def windows_of(ts: pd.Series, period: str, start: str | pd.Timestamp | None = No
         bounds.append((first, first + step))
         first = first + step
     return bounds
-
-
-def _rebalanced(
-    config: RoutingConfiguration,
-    frame: pd.DataFrame,
-    seen: pd.DataFrame,
-    method: str,
-    theta_max: float,
-    table_cap: int | None,
-) -> tuple[RoutingConfiguration, float]:
-    """Rebalance every operator's table on the loads of ``seen``; return it and the share of state moved."""
-    from locality.rebalance import RebalanceProblem, rebalance
-
-    tables, moved, total = {}, 0.0, 0.0
-    for op in config.topology.operators:
-        loads = seen[op].value_counts()
-        keys = loads.index.to_numpy(dtype=object)
-        table = config.tables[op]
-        current = table.route_many(keys)
-        fallback = table.fallback.instances_of(keys)
-        problem = RebalanceProblem(
-            loads=loads.to_numpy(dtype=float),
-            state_sizes=loads.to_numpy(dtype=float),
-            current=current,
-            fallback=fallback,
-            n_instances=config.topology.n_instances(op),
-            theta_max=theta_max,
-            table_cap=table_cap,
-        )
-        result = rebalance(problem, method=method)
-        # Keys of the table that were not seen keep their entry.
-        entries = table.entries.copy()
-        entries = entries[~entries.index.isin(loads.index)]
-        changed = pd.Series(result.assignment, index=pd.Index(keys, dtype=object))
-        tables[op] = RoutingTable(op, table.fallback, pd.concat([entries, changed]))
-        moved += float(problem.state_sizes[result.moved].sum())
-        total += float(problem.state_sizes.sum())
-    return RoutingConfiguration(config.topology, tables, config.parameters), (moved / total if total else 0.0)
 
 
 def _window_figures(
@@ -195,7 +160,9 @@ def _window_figures(
         part = frame[(frame[ts] >= start) & (frame[ts] < end)]
         if optimized is not None:
             seen = frame[frame[ts] < start]
-            config, moved = _rebalanced(config, part, seen[ops], rebalancer, theta_max, table_cap)
+            config, moved, _ = rebalance_tables(
+                config, seen[ops], method=rebalancer, theta_max=theta_max, table_cap=table_cap
+            )
             cost += moved
         if len(part) == 0:
             continue
@@ -259,67 +226,80 @@ def replay_trace(
     fallbacks = make_fallbacks(topology, fallback)
     hashed = RoutingConfiguration(topology, {op: RoutingTable(op, fallbacks[op]) for op in ops}, {"mode": "hash"})
     config = hashed
-    history_counts: list[KeyCounts] = []
+    past: list[KeyCounts] = []  # counts of every window so far, oldest first
     result = ReplayResult(mode, period)
-    for index, (start, end) in enumerate(windows_of(frame[ts], period)):
+    for start, end in windows_of(frame[ts], period):
         window = frame[(frame[ts] >= start) & (frame[ts] < end)]
-        moved_share, moved_keys, raw_share, published, reason = 0.0, 0, None, False, "first window: tables not built yet"
-        if index > 0 and mode != "hash" and history_counts and (mode == "online" or config is hashed):
-            counts = (
-                blend(history_counts, windows=history, decay=decay, min_weight=_MIN_BLENDED_WEIGHT)
-                if mode == "online"
-                else history_counts[0]
+        step = _Step(0.0, 0, None, False, "hash routing" if mode == "hash" else "first window: no tables yet")
+        if mode == "online" and past and config is not hashed:
+            counts = blend(past, windows=history, decay=decay, min_weight=_MIN_BLENDED_WEIGHT)
+            config, step = _reconfigure(config, counts, past[-1], fallbacks, alpha, seed, min_gain, max_imbalance)
+        elif mode != "hash" and past and config is hashed:
+            config = optimize(past[0].graph(), topology, fallbacks, alpha=alpha, seed=seed).config
+            step = _Step(0.0, 0, None, True, "first configuration")
+        elif mode == "offline" and past:
+            step = _Step(0.0, 0, None, False, "offline: tables built once from the first window")
+        if len(window) == 0:
+            continue
+        rebalance = rebalancer if config is not hashed else None
+        report, config, rebalance_cost = _window_figures(
+            config, window, ops, rebalance, rebalance_every, theta_max, table_cap, ts
+        )
+        result.windows.append(
+            WindowResult(
+                start=str(start),
+                end=str(end),
+                tuples=report.optimized.tuples,
+                locality=report.optimized.locality,
+                hash_locality=report.hash.locality,
+                imbalance=report.optimized.imbalance,
+                hash_imbalance=report.hash.imbalance,
+                migration_cost=step.moved_share,
+                moved_keys=step.moved_keys,
+                migration_cost_without_relabeling=step.raw_share,
+                rebalance_cost=rebalance_cost,
+                table_entries=config.table_sizes(),
+                published=step.published,
+                reason=step.reason,
             )
-            graph = counts.graph()
-            if config is hashed:
-                new = optimize(graph, topology, fallbacks, alpha=alpha, seed=seed).config
-                moved_share, published, reason = 0.0, True, "first configuration"
-            else:
-                latest = history_counts[-1]
-                state = {op: latest.key_loads[op].set_index("key")["weight"] for op in ops}
-                step = reconfigure(graph, topology, config, fallbacks, alpha=alpha, seed=seed, state=state)
-                new, moved_share, moved_keys = step.config, step.plan.cost_share, step.plan.moved_keys
-                raw_share = step.unrelabeled_cost
-                published, reason = True, "every window (no min_gain)"
-                if min_gain is not None:
-                    before = _estimate(config, latest)
-                    after = _estimate(new, latest)
-                    verdict = decide(
-                        before, after, step.plan, alpha=alpha, min_gain=min_gain, max_imbalance=max_imbalance
-                    )
-                    published, reason = verdict.publish, verdict.reason
-                if not published:
-                    new, moved_share, moved_keys = config, 0.0, 0
-            config = new
-        if len(window):
-            report, config_after, rebalance_cost = _window_figures(
-                config, window, ops, rebalancer if config is not hashed else None, rebalance_every, theta_max,
-                table_cap, ts,
-            )
-            config = config_after
-            result.windows.append(
-                WindowResult(
-                    start=str(start),
-                    end=str(end),
-                    tuples=report.optimized.tuples,
-                    locality=report.optimized.locality,
-                    hash_locality=report.hash.locality,
-                    imbalance=report.optimized.imbalance,
-                    hash_imbalance=report.hash.imbalance,
-                    migration_cost=moved_share,
-                    moved_keys=moved_keys,
-                    migration_cost_without_relabeling=raw_share,
-                    rebalance_cost=rebalance_cost,
-                    table_entries=config.table_sizes(),
-                    published=published,
-                    reason=reason,
-                )
-            )
-            history_counts.append(count_keys(window, ops))
-        logger.info("window %d [%s, %s): %d tuples", index, start, end, len(window))
+        )
+        past.append(count_keys(window, ops))
+        logger.info("window [%s, %s): %d tuples, locality %.3f", start, end, len(window), report.optimized.locality)
     return result
+
+
+@dataclass(frozen=True)
+class _Step:
+    """What the start of a window did to the tables."""
+
+    moved_share: float
+    moved_keys: int
+    raw_share: float | None
+    published: bool
+    reason: str
+
+
+def _reconfigure(config, counts, latest, fallbacks, alpha, seed, min_gain, max_imbalance):
+    """The online step: new tables from ``counts`` relabeled against ``config``, kept or published."""
+    topology = config.topology
+    state = {op: latest.key_loads[op].set_index("key")["weight"] for op in topology.operators}
+    step = reconfigure(counts.graph(), topology, config, fallbacks, alpha=alpha, seed=seed, state=state)
+    if min_gain is None:
+        reason = "every window (no min_gain)"
+    else:
+        verdict = decide(
+            _estimate(config, latest),
+            _estimate(step.config, latest),
+            step.plan,
+            alpha=alpha,
+            min_gain=min_gain,
+            max_imbalance=max_imbalance,
+        )
+        if not verdict.publish:
+            return config, _Step(0.0, 0, None, False, verdict.reason)
+        reason = verdict.reason
+    return step.config, _Step(step.plan.cost_share, step.plan.moved_keys, step.unrelabeled_cost, True, reason)
 
 
 def _estimate(config: RoutingConfiguration, counts: KeyCounts):
     return estimate_from_counts(config, counts, int(counts.total_weight)).optimized
-

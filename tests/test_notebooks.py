@@ -155,6 +155,8 @@ def test_drift_notebook_reports_figure_11_on_both_traces(executed):
     # the troll accounts burst: tables balanced in-sample are less balanced than hash on the next week
     assert ira["online_worst_imbalance"] > ira["hash_worst_imbalance"] > 1.5
     assert flights["online_worst_imbalance"] < 1.15 < flights["hash_worst_imbalance"]
+    assert "online routing buys locality at the price of balance" in text  # the troll trace
+    assert "online routing pays" in text  # the flights
     assert set(s["periods"]) == {"1D", "7D", "30D"}
     for number in (f"{ira['online']:.1%}", f"{flights['decayed']:.1%}", f"{ira['online_worst_imbalance']:.2f}"):
         assert number in text
