@@ -58,7 +58,9 @@ def main() -> None:
     first, second = trace.iloc[:half], trace.iloc[half:]
     topology = Topology.uniform(KEYS, 6)
     variants = {
-        "METIS recursive bisection, 1 cut, no refinement (pymetis default)": dict(recursive=True, n_cuts=1, refine=False),
+        "METIS recursive bisection, 1 cut, no refinement (pymetis default)": dict(
+            recursive=True, n_cuts=1, refine=False
+        ),
         "k-way, 1 cut, no refinement": dict(n_cuts=1, refine=False),
         "k-way, 8 cuts, no refinement": dict(refine=False),
         "k-way, 8 cuts + refinement (default)": dict(),
@@ -69,31 +71,42 @@ def main() -> None:
             whole = fit(trace, topology, seed, **kw).report_
             model = fit(first, topology, seed, **kw)
             nxt = model.evaluate(second)
-            rows.append({
-                "variant": name, "seed": seed,
-                "in-sample": whole.optimized.locality, "in-sample imbalance": max(whole.optimized.imbalance.values()),
-                "next-half": nxt.optimized.locality, "next-half imbalance": max(nxt.optimized.imbalance.values()),
-                "hash": nxt.hash.locality,
-            })
+            rows.append(
+                {
+                    "variant": name,
+                    "seed": seed,
+                    "in-sample": whole.optimized.locality,
+                    "in-sample imbalance": max(whole.optimized.imbalance.values()),
+                    "next-half": nxt.optimized.locality,
+                    "next-half imbalance": max(nxt.optimized.imbalance.values()),
+                    "hash": nxt.hash.locality,
+                }
+            )
     frame = pd.DataFrame(rows)
     print(f"tweet trace, {len(trace):,} rows, 6 servers, alpha 1.03; mean (min..max) over seeds 0..{args.seeds - 1}")
     for name, group in frame.groupby("variant", sort=False):
-        cells = [f"{c} {group[c].mean():.4f} ({group[c].min():.4f}..{group[c].max():.4f})"
-                 for c in ("in-sample", "in-sample imbalance", "next-half", "next-half imbalance", "hash")]
+        cells = [
+            f"{c} {group[c].mean():.4f} ({group[c].min():.4f}..{group[c].max():.4f})"
+            for c in ("in-sample", "in-sample imbalance", "next-half", "next-half imbalance", "hash")
+        ]
         print(f"  {name}: " + "; ".join(cells))
 
     exact = fit(trace, topology, 0).report_.optimized.locality
     exact_next = fit(first, topology, 0).evaluate(second).optimized.locality
-    print(f"\nsketched pair counts vs exact (exact: in-sample {exact:.4f}, next-half {exact_next:.4f}; "
-          f"{trace.groupby(KEYS).ngroups:,} distinct pairs)")
+    print(
+        f"\nsketched pair counts vs exact (exact: in-sample {exact:.4f}, next-half {exact_next:.4f}; "
+        f"{trace.groupby(KEYS).ngroups:,} distinct pairs)"
+    )
     for capacity in (10_000, 20_000, 40_000, 1 << 16):
         sketch = SpaceSaving(capacity, arity=2)
         sketch.update_batch([trace[k].to_numpy(dtype=object) for k in KEYS])
         size = len(sketch.to_bytes())
         in_sample = fit(trace, topology, 0, capacity=capacity).report_.optimized.locality
         nxt = fit(first, topology, 0, capacity=capacity).evaluate(second).optimized.locality
-        print(f"  capacity {capacity:>6,} ({size / 2**20:.1f} MB serialized): in-sample {in_sample:.4f} "
-              f"({in_sample / exact:.1%} of exact), next-half {nxt:.4f} ({nxt / exact_next:.1%} of exact)")
+        print(
+            f"  capacity {capacity:>6,} ({size / 2**20:.1f} MB serialized): in-sample {in_sample:.4f} "
+            f"({in_sample / exact:.1%} of exact), next-half {nxt:.4f} ({nxt / exact_next:.1%} of exact)"
+        )
     np.seterr(all="ignore")
 
 

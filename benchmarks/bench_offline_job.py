@@ -76,8 +76,12 @@ def run_job(spark, trace: Path, store: Path, capacity: int) -> dict:
     started = time.perf_counter()
     result = run(spark, params)
     seconds = time.perf_counter() - started
-    return {"seconds": seconds, "timings": result.report["timings"], "locality": result.report["in_sample"]["locality"],
-            "hash_locality": result.report["in_sample"]["hash_locality"]}
+    return {
+        "seconds": seconds,
+        "timings": result.report["timings"],
+        "locality": result.report["in_sample"]["locality"],
+        "hash_locality": result.report["in_sample"]["hash_locality"],
+    }
 
 
 def floor(spark, trace: Path) -> float:
@@ -100,8 +104,10 @@ def speed(args) -> None:
             jobs.append(detail["seconds"])
             details.append(detail)
         f, j = statistics.median(floors), statistics.median(jobs)
-        print(f"rows {rows:,}: floor groupBy.count {f:.2f} s (runs {[round(x, 2) for x in floors]}), "
-              f"offline job {j:.2f} s (runs {[round(x, 2) for x in jobs]}), ratio {j / f:.2f}")
+        print(
+            f"rows {rows:,}: floor groupBy.count {f:.2f} s (runs {[round(x, 2) for x in floors]}), "
+            f"offline job {j:.2f} s (runs {[round(x, 2) for x in jobs]}), ratio {j / f:.2f}"
+        )
         print(f"  job stages (last run): {details[-1]['timings']}")
         print(f"  in-sample locality {details[-1]['locality']:.3f} (hash {details[-1]['hash_locality']:.3f})")
     spark.stop()
@@ -134,19 +140,40 @@ def memory_child(args) -> None:
     watcher.join()
     spark.stop()
     driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"rows": args.rows[0], "driver_peak_mb": driver / 2**20, "jvm_peak_mb": jvm[0] / 2**20,
-                      "seconds": detail["seconds"]}))
+    print(
+        json.dumps(
+            {
+                "rows": args.rows[0],
+                "driver_peak_mb": driver / 2**20,
+                "jvm_peak_mb": jvm[0] / 2**20,
+                "seconds": detail["seconds"],
+            }
+        )
+    )
 
 
 def memory(args) -> None:
     for rows in args.rows:
         write_trace(rows, Path(args.workdir))
-        cmd = [sys.executable, __file__, "--memory-child", "--rows", str(rows), "--workdir", args.workdir,
-               "--capacity", str(args.capacity), "--master", args.master]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--memory-child",
+            "--rows",
+            str(rows),
+            "--workdir",
+            args.workdir,
+            "--capacity",
+            str(args.capacity),
+            "--master",
+            args.master,
+        ]
         line = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
         result = json.loads(line)
-        print(f"rows {rows:>12,}: Python driver peak {result['driver_peak_mb']:.0f} MB, "
-              f"JVM peak {result['jvm_peak_mb']:.0f} MB, job {result['seconds']:.1f} s")
+        print(
+            f"rows {rows:>12,}: Python driver peak {result['driver_peak_mb']:.0f} MB, "
+            f"JVM peak {result['jvm_peak_mb']:.0f} MB, job {result['seconds']:.1f} s"
+        )
 
 
 def main() -> None:

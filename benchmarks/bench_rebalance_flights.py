@@ -57,7 +57,9 @@ def main() -> None:
         config = optimize(count_keys(previous, KEYS).graph(), topology, fallbacks).config
         base = evaluate(week, config)
         rows.append({"method": "hash", **_figures(base.hash, 0.0, 0, 0.0)})
-        rows.append({"method": "tables as built", **_figures(base.optimized, 0.0, sum(config.table_sizes().values()), 0.0)})
+        rows.append(
+            {"method": "tables as built", **_figures(base.optimized, 0.0, sum(config.table_sizes().values()), 0.0)}
+        )
         for method in methods:
             started = time.perf_counter()
             adjusted, moved, planning = rebalance_tables(
@@ -68,8 +70,10 @@ def main() -> None:
             rows[-1]["wall s"] = time.perf_counter() - started
     frame = pd.DataFrame(rows)
     summary = frame.groupby("method", sort=False).mean(numeric_only=True)
-    print(f"weekly flights, {args.servers} servers, tables from the previous week, theta_max {args.theta_max}, "
-          f"table cap {args.table_cap}; means over {len(weeks) - 1} weeks")
+    print(
+        f"weekly flights, {args.servers} servers, tables from the previous week, theta_max {args.theta_max}, "
+        f"table cap {args.table_cap}; means over {len(weeks) - 1} weeks"
+    )
     print(summary.round(4).to_string())
 
 

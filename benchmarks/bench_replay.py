@@ -60,8 +60,10 @@ def main() -> None:
     if args.end:
         trace = trace[trace.ts < pd.Timestamp(args.end, tz="UTC")]
     topology = Topology.uniform(keys, args.servers)
-    print(f"{Path(args.trace).name}: {len(trace):,} rows, keys {keys}, {args.servers} servers, period {args.period}, "
-          "alpha 1.03; means over the windows after the first")
+    print(
+        f"{Path(args.trace).name}: {len(trace):,} rows, keys {keys}, {args.servers} servers, period {args.period}, "
+        "alpha 1.03; means over the windows after the first"
+    )
     quarters = {}
     for name in args.strategies.split(","):
         started = time.perf_counter()

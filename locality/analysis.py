@@ -85,8 +85,8 @@ def load_trace(
     Raises
     ------
     TraceError
-        The path does not exist, a column is missing, ``start``/``end`` without
-        ``ts``, or no row is left.
+        The path does not exist, a column is missing, ``ts`` is not a timestamp,
+        ``start``/``end`` without ``ts``, or no row is left.
     """
     path = Path(path).expanduser()
     if not path.exists():
@@ -105,7 +105,9 @@ def load_trace(
         dataset = ds.dataset(path, format="parquet")
         check_columns(dataset.schema.names, columns, f"the trace {path}")
         frame = dataset.to_table(columns=columns).to_pandas()
-    if ts is not None:
+    if ts is not None and not pd.api.types.is_datetime64_any_dtype(frame[ts]):
+        raise TraceError(f"the timestamp column {ts!r} of {path} has type {frame[ts].dtype}; it must be a timestamp")
+    if start is not None or end is not None:
         frame = frame[frame[ts].between(*_time_range(frame[ts], start, end), inclusive="left")]
     valid = frame[keys].notna().all(axis=1)
     for key in keys:
@@ -307,16 +309,12 @@ def balance_stages(optimizer: LocalityOptimizer, test: pd.DataFrame | None = Non
     """
     if not hasattr(optimizer, "config_"):
         raise AttributeError("balance_stages needs a fitted LocalityOptimizer; call fit(trace) first")
-    graph, topo, config = optimizer.graph_, optimizer.topology, optimizer.config_
-    preferred = np.concatenate(
-        [config.tables[op].fallback.instances_of(graph.keys[op].to_numpy(dtype=object)) for op in graph.operators]
-    ).astype(np.int64)
     raw = place_keys(
-        graph,
-        topo,
+        optimizer.graph_,
+        optimizer.topology,
         optimizer.partition_.server_of_vertex,
         alpha=optimizer.alpha,
-        preferred=preferred,
+        preferred=optimizer.optimization_.preferred,
         hot_keys=optimizer.partition_.hot_keys,
         repair=False,
     )

@@ -392,7 +392,8 @@ def replay_command(
             f"worst imbalance {worst:.2f}  moved {w.migration_cost:5.1%}"
         )
     lines.append(
-        f"mean over windows after the first: locality {doc['mean_locality']:.1%} (hash {doc['mean_hash_locality']:.1%}),"
+        f"mean over windows after the first: locality {doc['mean_locality']:.1%} "
+        f"(hash {doc['mean_hash_locality']:.1%}),"
         f" worst imbalance {doc['mean_worst_imbalance']:.3f}"
     )
     _emit(as_json, doc, "\n".join(lines))

@@ -48,7 +48,9 @@ class KeyCounts:
 
     def graph(self, top_pairs: int | None = None) -> KeyGraph:
         """The key graph of these counts."""
-        return build_key_graph(self.operators, self.pair_counts, self.key_loads, totals=self.totals, top_pairs=top_pairs)
+        return build_key_graph(
+            self.operators, self.pair_counts, self.key_loads, totals=self.totals, top_pairs=top_pairs
+        )
 
     def scaled(self, factor: float) -> KeyCounts:
         """Every weight times ``factor``."""
@@ -67,7 +69,9 @@ class KeyCounts:
         for i, pairs in enumerate(self.pair_counts):
             pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), directory / f"pairs_{i}.parquet")
         for i, op in enumerate(self.operators):
-            pq.write_table(pa.Table.from_pandas(self.key_loads[op], preserve_index=False), directory / f"loads_{i}.parquet")
+            pq.write_table(
+                pa.Table.from_pandas(self.key_loads[op], preserve_index=False), directory / f"loads_{i}.parquet"
+            )
         (directory / "counts.json").write_text(json.dumps({"operators": self.operators, "totals": self.totals}))
 
     @classmethod
@@ -170,8 +174,12 @@ def blend(
         for op in ops
     }
     totals = {op: float(sum(c.totals[op] * f for c, f in zip(kept, factors))) for op in ops}
-    return KeyCounts(list(ops), [_prune(p, min_weight, limit) for p in pairs],
-                     {op: _prune(t, min_weight, limit) for op, t in loads.items()}, totals)
+    return KeyCounts(
+        list(ops),
+        [_prune(p, min_weight, limit) for p in pairs],
+        {op: _prune(t, min_weight, limit) for op, t in loads.items()},
+        totals,
+    )
 
 
 def _prune(table: pd.DataFrame, min_weight: float, limit: int | None) -> pd.DataFrame:

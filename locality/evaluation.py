@@ -304,6 +304,8 @@ def estimate_from_counts(config: RoutingConfiguration, counts: KeyCounts, rows: 
             servers_b = config.topology.instance_servers(b)[routing.route_many(b, pairs["key1"].to_numpy(dtype=object))]
             weights = pairs["weight"].to_numpy(dtype=float)
             residual = max(total - weights.sum(), 0.0)
-            local[hop_name(a, b)] = float(weights[servers_a == servers_b].sum()) + residual * _hash_local_share(config, a, b)
+            local[hop_name(a, b)] = float(weights[servers_a == servers_b].sum()) + residual * _hash_local_share(
+                config, a, b
+            )
         figures.append(ReplayTotals(rows, 0, total, loads, local).figures(config, routing.table_sizes()))
     return EvaluationReport(optimized=figures[0], hash=figures[1])

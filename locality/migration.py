@@ -181,7 +181,9 @@ class MigrationPlan:
     def from_dict(cls, doc: Mapping) -> MigrationPlan:
         try:
             moves = pd.DataFrame(doc["moves"], columns=["operator", "key", "source", "target", "state"])
-            return cls(list(doc["order"]), moves, float(doc["total_state"]), doc.get("from_version"), doc.get("to_version"))
+            return cls(
+                list(doc["order"]), moves, float(doc["total_state"]), doc.get("from_version"), doc.get("to_version")
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise SerializationError(f"not a migration plan document: {exc!r}") from None
 

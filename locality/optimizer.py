@@ -21,13 +21,13 @@ import numpy as np
 import pandas as pd
 
 from locality._validation import check_integer, check_interval, check_option
-from locality.evaluation import EvaluationReport, evaluate
 from locality.counts import count_keys
+from locality.evaluation import EvaluationReport, evaluate
 from locality.graph import KeyGraph
 from locality.hashing import ENGINES, FallbackHash, make_fallback
+from locality.migration import relabel_parts
 from locality.partition import Partition, partition_key_graph
 from locality.placement import Placement, place_keys
-from locality.migration import relabel_parts
 from locality.routing import RoutingConfiguration, RoutingTable, build_routing, entry_values
 from locality.topology import Topology
 
@@ -44,6 +44,7 @@ class Optimization:
     graph: KeyGraph
     partition: Partition
     placement: Placement
+    preferred: np.ndarray
     seconds: float
 
     def summary(self) -> dict:
@@ -82,6 +83,7 @@ def optimize(
     current: RoutingConfiguration | None = None,
     state: np.ndarray | None = None,
     relabel: bool = True,
+    partition: Partition | None = None,
     parameters: Mapping | None = None,
 ) -> Optimization:
     """Partition ``graph`` with METIS, place keys on instances within ``alpha``, build the tables.
@@ -112,6 +114,9 @@ def optimize(
     relabel : bool, default True
         False publishes METIS's part numbers as they come (to measure what
         relabeling saves).
+    partition : Partition, optional
+        A partition of ``graph`` already computed (with METIS's own labels),
+        to place and route it another way without running METIS again.
     parameters : mapping, optional
         Extra parameters recorded in the configuration.
     """
@@ -121,7 +126,8 @@ def optimize(
     if tuple(topology.operators) != tuple(graph.operators):
         raise ValueError(f"topology operators {topology.operators} differ from the graph's {graph.operators}")
     started = time.perf_counter()
-    partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed, recursive=recursive)
+    if partition is None:
+        partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed, recursive=recursive)
     routing = current if current is not None else _hash_routing(topology, fallbacks)
     instances = np.concatenate(
         [routing.route_many(op, graph.keys[op].to_numpy(dtype=object)) for op in graph.operators]
@@ -152,7 +158,7 @@ def optimize(
     params = {"alpha": alpha, "seed": seed, "max_entries": max_entries, "metis": "recursive" if recursive else "kway"}
     params.update(parameters or {})
     config = build_routing(graph, topology, placement, fallbacks, parameters=params)
-    return Optimization(config, graph, partition, placement, time.perf_counter() - started)
+    return Optimization(config, graph, partition, placement, preferred, time.perf_counter() - started)
 
 
 def _hash_routing(topology: Topology, fallbacks: Mapping[str, FallbackHash]) -> RoutingConfiguration:

@@ -1,7 +1,7 @@
 """Plots a person reads at a glance; the hash baseline is always drawn beside the result.
 
-matplotlib is imported inside each function (Agg backend when no display),
-so importing locality never loads it.
+matplotlib is imported inside each function, so importing locality never
+loads it; the backend is left to the caller (inline in notebooks, Agg headless).
 """
 
 from __future__ import annotations
@@ -17,19 +17,16 @@ __all__ = ["instance_load_figure", "locality_figure", "figure_png"]
 
 
 def _pyplot():
-    import matplotlib
-
-    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
-        try:
-            matplotlib.use("Agg")
-        except Exception:  # an interactive backend already in use (a notebook): keep it
-            pass
+    # The backend is the caller's: inline in a notebook, a window on a desktop, Agg on a headless
+    # server (matplotlib falls back to it on its own when no display is available).
     import matplotlib.pyplot as plt
 
     return plt
 
 
-def instance_load_figure(report: EvaluationReport, shares: Mapping[str, Sequence[float]] | None = None, alpha: float | None = None):
+def instance_load_figure(
+    report: EvaluationReport, shares: Mapping[str, Sequence[float]] | None = None, alpha: float | None = None
+):
     """Per-instance load relative to the fair share, hash vs optimized, one panel per operator.
 
     Parameters
@@ -50,7 +47,13 @@ def instance_load_figure(report: EvaluationReport, shares: Mapping[str, Sequence
         fair = share * opt.sum()
         x = np.arange(opt.shape[0])
         ax.bar(x - 0.2, hsh / fair, width=0.4, label=f"hash (max {report.hash.imbalance[op]:.2f})", color="#9e9e9e")
-        ax.bar(x + 0.2, opt / fair, width=0.4, label=f"optimized (max {report.optimized.imbalance[op]:.2f})", color="#1f77b4")
+        ax.bar(
+            x + 0.2,
+            opt / fair,
+            width=0.4,
+            label=f"optimized (max {report.optimized.imbalance[op]:.2f})",
+            color="#1f77b4",
+        )
         ax.axhline(1.0, color="black", linewidth=0.8)
         if alpha:
             ax.axhline(alpha, color="#d62728", linestyle="--", linewidth=1, label=f"alpha {alpha:g}")

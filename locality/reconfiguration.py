@@ -30,6 +30,7 @@ from locality.graph import KeyGraph
 from locality.hashing import FallbackHash
 from locality.migration import MigrationPlan, plan_migration
 from locality.optimizer import Optimization, optimize
+from locality.partition import partition_key_graph
 from locality.routing import RoutingConfiguration
 from locality.topology import Topology
 
@@ -104,12 +105,13 @@ def reconfigure(
     """
     sizes = graph_state_sizes(graph, state)
     state_vector = np.concatenate([sizes[op].to_numpy(dtype=float) for op in graph.operators])
-    common = dict(alpha=alpha, seed=seed, max_entries=max_entries, current=current, state=state_vector)
-    result = optimize(graph, topology, fallbacks, parameters=parameters, **common)
+    partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed)
+    common = dict(alpha=alpha, max_entries=max_entries, current=current, state=state_vector, partition=partition)
+    result = optimize(graph, topology, fallbacks, seed=seed, parameters=parameters, **common)
     plan = plan_migration(current, result.config, sizes)
     unrelabeled = None
     if compare_unrelabeled:
-        raw = optimize(graph, topology, fallbacks, relabel=False, **common)
+        raw = optimize(graph, topology, fallbacks, seed=seed, relabel=False, **common)
         unrelabeled = plan_migration(current, raw.config, sizes).cost_share
     logger.info(
         "reconfiguration moves %d keys (%.1f%% of the state; %.1f%% without relabeling)",
@@ -175,9 +177,7 @@ def decide(
     broken = {op: v for op, v in before.imbalance.items() if v > limit * (1 + 1e-9)}
     if broken and max(after.imbalance.values()) < max(broken.values()):
         worst = max(broken, key=broken.get)
-        return Decision(
-            True, f"balance is broken: operator {worst!r} at {broken[worst]:.3f} > {limit:g}", gain, None
-        )
+        return Decision(True, f"balance is broken: operator {worst!r} at {broken[worst]:.3f} > {limit:g}", gain, None)
     cost = plan.cost if plan is not None else 0.0
     if plan is not None and plan.moved_keys == 0:
         return Decision(False, "the new tables route every key as the current ones do", gain, None)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 import logging
-from contextlib import contextmanager
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np

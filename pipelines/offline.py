@@ -68,7 +68,8 @@ class OfflineParams:
                 check_integer(getattr(self, name), name, owner, lower=1 if name == "top_pairs" else 0)
         if tuple(self.topology.operators) != tuple(self.trace.keys):
             raise InvalidParameterError(
-                f"the topology's operators {list(self.topology.operators)} must be the key columns {list(self.trace.keys)}"
+                f"the topology's operators {list(self.topology.operators)} must be "
+                f"the key columns {list(self.trace.keys)}"
             )
 
     def fingerprint_parameters(self) -> dict:
@@ -108,7 +109,12 @@ def count(df, params: OfflineParams, stages: Stages) -> TraceCounts:
             df, spec.keys, weight=spec.weight, top_pairs=params.top_pairs or params.capacity, top_keys=params.capacity
         )
     return sketch_trace(
-        df, spec.keys, weight=spec.weight, capacity=params.capacity, top_pairs=params.top_pairs, on_partition=stages.advance
+        df,
+        spec.keys,
+        weight=spec.weight,
+        capacity=params.capacity,
+        top_pairs=params.top_pairs,
+        on_partition=stages.advance,
     )
 
 
@@ -129,7 +135,10 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
 
     with stages.stage("read trace"):
         df = read_trace(spark, params.trace)
-    with stages.stage("count keys" + (" (exact)" if params.exact else " (sketch)")), spark_read_errors(params.trace.path):
+    with (
+        stages.stage("count keys" + (" (exact)" if params.exact else " (sketch)")),
+        spark_read_errors(params.trace.path),
+    ):
         counts = count(df, params, stages)
     graph = counts.graph(params.top_pairs)
     # Graph statistics are Spark jobs on a small graph (latency, not work): run them in a thread while the

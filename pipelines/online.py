@@ -94,7 +94,8 @@ class OnlineParams:
             check_interval(self.decay, "decay", owner, lower=0.0, upper=1.0, closed="right")
         if self.topology is not None and tuple(self.topology.operators) != tuple(self.trace.keys):
             raise InvalidParameterError(
-                f"the topology's operators {list(self.topology.operators)} must be the key columns {list(self.trace.keys)}"
+                f"the topology's operators {list(self.topology.operators)} must be "
+                f"the key columns {list(self.trace.keys)}"
             )
 
     def window_key(self) -> str:
@@ -185,13 +186,27 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
 
     with stages.stage("read window"):
         df = read_trace(spark, params.trace)
-    with stages.stage("count keys" + (" (exact)" if params.exact else " (sketch)")), spark_read_errors(params.trace.path):
+    with (
+        stages.stage("count keys" + (" (exact)" if params.exact else " (sketch)")),
+        spark_read_errors(params.trace.path),
+    ):
         if params.exact:
-            counts = count_trace_exact(df, keys, weight=params.trace.weight, top_pairs=params.top_pairs or params.capacity,
-                                       top_keys=params.capacity)
+            counts = count_trace_exact(
+                df,
+                keys,
+                weight=params.trace.weight,
+                top_pairs=params.top_pairs or params.capacity,
+                top_keys=params.capacity,
+            )
         else:
-            counts = sketch_trace(df, keys, weight=params.trace.weight, capacity=params.capacity,
-                                  top_pairs=params.top_pairs, on_partition=stages.advance)
+            counts = sketch_trace(
+                df,
+                keys,
+                weight=params.trace.weight,
+                capacity=params.capacity,
+                top_pairs=params.top_pairs,
+                on_partition=stages.advance,
+            )
     with stages.stage("blend with earlier windows"):
         blended = _History(Path(params.store)).blended(window, counts, params.decay, params.capacity)
     if params.state:
@@ -203,18 +218,40 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
         graph = blended.graph(params.top_pairs)
         parameters = {"hash": params.hash, "decay": params.decay, "capacity": params.capacity, "window": window}
         if current is None:
-            result = optimize(graph, topology, fallbacks, alpha=params.alpha, seed=params.seed,
-                              max_entries=params.max_entries, parameters=parameters)
+            result = optimize(
+                graph,
+                topology,
+                fallbacks,
+                alpha=params.alpha,
+                seed=params.seed,
+                max_entries=params.max_entries,
+                parameters=parameters,
+            )
             new, plan, raw_cost = result.config, None, None
         else:
-            step = reconfigure(graph, topology, current, fallbacks, alpha=params.alpha, seed=params.seed,
-                               state=state, max_entries=params.max_entries, parameters=parameters)
+            step = reconfigure(
+                graph,
+                topology,
+                current,
+                fallbacks,
+                alpha=params.alpha,
+                seed=params.seed,
+                state=state,
+                max_entries=params.max_entries,
+                parameters=parameters,
+            )
             new, plan, raw_cost = step.config, step.plan, step.unrelabeled_cost
             plan.from_version = previous_version
     before = estimate_from_counts(current, counts, counts.usable_rows) if current is not None else None
     after = estimate_from_counts(new, counts, counts.usable_rows)
-    verdict = decide(before.optimized if before else None, after.optimized, plan, alpha=params.alpha,
-                     min_gain=params.min_gain, max_imbalance=params.max_imbalance)
+    verdict = decide(
+        before.optimized if before else None,
+        after.optimized,
+        plan,
+        alpha=params.alpha,
+        min_gain=params.min_gain,
+        max_imbalance=params.max_imbalance,
+    )
 
     outcome = {
         "published": verdict.publish,
@@ -250,10 +287,16 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
                 new,
                 fingerprint=f"online:{window}",
                 artifacts=artifacts,
-                metadata={"job": "online", "window": window, "summary": {
-                    "locality": after.optimized.locality, "hash_locality": after.hash.locality,
-                    "imbalance": after.optimized.imbalance, "table_entries": new.table_sizes(),
-                }},
+                metadata={
+                    "job": "online",
+                    "window": window,
+                    "summary": {
+                        "locality": after.optimized.locality,
+                        "hash_locality": after.hash.locality,
+                        "imbalance": after.optimized.imbalance,
+                        "table_entries": new.table_sizes(),
+                    },
+                },
             )
         outcome["version"] = published.version
     decision_file.parent.mkdir(parents=True, exist_ok=True)

@@ -57,6 +57,8 @@ def test_load_trace_checks_columns_drops_empty_keys_and_filters_time(tmp_path):
     assert analysis.load_trace(tmp_path / "t.csv", ["u", "h"])["u"].tolist() == ["a", "c"]
     with pytest.raises(TraceError, match="'hashtag'"):
         analysis.load_trace(path, ["u", "hashtag"])
+    with pytest.raises(TraceError, match="'u' .* must be a timestamp"):
+        analysis.load_trace(path, ["h"], ts="u")
     with pytest.raises(TraceError, match="no trace at"):
         analysis.load_trace(tmp_path / "missing.parquet", ["u", "h"])
 

@@ -140,13 +140,19 @@ def test_mixed_cleans_only_what_the_cap_needs():
 
 
 def test_simple_is_lpt_exactly_at_theta_zero():
-    """With theta_max = 0 every key is placed one by one: the result is Graham's LPT, ties included."""
+    """With theta_max = 0 every key is placed one by one: the result is Graham's LPT, ties included.
+
+    Keys without load go to their fallback instance instead (LPT would pile them on one instance).
+    """
     rng = np.random.default_rng(3)
     for _ in range(30):
         k, n = int(rng.integers(1, 60)), int(rng.integers(1, 7))
         cost = rng.integers(0, 20, k).astype(float)
-        p = RebalanceProblem(cost, np.ones(k), np.zeros(k, int), np.zeros(k, int), n, theta_max=0.0)
-        np.testing.assert_array_equal(simple(p).assignment, lpt_reference(cost, n))
+        fallback = rng.integers(0, n, k)
+        p = RebalanceProblem(cost, np.ones(k), np.zeros(k, int), fallback, n, theta_max=0.0)
+        expected = lpt_reference(cost, n)
+        expected[cost == 0] = fallback[cost == 0]
+        np.testing.assert_array_equal(simple(p).assignment, expected)
 
 
 def test_simple_water_fill_keeps_lpt_guarantee():

@@ -48,8 +48,9 @@ def figures(locality, imbalance, weight=1000.0):
 
 
 def plan(cost, moved=10):
-    moves = pd.DataFrame({"operator": ["tag"] * moved, "key": range(moved), "source": 0, "target": 1,
-                          "state": cost / max(moved, 1)})
+    moves = pd.DataFrame(
+        {"operator": ["tag"] * moved, "key": range(moved), "source": 0, "target": 1, "state": cost / max(moved, 1)}
+    )
     return MigrationPlan(OPS, moves, 10_000.0)
 
 
@@ -62,8 +63,9 @@ def test_decide():
     assert not costly.publish and "does not pay" in costly.reason
     broken = decide(figures(0.5, {"region": 1.3, "tag": 1.0}), figures(0.45, balanced), plan(1e6), alpha=1.03)
     assert broken.publish and "operator 'region' at 1.300" in broken.reason
-    tolerated = decide(figures(0.5, {"region": 1.08, "tag": 1.0}), figures(0.45, balanced), plan(1e6), alpha=1.03,
-                       max_imbalance=1.1)
+    tolerated = decide(
+        figures(0.5, {"region": 1.08, "tag": 1.0}), figures(0.45, balanced), plan(1e6), alpha=1.03, max_imbalance=1.1
+    )
     assert not tolerated.publish
     same = decide(figures(0.5, balanced), figures(0.5, balanced), plan(0, moved=0), alpha=1.03)
     assert not same.publish and "as the current ones" in same.reason

@@ -11,9 +11,18 @@ from __future__ import annotations
 import importlib
 
 from locality._validation import check_option
-from locality.rebalance._base import RebalanceProblem, RebalanceResult
+from locality.rebalance._base import RebalanceProblem, RebalanceResult, imbalance, instance_loads, theta
 
-__all__ = ["RebalanceProblem", "RebalanceResult", "rebalance", "METHODS", "DEFAULT_METHOD"]
+__all__ = [
+    "RebalanceProblem",
+    "RebalanceResult",
+    "rebalance",
+    "METHODS",
+    "DEFAULT_METHOD",
+    "instance_loads",
+    "theta",
+    "imbalance",
+]
 
 # name -> "module:function"; modules are imported on first use.
 METHODS = {

@@ -21,7 +21,8 @@ def simple(problem: RebalanceProblem) -> RebalanceResult:
     every key, sort by descending cost, give each to the instance with the
     least load so far (Graham's LPT [2]_). Ties go to the lower key index and
     the lower instance index. No feasibility test: a key may overload its
-    instance. Keys cheaper than ``theta_max * mean / 4`` are spread by a
+    instance. Keys without load in the interval go to their fallback instance.
+    Keys cheaper than ``theta_max * mean / 4`` are spread by a
     vectorized water-fill instead of one by one, which lands each instance
     within one such key of the common level (what LPT gives for them too);
     with ``theta_max = 0`` the result is exactly LPT.
@@ -70,4 +71,9 @@ def simple(problem: RebalanceProblem) -> RebalanceResult:
     check_problem(problem, "simple")
     units = units_from_problem(problem)
     mean = float(np.sum(problem.loads)) / problem.n_instances
-    return conclude(problem, lpt(units, problem.theta_max * mean / 4.0), "simple", started)
+    assignment = lpt(units, problem.theta_max * mean / 4.0)
+    # Keys idle this interval weigh nothing to LPT, which would pile them on one instance; their load
+    # next interval is unknown, so they go where the hash spreads them (no table entry).
+    idle = problem.loads == 0
+    assignment[idle] = problem.fallback[idle]
+    return conclude(problem, assignment, "simple", started)

@@ -19,8 +19,24 @@ def test_optimize_evaluate_show_json(spark, tmp_path, capsys):
     store = tmp_path / "store"
     common = ["--keys", "tailnum,dest", "--ts", "ts", "--quiet"]
     code, out, _ = run_cli(
-        capsys, "optimize", trace, *common, "--start", "2013-03-01", "--end", "2013-04-01",
-        "--servers", 3, "--instances-per-server", 2, "--hash", "flink", "--store", store, "--json", "--no-graph-stats",
+        capsys,
+        "optimize",
+        trace,
+        *common,
+        "--start",
+        "2013-03-01",
+        "--end",
+        "2013-04-01",
+        "--servers",
+        3,
+        "--instances-per-server",
+        2,
+        "--hash",
+        "flink",
+        "--store",
+        store,
+        "--json",
+        "--no-graph-stats",
     )
     assert code == EXIT_OK
     report = json.loads(out)
@@ -64,8 +80,17 @@ def test_bad_parameters_exit_2_with_a_message(spark, tmp_path, capsys, args, mes
 
 def test_infeasible_alpha_exits_1_and_names_the_key(spark, tmp_path, capsys):
     code, out, _ = run_cli(
-        capsys, "optimize", trace_path("flights"), "--keys", "tailnum,dest", "--servers", 24,
-        "--store", tmp_path, "--quiet", "--no-graph-stats",
+        capsys,
+        "optimize",
+        trace_path("flights"),
+        "--keys",
+        "tailnum,dest",
+        "--servers",
+        24,
+        "--store",
+        tmp_path,
+        "--quiet",
+        "--no-graph-stats",
     )
     assert code == EXIT_FAIL
     assert "INFEASIBLE: key 'ORD' of 'dest'" in out

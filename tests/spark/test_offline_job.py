@@ -42,7 +42,13 @@ def test_geotweets_published_with_report_beside_hash(geo_run):
     assert all(v <= 1.03 + 1e-9 for v in in_sample["imbalance"].values())
     assert report["counting"]["dropped"] == {"null key": 0, "empty key": 0, "invalid weight": 0}
     stored = ConfigStore(store).get()
-    assert {p.name for p in stored.path.iterdir()} >= {"configuration", "manifest.json", "report.json", "report.txt", "load.png"}
+    assert {p.name for p in stored.path.iterdir()} >= {
+        "configuration",
+        "manifest.json",
+        "report.json",
+        "report.txt",
+        "load.png",
+    }
     assert (stored.path / "load.png").read_bytes().startswith(b"\x89PNG")
     assert json.loads((stored.path / "report.json").read_text())["in_sample"]["locality"] == in_sample["locality"]
     assert "locality" in (stored.path / "report.txt").read_text()
@@ -122,7 +128,9 @@ def test_graph_statistics_without_graphframes_jar(spark):
     from scipy.sparse.csgraph import connected_components
 
     n = graph.n_vertices
-    expected, _ = connected_components(coo_matrix((graph.edge_weight, (graph.src, graph.dst)), shape=(n, n)), directed=False)
+    expected, _ = connected_components(
+        coo_matrix((graph.edge_weight, (graph.src, graph.dst)), shape=(n, n)), directed=False
+    )
     assert stats["engine"] == "dataframes"
     assert stats["components"] == expected
     assert stats["vertices"] == n and stats["edges"] == graph.n_edges

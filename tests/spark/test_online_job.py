@@ -26,8 +26,16 @@ def test_weekly_runs_publish_with_plans_and_reruns_are_idempotent(spark, tmp_pat
     first = run(spark, week(0, store=str(tmp_path)))
     assert first["published"] and first["version"] == 1 and first["previous_version"] is None
     second = run(spark, week(1, store=str(tmp_path)))
-    fields = {"published", "version", "previous_version", "locality_before", "locality_after", "migration_cost",
-              "moved_keys", "reason"}
+    fields = {
+        "published",
+        "version",
+        "previous_version",
+        "locality_before",
+        "locality_after",
+        "migration_cost",
+        "moved_keys",
+        "reason",
+    }
     assert fields <= set(second)
     assert second["published"] and (second["version"], second["previous_version"]) == (2, 1)
     assert second["locality_after"] > second["locality_before"] and second["moved_keys"] > 0
@@ -35,7 +43,9 @@ def test_weekly_runs_publish_with_plans_and_reruns_are_idempotent(spark, tmp_pat
     stored = store.get(2)
     plan = stored.read_json("migration_plan.json")
     assert (plan["from_version"], plan["to_version"]) == (1, 2)
-    assert plan["moved_keys"] == second["moved_keys"] and plan["migration_cost"] == pytest.approx(second["migration_cost"])
+    assert plan["moved_keys"] == second["moved_keys"] and plan["migration_cost"] == pytest.approx(
+        second["migration_cost"]
+    )
     assert len(plan["messages"]) == 1 + 2 * 6 and plan["order"] == KEYS
     moves = MigrationPlan.from_dict(plan).moves
     old, new = store.get(1).config, stored.config
