@@ -277,7 +277,9 @@ def reconfigure(
     from pipelines.progress import Stages
     from pipelines.trace import TraceSpec, last_window
 
-    spec = TraceSpec(trace, _keys(keys), weight=weight, ts=ts, start=start, end=end, format=fmt, newest=newest_files)
+    spec = TraceSpec(
+        trace, _keys(keys), weight=weight, ts=ts, start=start, end=end, format=fmt, state=state_column, newest=newest_files
+    )
     topology = None
     if servers is not None or topology_file:
         topology = _topology(list(spec.keys), servers, instances_per_server, topology_file)
@@ -296,7 +298,6 @@ def reconfigure(
         decay=DEFAULT_DECAY if decay is None else (decay or None),
         min_gain=min_gain,
         max_imbalance=max_imbalance,
-        state=state_column,
         seed=seed,
     )
     with Stages(show=not quiet) as stages:

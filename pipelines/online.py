@@ -80,7 +80,6 @@ class OnlineParams:
     decay: float | None = DEFAULT_DECAY
     min_gain: float = DEFAULT_MIN_GAIN
     max_imbalance: float = DEFAULT_MAX_IMBALANCE
-    state: str | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -209,8 +208,8 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
             )
     with stages.stage("blend with earlier windows"):
         blended = _History(Path(params.store)).blended(window, counts, params.decay, params.capacity)
-    if params.state:
-        state = _state_sizes(df, keys, params.state)
+    if params.trace.state:
+        state = _state_sizes(df, keys, params.trace.state)
     else:  # a key's state defaults to its load in the window (not in the blended history)
         state = {op: counts.key_loads[op].set_index("key")["weight"] for op in keys}
 

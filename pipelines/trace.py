@@ -34,7 +34,8 @@ class TraceSpec:
     """Where a trace is and which columns matter.
 
     ``start`` / ``end`` (ISO 8601, UTC when no zone is given) keep rows with
-    ``start <= ts < end``; they need ``ts``. ``newest`` keeps only the newest
+    ``start <= ts < end``; they need ``ts``. ``state`` is a numeric column
+    whose sum per key is the key's state size. ``newest`` keeps only the newest
     ``newest`` files (by modification time, then name) of a directory or glob.
     """
 
@@ -42,6 +43,7 @@ class TraceSpec:
     keys: Sequence[str]
     weight: str | None = None
     ts: str | None = None
+    state: str | None = None
     start: str | None = None
     end: str | None = None
     format: str | None = None
@@ -59,7 +61,7 @@ class TraceSpec:
         if self.format is not None and self.format not in FORMATS:
             raise TraceError(f"unknown trace format {self.format!r}; use one of {sorted(FORMATS)}")
         object.__setattr__(self, "keys", keys)
-        extra = tuple(c for c in (self.weight, self.ts) if c)
+        extra = tuple(dict.fromkeys(c for c in (self.weight, self.ts, self.state) if c))
         object.__setattr__(self, "columns", keys + extra)
 
 
@@ -196,8 +198,9 @@ def read_trace(spark, spec: TraceSpec):
     for key in spec.keys:
         if not isinstance(schema[key], (T.StringType, T.IntegralType)):
             raise TraceError(f"key column {key!r} has type {types[key]}; keys must be strings or integers")
-    if spec.weight and not isinstance(schema[spec.weight], T.NumericType):
-        raise TraceError(f"weight column {spec.weight!r} has type {types[spec.weight]}; it must be numeric")
+    for role, column in (("weight", spec.weight), ("state", spec.state)):
+        if column and not isinstance(schema[column], T.NumericType):
+            raise TraceError(f"{role} column {column!r} has type {types[column]}; it must be numeric")
     if spec.ts and not isinstance(schema[spec.ts], (T.TimestampType, T.TimestampNTZType, T.DateType)):
         raise TraceError(f"timestamp column {spec.ts!r} has type {types[spec.ts]}; it must be a timestamp or date")
 

@@ -100,3 +100,37 @@ def test_reconfigure_and_replay_cli_json(spark, tmp_path, capsys):
     window = replayed["windows"][1]
     assert {"start", "end", "tuples", "locality", "hash_locality", "imbalance", "migration_cost"} <= set(window)
     assert replayed["mean_locality"] > 2 * replayed["mean_hash_locality"]
+
+
+def test_newest_files_window_and_state_column(spark, tmp_path):
+    import os
+
+    import pandas as pd
+
+    from pipelines.online import _state_sizes
+    from pipelines.trace import read_trace
+
+    trace_dir = tmp_path / "trace"
+    trace_dir.mkdir()
+    old = pd.DataFrame({"user": ["a", "b"] * 50, "tag": ["x", "y"] * 50, "bytes": [10] * 100})
+    new = pd.DataFrame({"user": ["a", "c", "d"] * 40, "tag": ["y", "z", "w"] * 40, "bytes": [1, 1000, 5] * 40})
+    old.to_parquet(trace_dir / "part-0.parquet")
+    new.to_parquet(trace_dir / "part-1.parquet")
+    os.utime(trace_dir / "part-0.parquet", (1_000_000, 1_000_000))  # part-1 is the newest
+    spec = TraceSpec(str(trace_dir), ["user", "tag"], newest=1)
+    outcome = run(
+        spark, OnlineParams(trace=spec, store=str(tmp_path / "store"), topology=Topology.uniform(["user", "tag"], 2))
+    )
+    assert outcome["published"] and outcome["rows"] == len(new)  # only the newest file was read
+    # --state COL: a key's state is the sum of the column over the window
+    both = pd.concat([old, new])
+    whole = TraceSpec(str(trace_dir), ["user", "tag"], state="bytes")
+    sizes = _state_sizes(read_trace(spark, whole), ["user", "tag"], "bytes")
+    expected = {key: both.groupby(key)["bytes"].sum().astype(float).to_dict() for key in ("user", "tag")}
+    for key in ("user", "tag"):
+        assert sizes[key].to_dict() == expected[key]
+    # and the job uses them: every move of the plan carries its key's summed bytes
+    second = run(spark, OnlineParams(trace=whole, store=str(tmp_path / "store"), min_gain=0.0, max_imbalance=1.03))
+    assert second["published"] and second["moved_keys"] > 0
+    plan = ConfigStore(tmp_path / "store").get(second["version"]).read_json("migration_plan.json")
+    assert all(state == expected[op][key] for op, key, _, _, state in plan["moves"])
