@@ -137,6 +137,12 @@ def _chunks(batches: Iterator[pa.RecordBatch], min_rows: int) -> Iterator[pa.Tab
         yield pa.Table.from_batches(pending)
 
 
+def _sum_by(table: pa.Table, columns: list[str], weight: str) -> pa.Table:
+    """``columns`` + ``weight`` (the sum of the ``weight`` column per distinct value of ``columns``)."""
+    summed = table.group_by(columns, use_threads=False).aggregate([(weight, "sum")])
+    return pa.table({**{c: summed.column(c) for c in columns}, "weight": summed.column(f"{weight}_sum")})
+
+
 def _sketch_partition(keys: list[str], weight: str | None, capacity: int) -> Callable:
     """The per-partition function for ``mapInArrow``: Arrow batches in, serialized sketches out."""
 
@@ -153,12 +159,16 @@ def _sketch_partition(keys: list[str], weight: str | None, capacity: int) -> Cal
                 dropped[reason] += n
             if chunk.num_rows == 0:
                 continue
-            w = chunk.column(weight).cast(pa.float64()).to_numpy() if weight else None
-            columns = [chunk.column(k) for k in keys]
-            for i, sketch in enumerate(pairs):
-                sketch.update_batch([columns[i], columns[i + 1]], w)
-            for column, sketch in zip(columns, loads):
-                sketch.update_batch(column, w)
+            # Count the chunk exactly once per hop with Arrow's hash aggregation: the sketches then merge
+            # distinct pairs, not rows, and each key's load comes from a hop that holds its operator.
+            ones = pa.chunked_array([np.ones(chunk.num_rows)])
+            chunk = chunk.append_column("__w", chunk.column(weight).cast(pa.float64()) if weight else ones)
+            hops = [_sum_by(chunk, [a, b], "__w") for a, b in zip(keys, keys[1:])]
+            for (a, b), hop, sketch in zip(zip(keys, keys[1:]), hops, pairs):
+                sketch.update_batch([hop.column(a), hop.column(b)], hop.column("weight").to_numpy())
+            for j, (key, sketch) in enumerate(zip(keys, loads)):
+                per_key = _sum_by(hops[max(j - 1, 0)], [key], "weight")
+                sketch.update_batch(per_key.column(key), per_key.column("weight").to_numpy())
         stats = json.dumps({"rows": rows, "dropped": dropped}).encode()
         payloads = [s.to_bytes() for s in pairs + loads] + [stats]
         slots = list(range(len(pairs) + len(loads))) + [_STATS_SLOT]
