@@ -278,7 +278,15 @@ def reconfigure(
     from pipelines.trace import TraceSpec, last_window
 
     spec = TraceSpec(
-        trace, _keys(keys), weight=weight, ts=ts, start=start, end=end, format=fmt, state=state_column, newest=newest_files
+        trace,
+        _keys(keys),
+        weight=weight,
+        ts=ts,
+        start=start,
+        end=end,
+        format=fmt,
+        state=state_column,
+        newest=newest_files,
     )
     topology = None
     if servers is not None or topology_file:
