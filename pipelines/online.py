@@ -216,7 +216,8 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
 
     with stages.stage("partition (METIS), relabel and plan"):
         graph = blended.graph(params.top_pairs)
-        parameters = {"hash": params.hash, "decay": params.decay, "capacity": params.capacity, "window": window}
+        engine = next(iter(fallbacks.values())).engine
+        parameters = {"hash": engine, "decay": params.decay, "capacity": params.capacity, "window": window}
         if current is None:
             result = optimize(
                 graph,
