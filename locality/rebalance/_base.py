@@ -169,18 +169,19 @@ def finish(
     before = instance_loads(problem.loads, problem.current, problem.n_instances)
     after = instance_loads(problem.loads, assignment, problem.n_instances)
     moved = np.flatnonzero(assignment != problem.current)
+    table = np.flatnonzero(assignment != problem.fallback)
     total_state = problem.state_sizes.sum()
     return RebalanceResult(
         method=method,
         assignment=assignment,
-        table=np.flatnonzero(assignment != problem.fallback),
+        table=table,
         moved=moved,
         imbalance_before=imbalance(before),
         imbalance_after=imbalance(after),
         theta_before=theta(before),
         theta_after=theta(after),
         migration_cost=float(problem.state_sizes[moved].sum() / total_state) if total_state > 0 else 0.0,
-        table_size=int(np.count_nonzero(assignment != problem.fallback)),
+        table_size=int(table.shape[0]),
         planning_seconds=time.perf_counter() - started,
         **extra,
     )
