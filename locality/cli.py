@@ -54,6 +54,28 @@ def trace_options(command: Callable) -> Callable:
     return command
 
 
+def optimizer_options(command: Callable) -> Callable:
+    """Options of the deployment and of the optimizer, shared by optimize and reconfigure."""
+    for option in reversed(
+        [
+            click.option("--servers", type=int, help="Number of servers (instances placed round-robin)."),
+            click.option("--instances-per-server", type=int, default=1, show_default=True),
+            click.option("--topology", "topology_file", type=click.Path(), help="JSON topology (servers, placement)."),
+            click.option("--alpha", type=float, default=1.03, show_default=True, help="Per-operator bound (>= 1)."),
+            click.option(
+                "--hash", "hash_engine", default="kafka", show_default=True, help="kafka|storm|flink|spark|ring"
+            ),
+            click.option("--top-pairs", type=int, help="Keep only the N heaviest key pairs per hop."),
+            click.option("--capacity", type=int, default=100_000, show_default=True, help="Counters per sketch."),
+            click.option("--exact", is_flag=True, help="Count exactly with Spark aggregations instead of sketches."),
+            click.option("--max-entries", type=int, help="Cap on each operator's routing table."),
+            click.option("--seed", type=int, default=0, show_default=True, help="METIS seed."),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
 def output_options(command: Callable) -> Callable:
     for option in reversed(
         [
@@ -117,18 +139,7 @@ def cli(verbose: int) -> None:
 
 @cli.command()
 @trace_options
-@click.option("--servers", type=int, help="Number of servers (instances placed round-robin).")
-@click.option("--instances-per-server", type=int, default=1, show_default=True)
-@click.option("--topology", "topology_file", type=click.Path(), help="JSON topology (servers, placement, capacities).")
-@click.option("--alpha", type=float, default=1.03, show_default=True, help="Per-operator balance bound (>= 1).")
-@click.option(
-    "--hash", "hash_engine", default="kafka", show_default=True, help="Fallback: kafka, storm, flink, spark, ring."
-)
-@click.option("--top-pairs", type=int, help="Keep only the N heaviest key pairs per hop.")
-@click.option("--capacity", type=int, default=100_000, show_default=True, help="Space-Saving counters per sketch.")
-@click.option("--exact", is_flag=True, help="Count exactly with Spark aggregations instead of sketches.")
-@click.option("--max-entries", type=int, help="Cap on each operator's routing table.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@optimizer_options
 @click.option("--replay", is_flag=True, help="Replay the trace for exact in-sample figures (one more pass).")
 @click.option("--graph-stats/--no-graph-stats", default=True, show_default=True, help="Degrees and components.")
 @click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
@@ -234,15 +245,7 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, store, version, as_json, 
 )
 @click.option("--decay", type=float, default=None, help="Weight of each older window (default 0.85; 0 forgets).")
 @click.option("--state", "state_column", help="Column whose sum per key is its state size (default: its load).")
-@click.option("--servers", type=int, help="First run only: number of servers.")
-@click.option("--instances-per-server", type=int, default=1, show_default=True)
-@click.option("--topology", "topology_file", type=click.Path(), help="First run only: JSON topology.")
-@click.option("--alpha", type=float, default=1.03, show_default=True)
-@click.option("--hash", "hash_engine", default="kafka", show_default=True, help="First run only: fallback hash.")
-@click.option("--capacity", type=int, default=100_000, show_default=True)
-@click.option("--exact", is_flag=True)
-@click.option("--max-entries", type=int)
-@click.option("--seed", type=int, default=0, show_default=True)
+@optimizer_options
 @output_options
 def reconfigure(
     trace,
@@ -264,6 +267,7 @@ def reconfigure(
     topology_file,
     alpha,
     hash_engine,
+    top_pairs,
     capacity,
     exact,
     max_entries,
@@ -272,7 +276,11 @@ def reconfigure(
     quiet,
     master,
 ):
-    """Reconfigure from the latest window of TRACE: new tables and a migration plan, published if it pays."""
+    """Reconfigure from the latest window of TRACE: new tables and a migration plan, published if it pays.
+
+    --servers, --instances-per-server, --topology and --hash only matter on the first run into an
+    empty store; later runs keep the current version's topology and fallback hash.
+    """
     from pipelines.online import DEFAULT_DECAY, OnlineParams, run
     from pipelines.progress import Stages
     from pipelines.trace import TraceSpec, last_window
@@ -302,6 +310,7 @@ def reconfigure(
         hash=hash_engine,
         capacity=capacity,
         exact=exact,
+        top_pairs=top_pairs,
         max_entries=max_entries,
         decay=DEFAULT_DECAY if decay is None else (decay or None),
         min_gain=min_gain,

@@ -52,15 +52,6 @@ class KeyCounts:
             self.operators, self.pair_counts, self.key_loads, totals=self.totals, top_pairs=top_pairs
         )
 
-    def scaled(self, factor: float) -> KeyCounts:
-        """Every weight times ``factor``."""
-        return KeyCounts(
-            list(self.operators),
-            [p.assign(weight=p["weight"] * factor) for p in self.pair_counts],
-            {op: t.assign(weight=t["weight"] * factor) for op, t in self.key_loads.items()},
-            {op: v * factor for op, v in self.totals.items()},
-        )
-
     # ------------------------------------------------------------------ files
     def write(self, directory: str | Path) -> None:
         """``pairs_<i>.parquet``, ``loads_<i>.parquet`` (typed keys) and ``counts.json`` into ``directory``."""

@@ -30,7 +30,7 @@ import pandas as pd
 from locality.errors import InvalidParameterError, SerializationError
 from locality.routing import RoutingConfiguration
 
-__all__ = ["relabel_parts", "MigrationPlan", "InstanceMessage", "plan_migration", "current_servers"]
+__all__ = ["relabel_parts", "MigrationPlan", "InstanceMessage", "plan_migration"]
 
 
 def relabel_parts(new_parts: np.ndarray, current_servers: np.ndarray, state: np.ndarray, n_servers: int) -> np.ndarray:
@@ -59,11 +59,6 @@ def relabel_parts(new_parts: np.ndarray, current_servers: np.ndarray, state: np.
     mapping = np.empty(n_servers, dtype=np.int64)
     mapping[rows] = cols
     return mapping
-
-
-def current_servers(config: RoutingConfiguration, keys: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Instance each key is routed to by ``config``, per operator."""
-    return {op: config.route_many(op, np.asarray(k, dtype=object)) for op, k in keys.items()}
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from locality.hashing import ENGINES, FallbackHash, make_fallback
 from locality.migration import relabel_parts
 from locality.partition import Partition, partition_key_graph
 from locality.placement import Placement, place_keys
-from locality.routing import RoutingConfiguration, RoutingTable, build_routing, entry_values
+from locality.routing import RoutingConfiguration, build_routing, entry_values
 from locality.topology import Topology
 
 __all__ = ["Optimization", "optimize", "make_fallbacks", "LocalityOptimizer"]
@@ -128,7 +128,7 @@ def optimize(
     started = time.perf_counter()
     if partition is None:
         partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed, recursive=recursive)
-    routing = current if current is not None else _hash_routing(topology, fallbacks)
+    routing = current if current is not None else RoutingConfiguration.hash_routing(topology, fallbacks)
     instances = np.concatenate(
         [routing.route_many(op, graph.keys[op].to_numpy(dtype=object)) for op in graph.operators]
     ).astype(np.int64)
@@ -159,10 +159,6 @@ def optimize(
     params.update(parameters or {})
     config = build_routing(graph, topology, placement, fallbacks, parameters=params)
     return Optimization(config, graph, partition, placement, preferred, time.perf_counter() - started)
-
-
-def _hash_routing(topology: Topology, fallbacks: Mapping[str, FallbackHash]) -> RoutingConfiguration:
-    return RoutingConfiguration(topology, {op: RoutingTable(op, fallbacks[op]) for op in topology.operators})
 
 
 def _outside_cap(

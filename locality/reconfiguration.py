@@ -51,13 +51,6 @@ class Reconfiguration:
     def config(self) -> RoutingConfiguration:
         return self.optimization.config
 
-    def summary(self) -> dict:
-        return {
-            **self.plan.summary(),
-            "migration_cost_without_relabeling": self.unrelabeled_cost,
-            "table_entries": self.config.table_sizes(),
-        }
-
 
 def graph_state_sizes(graph: KeyGraph, state: Mapping[str, pd.Series] | None = None) -> dict[str, pd.Series]:
     """State size per key and operator: ``state`` where given, else the key's load in the graph."""

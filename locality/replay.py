@@ -36,7 +36,7 @@ from locality.evaluation import estimate_from_counts, replay, report_from_totals
 from locality.optimizer import make_fallbacks, optimize
 from locality.rebalance.tables import rebalance_tables
 from locality.reconfiguration import decide, reconfigure
-from locality.routing import RoutingConfiguration, RoutingTable
+from locality.routing import RoutingConfiguration
 from locality.topology import Topology
 
 __all__ = ["WindowResult", "ReplayResult", "replay_trace", "windows_of", "MODES"]
@@ -229,7 +229,7 @@ def replay_trace(
     ops = list(topology.operators)
     frame = trace.dropna(subset=ops).sort_values(ts, kind="stable")
     fallbacks = make_fallbacks(topology, fallback)
-    hashed = RoutingConfiguration(topology, {op: RoutingTable(op, fallbacks[op]) for op in ops}, {"mode": "hash"})
+    hashed = RoutingConfiguration.hash_routing(topology, fallbacks, {"mode": "hash"})
     config = hashed
     past: list[KeyCounts] = []  # counts of every window so far, oldest first
     result = ReplayResult(mode, period)

@@ -134,10 +134,18 @@ class RoutingConfiguration:
     def table_sizes(self) -> dict[str, int]:
         return {op: len(t) for op, t in self.tables.items()}
 
+    @classmethod
+    def hash_routing(
+        cls, topology: Topology, fallbacks: Mapping[str, FallbackHash], parameters: Mapping | None = None
+    ) -> RoutingConfiguration:
+        """Empty tables: every key goes where its operator's fallback hash sends it."""
+        tables = {op: RoutingTable(op, fallbacks[op]) for op in topology.operators}
+        return cls(topology, tables, dict(parameters or {}))
+
     def hash_only(self) -> RoutingConfiguration:
         """The same topology and fallbacks with empty tables: the hash baseline."""
-        tables = {op: RoutingTable(op, t.fallback) for op, t in self.tables.items()}
-        return RoutingConfiguration(self.topology, tables, {**self.parameters, "baseline": "hash"})
+        fallbacks = {op: t.fallback for op, t in self.tables.items()}
+        return RoutingConfiguration.hash_routing(self.topology, fallbacks, {**self.parameters, "baseline": "hash"})
 
     # ------------------------------------------------------------------ JSON
     def _header(self) -> dict:

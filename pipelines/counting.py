@@ -29,8 +29,9 @@ import pyarrow.compute as pc
 from locality.counts import KeyCounts
 from locality.errors import TraceError
 from locality.sketch import SpaceSaving
+from pipelines.trace import TraceSpec, spark_read_errors
 
-__all__ = ["TraceCounts", "sketch_trace", "count_trace_exact", "DROP_REASONS"]
+__all__ = ["TraceCounts", "count_trace", "sketch_trace", "count_trace_exact", "DROP_REASONS"]
 
 logger = logging.getLogger(__name__)
 
@@ -329,6 +330,30 @@ def count_trace_exact(
     counts = TraceCounts(keys, pair_counts, key_loads, dict.fromkeys(keys, total), rows, dropped, "exact")
     _log_drops(counts)
     return counts
+
+
+def count_trace(
+    df,
+    spec: TraceSpec,
+    *,
+    exact: bool = False,
+    capacity: int = 100_000,
+    top_pairs: int | None = None,
+    on_partition: Callable[[int, int], None] | None = None,
+) -> TraceCounts:
+    """The jobs' counting step: sketched (default) or exact counts of the trace ``spec`` describes.
+
+    Exact mode keeps the ``top_pairs`` heaviest pairs (default: ``capacity``) and the ``capacity``
+    heaviest keys. A file that turns out unreadable while counting raises a TraceError naming it.
+    """
+    with spark_read_errors(spec.path):
+        if exact:
+            return count_trace_exact(
+                df, spec.keys, weight=spec.weight, top_pairs=top_pairs or capacity, top_keys=capacity
+            )
+        return sketch_trace(
+            df, spec.keys, weight=spec.weight, capacity=capacity, top_pairs=top_pairs, on_partition=on_partition
+        )
 
 
 def _check_not_empty(total: float, rows: int, dropped: dict) -> None:

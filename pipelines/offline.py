@@ -20,7 +20,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from locality._validation import check_integer, check_interval, check_option
-from locality.errors import InvalidParameterError
 from locality.evaluation import estimate_from_counts
 from locality.hashing import ENGINES
 from locality.optimizer import make_fallbacks, optimize
@@ -29,13 +28,13 @@ from locality.report import format_summary
 from locality.routing import RoutingConfiguration
 from locality.store import ConfigStore, PublishResult, fingerprint
 from locality.topology import Topology
-from pipelines.counting import TraceCounts, count_trace_exact, sketch_trace
+from pipelines.counting import count_trace
 from pipelines.evaluate import evaluate_trace
 from pipelines.graph_frames import graph_statistics, key_graph_frames
 from pipelines.progress import Stages
-from pipelines.trace import TraceSpec, input_files, read_trace, spark_read_errors
+from pipelines.trace import TraceSpec, input_files, read_trace
 
-__all__ = ["OfflineParams", "OfflineResult", "run", "count", "main"]
+__all__ = ["OfflineParams", "OfflineResult", "run", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,11 +65,7 @@ class OfflineParams:
         for name in ("top_pairs", "max_entries"):
             if getattr(self, name) is not None:
                 check_integer(getattr(self, name), name, owner, lower=1 if name == "top_pairs" else 0)
-        if tuple(self.topology.operators) != tuple(self.trace.keys):
-            raise InvalidParameterError(
-                f"the topology's operators {list(self.topology.operators)} must be "
-                f"the key columns {list(self.trace.keys)}"
-            )
+        self.trace.check_operators(self.topology.operators)
 
     def fingerprint_parameters(self) -> dict:
         """What, besides the input files, decides the tables (the store's idempotency key)."""
@@ -101,23 +96,6 @@ class OfflineResult:
         return format_summary(self.report)
 
 
-def count(df, params: OfflineParams, stages: Stages) -> TraceCounts:
-    """Pair counts and key loads of the trace, sketched or exact (shared with the online job)."""
-    spec = params.trace
-    if params.exact:
-        return count_trace_exact(
-            df, spec.keys, weight=spec.weight, top_pairs=params.top_pairs or params.capacity, top_keys=params.capacity
-        )
-    return sketch_trace(
-        df,
-        spec.keys,
-        weight=spec.weight,
-        capacity=params.capacity,
-        top_pairs=params.top_pairs,
-        on_partition=stages.advance,
-    )
-
-
 def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineResult:
     """Run the offline optimization with ``spark`` and publish into ``params.store``.
 
@@ -135,11 +113,15 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
 
     with stages.stage("read trace"):
         df = read_trace(spark, params.trace)
-    with (
-        stages.stage("count keys" + (" (exact)" if params.exact else " (sketch)")),
-        spark_read_errors(params.trace.path),
-    ):
-        counts = count(df, params, stages)
+    with stages.stage("count keys" + (" (exact)" if params.exact else " (sketch)")):
+        counts = count_trace(
+            df,
+            params.trace,
+            exact=params.exact,
+            capacity=params.capacity,
+            top_pairs=params.top_pairs,
+            on_partition=stages.advance,
+        )
     graph = counts.graph(params.top_pairs)
     # Graph statistics are Spark jobs on a small graph (latency, not work): run them in a thread while the
     # driver partitions, routes and draws; the report waits for both.

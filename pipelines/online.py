@@ -31,7 +31,7 @@ from pathlib import Path
 
 from locality._validation import check_integer, check_interval, check_option
 from locality.counts import KeyCounts, blend
-from locality.errors import InvalidParameterError, TopologyError
+from locality.errors import TopologyError
 from locality.evaluation import estimate_from_counts
 from locality.hashing import ENGINES
 from locality.optimizer import make_fallbacks, optimize
@@ -41,9 +41,9 @@ from locality.report import format_summary
 from locality.routing import RoutingConfiguration
 from locality.store import ConfigStore, fingerprint
 from locality.topology import Topology
-from pipelines.counting import count_trace_exact, sketch_trace
+from pipelines.counting import count_trace
 from pipelines.progress import Stages
-from pipelines.trace import TraceSpec, input_files, read_trace, spark_read_errors
+from pipelines.trace import TraceSpec, input_files, read_trace
 
 __all__ = ["OnlineParams", "run", "main", "DEFAULT_DECAY", "DEFAULT_MIN_GAIN", "DEFAULT_MAX_IMBALANCE"]
 
@@ -92,11 +92,8 @@ class OnlineParams:
         check_interval(self.max_imbalance, "max_imbalance", owner, lower=self.alpha)
         if self.decay is not None:
             check_interval(self.decay, "decay", owner, lower=0.0, upper=1.0, closed="right")
-        if self.topology is not None and tuple(self.topology.operators) != tuple(self.trace.keys):
-            raise InvalidParameterError(
-                f"the topology's operators {list(self.topology.operators)} must be "
-                f"the key columns {list(self.trace.keys)}"
-            )
+        if self.topology is not None:
+            self.trace.check_operators(self.topology.operators)
 
     def window_key(self) -> str:
         """Identity of the window and the parameters (input files, time range, parameters)."""
@@ -186,27 +183,15 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
 
     with stages.stage("read window"):
         df = read_trace(spark, params.trace)
-    with (
-        stages.stage("count keys" + (" (exact)" if params.exact else " (sketch)")),
-        spark_read_errors(params.trace.path),
-    ):
-        if params.exact:
-            counts = count_trace_exact(
-                df,
-                keys,
-                weight=params.trace.weight,
-                top_pairs=params.top_pairs or params.capacity,
-                top_keys=params.capacity,
-            )
-        else:
-            counts = sketch_trace(
-                df,
-                keys,
-                weight=params.trace.weight,
-                capacity=params.capacity,
-                top_pairs=params.top_pairs,
-                on_partition=stages.advance,
-            )
+    with stages.stage("count keys" + (" (exact)" if params.exact else " (sketch)")):
+        counts = count_trace(
+            df,
+            params.trace,
+            exact=params.exact,
+            capacity=params.capacity,
+            top_pairs=params.top_pairs,
+            on_partition=stages.advance,
+        )
     with stages.stage("blend with earlier windows"):
         blended = _History(Path(params.store)).blended(window, counts, params.decay, params.capacity)
     if params.trace.state:

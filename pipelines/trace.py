@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from locality.errors import TraceError
+from locality.errors import InvalidParameterError, TraceError
 
 __all__ = ["TraceSpec", "read_trace", "last_window", "input_files", "spark_read_errors", "FORMATS"]
 
@@ -63,6 +63,13 @@ class TraceSpec:
         object.__setattr__(self, "keys", keys)
         extra = tuple(dict.fromkeys(c for c in (self.weight, self.ts, self.state) if c))
         object.__setattr__(self, "columns", keys + extra)
+
+    def check_operators(self, operators: Sequence[str]) -> None:
+        """Raise unless ``operators`` (a topology's) are this trace's key columns, in order."""
+        if tuple(operators) != tuple(self.keys):
+            raise InvalidParameterError(
+                f"the topology's operators {list(operators)} must be the key columns {list(self.keys)}"
+            )
 
 
 def _parse_time(value: str, name: str) -> datetime:
