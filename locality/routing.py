@@ -24,9 +24,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from locality.engines import FallbackHash, fallback_from_dict
 from locality.errors import InvalidParameterError, SerializationError
 from locality.graph import KeyGraph
-from locality.hashing import FallbackHash, fallback_from_dict
 from locality.placement import Placement, server_connections
 from locality.topology import Topology
 

@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from locality._validation import check_integer, check_interval, check_option
+from locality.engines import ENGINES
 from locality.evaluation import estimate_from_counts
-from locality.hashing import ENGINES
 from locality.optimizer import make_fallbacks, optimize
 from locality.plots import figure_png, instance_load_figure
 from locality.report import format_summary

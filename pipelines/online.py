@@ -31,9 +31,9 @@ from pathlib import Path
 
 from locality._validation import check_integer, check_interval, check_option
 from locality.counts import KeyCounts, blend
+from locality.engines import ENGINES
 from locality.errors import TopologyError
 from locality.evaluation import estimate_from_counts
-from locality.hashing import ENGINES
 from locality.optimizer import make_fallbacks, optimize
 from locality.plots import figure_png, instance_load_figure
 from locality.reconfiguration import decide, reconfigure

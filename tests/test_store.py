@@ -2,8 +2,8 @@ import json
 
 import pytest
 
+from locality.engines import make_fallback
 from locality.errors import StoreError
-from locality.hashing import make_fallback
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore, fingerprint
 from locality.topology import Topology
