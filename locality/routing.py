@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from locality.engines import FallbackHash, fallback_from_dict
+from locality.engines.keys import key_columns
 from locality.errors import InvalidParameterError, SerializationError
 from locality.graph import KeyGraph
 from locality.placement import Placement, server_connections
@@ -53,6 +54,12 @@ class RoutingTable:
         The engine's own routing for keys not in the table.
     entries : mapping of key -> instance, or pandas Series indexed by key
         Entries equal to the fallback are dropped on construction.
+
+    Notes
+    -----
+    A table is not changed after construction, and its lookups (a dict for
+    :meth:`route`, a hash index for :meth:`route_many`) are built in the
+    constructor, so any number of threads may route through one table.
     """
 
     def __init__(self, operator: str, fallback: FallbackHash, entries: Mapping | pd.Series | None = None) -> None:
@@ -74,26 +81,91 @@ class RoutingTable:
             keep = series.to_numpy() != fallback.instances_of(series.index.to_numpy(dtype=object))
             series = series[keep]
         self.entries: pd.Series = series
+        self._build_lookups()
 
-    def route(self, key) -> int:
-        """Instance of ``key``: its entry, else the fallback hash."""
-        try:
-            return int(self.entries.loc[key])
-        except (KeyError, TypeError):
-            return self.fallback.instance_of(key)
+    def _build_lookups(self) -> None:
+        """Build the lookup structures once, so that readers on any thread only read them.
 
-    def route_many(self, keys) -> np.ndarray:
-        """Instances of an array of keys (vectorized: one index lookup, one hash pass for the misses)."""
-        keys = np.asarray(keys, dtype=object) if not isinstance(keys, np.ndarray) else keys
-        out = np.empty(len(keys), dtype=np.int64)
-        if len(self.entries):
-            pos = self.entries.index.get_indexer(keys)
-            hit = pos >= 0
-            out[hit] = self.entries.to_numpy()[pos[hit]]
+        A dict serves one key at a time; a pandas index (its hash table built
+        here, not lazily under concurrent readers) serves batches. String keys
+        are probed as Python objects, integer keys as an int64 hash table.
+        """
+        keys = self.entries.index
+        self._kind = _key_kind(keys[0]) if len(keys) else None
+        self._instances = self.entries.to_numpy(dtype=np.int64)
+        self._by_key: dict = dict(zip(keys.tolist(), self._instances.tolist()))
+        if self._kind == "integer":
+            self._index = pd.Index(keys.to_numpy(dtype=np.int64))
         else:
-            hit = np.zeros(len(keys), dtype=bool)
-        if (~hit).any():
-            out[~hit] = self.fallback.instances_of(keys[~hit])
+            self._index = keys if keys.dtype == object else pd.Index(keys.to_numpy(dtype=object), dtype=object)
+        self._index.get_indexer(self._index[:1])  # populates the hash table now
+
+    @property
+    def key_kind(self) -> str | None:
+        """``"string"`` or ``"integer"``: the type of the table's keys (None for an empty table)."""
+        return self._kind
+
+    def __getstate__(self) -> dict:
+        # pickles (Spark shipping a table to executors) hold the entries, not the lookups
+        return {"operator": self.operator, "fallback": self.fallback, "entries": self.entries}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._build_lookups()
+
+    def route(self, key: str | int) -> int:
+        """Instance of ``key``: its entry, else the fallback hash.
+
+        Raises
+        ------
+        InvalidParameterError
+            If ``key`` is not a str or an int the fallback takes.
+        """
+        # bool is an int that equals 0 or 1: it must not find the entries of 0 and 1
+        if isinstance(key, (str, int, np.integer)) and not isinstance(key, bool):
+            instance = self._by_key.get(key)
+            if instance is not None:
+                return instance
+        return self.fallback.instance_of(key)
+
+    def route_many(self, keys: Iterable[str | int] | np.ndarray | pd.Series | pa.Array) -> np.ndarray:
+        """Instances of a batch of keys: one hash-table probe, then the fallback hash for the misses.
+
+        Gives exactly ``[self.route(k) for k in keys]``.
+
+        Parameters
+        ----------
+        keys : sequence of str and int, numpy array, pandas Series or pyarrow Array
+            The containers and key types :meth:`FallbackHash.instances_of` takes.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (len(keys),)
+
+        Raises
+        ------
+        InvalidParameterError
+            If a key has another type or is null (the message gives its position).
+        """
+        cols = key_columns(keys, "RoutingTable.route_many")
+        out = np.empty(cols.n, dtype=np.int64)
+        for kind, column, rows in (("string", cols.strings, cols.string_rows), ("integer", cols.ints, cols.int_rows)):
+            if column is not None and len(column):
+                out[slice(None) if rows is None else rows] = self._route_column(kind, column)
+        return out
+
+    def _route_column(self, kind: str, column: pa.LargeStringArray | np.ndarray) -> np.ndarray:
+        """Instances of validated keys of one kind (Arrow strings or int64)."""
+        if kind != self._kind:  # an empty table, or keys of the other kind: no entry can match
+            return self.fallback.instances_of(column)
+        probe = column.to_numpy(zero_copy_only=False) if kind == "string" else column
+        position = self._index.get_indexer(probe)
+        out = np.empty(len(position), dtype=np.int64)
+        hit = position >= 0
+        out[hit] = self._instances[position[hit]]
+        miss = np.flatnonzero(~hit)
+        if miss.size:
+            out[miss] = self.fallback.instances_of(column.take(miss) if kind == "string" else column[miss])
         return out
 
     def __len__(self) -> int:

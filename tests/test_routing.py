@@ -78,3 +78,28 @@ def test_damaged_documents(tmp_path):
         RoutingTable("op", make_fallback("kafka", 2), {"a": 1, 2: 1})
     with pytest.raises(InvalidParameterError, match="lists a key twice"):
         RoutingTable("op", make_fallback("kafka", 2), pd.Series([0, 1], index=["a", "a"]))
+
+
+def test_lookups_take_only_str_and_int_keys_and_survive_pickling():
+    import pickle
+
+    import pyarrow as pa
+
+    fallback = make_fallback("kafka", 6)
+    table = RoutingTable("op", fallback, {0: fallback.instance_of(0) ^ 1, 1: fallback.instance_of(1) ^ 1, 2**40: 5})
+    assert table.key_kind == "integer" and len(table) >= 2
+    # True == 1 and 1.0 == 1 in Python: neither may find the entry of 1
+    for bad in (True, 1.0, None, b"1"):
+        with pytest.raises(InvalidParameterError, match="must be a str or an int"):
+            table.route(bad)
+    with pytest.raises(InvalidParameterError, match="position 1"):
+        table.route_many([1, True])
+    keys = [0, 1, 2**40, 7, np.int64(1), "1"]
+    expected = [table.route(k) for k in keys]
+    assert expected[:2] == [fallback.instance_of(0) ^ 1, fallback.instance_of(1) ^ 1] and expected[4] == expected[1]
+    assert expected[5] == fallback.instance_of("1")  # a string is never an integer key
+    assert table.route_many(keys).tolist() == expected
+    assert table.route_many(pa.array([0, 1, 7])).tolist() == [expected[0], expected[1], expected[3]]
+    again = pickle.loads(pickle.dumps(table))
+    assert again == table and again.route_many(keys).tolist() == expected and again.route(2**40) == 5
+    assert RoutingTable("op", fallback).key_kind is None
