@@ -17,6 +17,7 @@ import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -86,19 +87,20 @@ class RoutingTable:
     def _build_lookups(self) -> None:
         """Build the lookup structures once, so that readers on any thread only read them.
 
-        A dict serves one key at a time; a pandas index (its hash table built
-        here, not lazily under concurrent readers) serves batches. String keys
-        are probed as Python objects, integer keys as an int64 hash table.
+        A dict serves single keys, and batches of strings too: Python's dict is
+        already a hash table of str objects with cached hashes, probed from C
+        through ``map(dict.get, ...)``. Batches of integers probe an int64 hash
+        table (a pandas index, its table built here rather than lazily under
+        concurrent readers) without making a Python int per key.
         """
         keys = self.entries.index
         self._kind = _key_kind(keys[0]) if len(keys) else None
-        self._instances = self.entries.to_numpy(dtype=np.int64)
-        self._by_key: dict = dict(zip(keys.tolist(), self._instances.tolist()))
+        instances = self.entries.to_numpy(dtype=np.int64)
+        self._by_key: dict = dict(zip(keys.tolist(), instances.tolist()))
         if self._kind == "integer":
-            self._index = pd.Index(keys.to_numpy(dtype=np.int64))
-        else:
-            self._index = keys if keys.dtype == object else pd.Index(keys.to_numpy(dtype=object), dtype=object)
-        self._index.get_indexer(self._index[:1])  # populates the hash table now
+            self._instances = instances
+            self._int_index = pd.Index(keys.to_numpy(dtype=np.int64))
+            self._int_index.get_indexer(self._int_index[:1])  # populates the hash table now
 
     @property
     def key_kind(self) -> str | None:
@@ -147,6 +149,11 @@ class RoutingTable:
         InvalidParameterError
             If a key has another type or is null (the message gives its position).
         """
+        if self._kind == "string" and isinstance(keys, (list, np.ndarray)):
+            try:  # probe the dict with the objects as they come, without a trip through Arrow
+                return self._route_strings(keys, keys)
+            except TypeError:
+                pass  # a key that is not a str or an int: key_columns below names it and its position
         cols = key_columns(keys, "RoutingTable.route_many")
         out = np.empty(cols.n, dtype=np.int64)
         for kind, column, rows in (("string", cols.strings, cols.string_rows), ("integer", cols.ints, cols.int_rows)):
@@ -155,17 +162,29 @@ class RoutingTable:
         return out
 
     def _route_column(self, kind: str, column: pa.LargeStringArray | np.ndarray) -> np.ndarray:
-        """Instances of validated keys of one kind (Arrow strings or int64)."""
+        """Instances of valid keys of one kind (Arrow strings or int64)."""
         if kind != self._kind:  # an empty table, or keys of the other kind: no entry can match
             return self.fallback.instances_of(column)
-        probe = column.to_numpy(zero_copy_only=False) if kind == "string" else column
-        position = self._index.get_indexer(probe)
-        out = np.empty(len(position), dtype=np.int64)
-        hit = position >= 0
-        out[hit] = self._instances[position[hit]]
-        miss = np.flatnonzero(~hit)
+        if kind == "string":
+            return self._route_strings(column.to_numpy(zero_copy_only=False), column)
+        position = self._int_index.get_indexer(column)
+        out = np.where(position >= 0, self._instances[position], -1)
+        return self._fall_back(out, column)
+
+    def _route_strings(self, objects: Iterable, keys: list | np.ndarray | pa.Array) -> np.ndarray:
+        """Probe the dict from C with ``objects``; ``keys`` holds the same keys for the fallback."""
+        out = np.fromiter(map(self._by_key.get, objects, repeat(-1)), dtype=np.int64, count=len(keys))
+        return self._fall_back(out, keys)
+
+    def _fall_back(self, out: np.ndarray, keys: list | np.ndarray | pa.Array) -> np.ndarray:
+        """Fill the misses (-1) of ``out`` with the fallback's instances of those keys (which checks them)."""
+        miss = np.flatnonzero(out < 0)
         if miss.size:
-            out[miss] = self.fallback.instances_of(column.take(miss) if kind == "string" else column[miss])
+            if isinstance(keys, list):
+                keys = [keys[i] for i in miss.tolist()]
+            else:
+                keys = keys.take(miss) if isinstance(keys, pa.Array) else keys[miss]
+            out[miss] = self.fallback.instances_of(keys)
         return out
 
     def __len__(self) -> int:

@@ -103,3 +103,20 @@ def test_lookups_take_only_str_and_int_keys_and_survive_pickling():
     again = pickle.loads(pickle.dumps(table))
     assert again == table and again.route_many(keys).tolist() == expected and again.route(2**40) == 5
     assert RoutingTable("op", fallback).key_kind is None
+
+
+def test_string_batches_name_a_bad_key_by_its_position():
+    import pyarrow as pa
+
+    fallback = make_fallback("kafka", 6)
+    table = RoutingTable("op", fallback, {"a": fallback.instance_of("a") ^ 1, "é🙂": fallback.instance_of("é🙂") ^ 1})
+    keys = ["a", "zz", "é🙂", 7, np.str_("a")]
+    expected = [table.route(k) for k in keys]
+    assert expected[0] == expected[4] == fallback.instance_of("a") ^ 1 and expected[3] == fallback.instance_of(7)
+    for container in (keys, np.array(keys, dtype=object), pd.Series(keys), pa.array(keys[:3])):
+        assert table.route_many(container).tolist() == expected[: len(container)]
+    for bad, position in ((["a", "b", True], 2), (["a", None], 1), (["a", ["nested"]], 1), (["x", 1.5, "a"], 1)):
+        with pytest.raises(InvalidParameterError, match=f"position {position}"):
+            table.route_many(bad)
+    with pytest.raises(InvalidParameterError, match="one-dimensional"):
+        table.route_many(np.array([["a", "b"]], dtype=object))
