@@ -212,7 +212,7 @@ class Router:
         self.on_change = on_change
         #: Why the last refresh could not load the version ``CURRENT`` names (None after a good one).
         self.last_error: StoreError | None = None
-        self._reported: int | None = None  # the unloadable version already logged at ERROR level
+        self._reported: int | str | None = None  # the unloadable version (or error) already logged at ERROR
         self._refreshing = threading.RLock()  # one refresh at a time; lookups never take it
         version = self.store.current_version()
         if version is None:

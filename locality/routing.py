@@ -58,8 +58,8 @@ class RoutingTable:
 
     Notes
     -----
-    A table is not changed after construction, and its lookups (a dict for
-    :meth:`route`, a hash index for :meth:`route_many`) are built in the
+    A table is not changed after construction, and its lookups (a dict, and
+    an int64 hash index for batches of integer keys) are built in the
     constructor, so any number of threads may route through one table.
     """
 
