@@ -51,27 +51,27 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "locality"
 
 
-def env_key() -> str:
+def env_key(requirements: Path = REQUIREMENTS) -> str:
     """Hash of the exact requirements and the interpreter (ABI and machine) the environment is for."""
     tag = f"{sys.implementation.cache_tag}-{platform.machine()}\n"
-    return hashlib.sha256((tag + REQUIREMENTS.read_text()).encode()).hexdigest()[:16]
+    return hashlib.sha256((tag + requirements.read_text()).encode()).hexdigest()[:16]
 
 
-def ensure_flink_env() -> FlinkEnv:
+def ensure_flink_env(requirements: Path = REQUIREMENTS, root: Path | None = None) -> FlinkEnv:
     """The cached environment, created first if it is not there (raises RuntimeError on failure)."""
-    root = cache_root()
+    root = root or cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    key = env_key()
+    key = env_key(requirements)
     final = root / f"flink-env-{key}"
     if not (final / READY).is_file():
         with open(root / f"flink-env-{key}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # another test run may be creating it: wait, then reuse it
             if not (final / READY).is_file():
-                _create(final, key)
+                _create(final, key, requirements)
     return _describe(final)
 
 
-def _create(final: Path, key: str) -> None:
+def _create(final: Path, key: str, requirements: Path) -> None:
     # Holding the lock, anything named like ours is the leftover of an interrupted creation.
     for leftover in [*final.parent.glob(f".flink-env-{key}.*"), final]:
         shutil.rmtree(leftover, ignore_errors=True)
@@ -80,7 +80,7 @@ def _create(final: Path, key: str) -> None:
     started = time.monotonic()
     steps = [
         [sys.executable, "-m", "venv", str(aside)],
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", str(REQUIREMENTS)],
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", str(requirements)],
     ]
     for command in steps:
         done = subprocess.run(command, capture_output=True, text=True)
@@ -88,10 +88,10 @@ def _create(final: Path, key: str) -> None:
             shutil.rmtree(aside, ignore_errors=True)
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-20:])
             raise RuntimeError(
-                f"could not create the PyFlink environment of the Flink tests from {REQUIREMENTS} in {aside}: "
+                f"could not create the PyFlink environment of the Flink tests from {requirements} in {aside}: "
                 f"{' '.join(command)} exited with {done.returncode}:\n{tail}"
             )
-    (aside / READY).write_text(REQUIREMENTS.read_text())
+    (aside / READY).write_text(requirements.read_text())
     os.rename(aside, final)  # a venv's python finds its prefix from where it is, so the rename keeps it working
     logger.warning("created the PyFlink environment %s in %.0f s", final, time.monotonic() - started)
 
