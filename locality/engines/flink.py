@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from locality._validation import check_integer, check_option
+from locality.engines.base import make_fallback
 from locality.engines.jvm import HashCodeEngine
 from locality.engines.primitives import M32, murmur3_final, murmur3_step, signed32
 from locality.errors import InvalidParameterError, SerializationError
@@ -234,10 +235,15 @@ KEY_TYPES = ("string", "long", "int")
 _RESERVED = {"long": RESERVED_LONGS, "int": RESERVED_INTS}
 
 
+def _candidate(key_type: str, n: int) -> str | int:
+    """Candidate ``n`` of the family of ``key_type``."""
+    return f"{SURROGATE_PREFIX}{n}" if key_type == "string" else _RESERVED[key_type][0] + n
+
+
 def _candidates(key_type: str, start: int, stop: int) -> Any:
-    """Candidates ``start .. stop - 1`` of the family of ``key_type``, in order."""
+    """Candidates ``start .. stop - 1``, in order (an int64 array for int key types)."""
     if key_type == "string":
-        return [f"{SURROGATE_PREFIX}{n}" for n in range(start, stop)]
+        return [_candidate(key_type, n) for n in range(start, stop)]
     return np.arange(start, stop, dtype=np.int64) + _RESERVED[key_type][0]
 
 
@@ -251,25 +257,24 @@ def _is_reserved(key: Any, key_type: str) -> bool:
 @functools.lru_cache(maxsize=32)
 def _surrogates_by_key_group(engine: str, max_parallelism: int, key_type: str) -> tuple:
     """The first candidate of every key group (cached: it depends on M, key form and key type only)."""
-    cls = PyFlinkKeyGroups if engine == "pyflink" else FlinkKeyGroups
     int_type = "int" if key_type == "int" else "long"
-    groups_of = cls(max_parallelism, max_parallelism, int_type=int_type)  # subtask == key group
+    # with parallelism M, subtask == key group
+    groups_of = make_fallback(engine, max_parallelism, max_parallelism=max_parallelism, int_type=int_type)
     limit = None if key_type == "string" else _RESERVED[key_type][1] - _RESERVED[key_type][0]
     first = np.full(max_parallelism, -1, dtype=np.int64)
-    start, size = 0, 4 * max_parallelism  # covering M groups takes about M ln M candidates
+    start, chunk = 0, 4 * max_parallelism  # covering M groups takes about M ln M candidates
     while (first < 0).any():
         if limit is not None and start >= limit:
             raise InvalidParameterError(  # never seen: 2**20 candidates cover the 32768 key groups
                 f"the {limit} reserved {key_type} values do not reach all {max_parallelism} key groups"
             )
-        stop = start + size if limit is None else min(start + size, limit)
+        stop = start + chunk if limit is None else min(start + chunk, limit)
         groups, at = np.unique(groups_of.instances_of(_candidates(key_type, start, stop)), return_index=True)
         new = first[groups] < 0
         first[groups[new]] = start + at[new]  # np.unique's index is the first, hence smallest, candidate
         start = stop
     logger.debug("%s surrogates for %d key groups searched %d candidates", key_type, max_parallelism, start)
-    low = 0 if key_type == "string" else _RESERVED[key_type][0]
-    return tuple(f"{SURROGATE_PREFIX}{n}" if key_type == "string" else low + int(n) for n in first)
+    return tuple(_candidate(key_type, int(n)) for n in first)
 
 
 def flink_surrogates(fallback: FlinkKeyGroups, key_type: str = "string") -> pd.DataFrame:
@@ -331,11 +336,10 @@ def flink_surrogates(fallback: FlinkKeyGroups, key_type: str = "string") -> pd.D
     m, p = fallback.max_parallelism, fallback.n_instances
     groups = np.arange(m, dtype=np.int64)
     surrogates = _surrogates_by_key_group(fallback.engine, m, key_type)
-    frame = pd.DataFrame(
+    return pd.DataFrame(
         {"subtask": groups * p // m, "surrogate": pd.Series(list(surrogates), dtype=object)},
         index=pd.Index(groups, name="key_group"),
     )
-    return frame
 
 
 def _check_key_type(key_type: object, fallback: FlinkKeyGroups, owner: str) -> str:
@@ -691,8 +695,6 @@ def read_routing_file(
         If the file is unreadable, not such a file, of a newer version, or an
         entry's surrogate is not the one its key group has.
     """
-    from locality.engines.base import make_fallback
-
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
