@@ -9,7 +9,9 @@ on the subtask the table names, while the state under the surrogate keeps the
 real keys (a map state). :func:`flink_surrogates` finds the surrogates,
 :class:`FlinkKeySelector` maps real keys to routing keys (PyFlink's
 ``key_by``), and :func:`write_routing_file` writes the mapping for a Java job.
-See ``docs/engines/flink.md``.
+See ``docs/engines/flink.md``. The module runs past 500 lines because everything
+Flink needs (two hash forms, surrogates, selector, routing file) stays in one
+file: one engine, one module.
 """
 
 from __future__ import annotations
@@ -537,8 +539,10 @@ def _table_of(routing: Any, operator: str | None, owner: str) -> Any:
     """The table of ``operator`` from a table, a configuration (``tables``) or a router (``snapshot()``)."""
     if hasattr(routing, "entries") and hasattr(routing, "fallback"):
         return routing
-    if callable(getattr(routing, "snapshot", None)):
+    if callable(getattr(routing, "snapshot", None)):  # a Router: the version in service
         routing = routing.snapshot()
+    if callable(getattr(routing, "table", None)) and hasattr(routing, "configuration"):  # a RoutingSnapshot
+        routing = routing.configuration
     tables = getattr(routing, "tables", None)
     if tables is None:
         raise InvalidParameterError(

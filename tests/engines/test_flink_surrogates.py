@@ -24,7 +24,9 @@ from locality.engines.flink import (
 )
 from locality.errors import InvalidParameterError, SerializationError
 from locality.migration import plan_migration
+from locality.router import Router
 from locality.routing import RoutingConfiguration, RoutingTable
+from locality.store import ConfigStore
 from locality.topology import Topology
 
 # Subtask at max parallelism 128, parallelism 6, printed by a javac-compiled probe against the 2.3.0 jars:
@@ -193,16 +195,14 @@ def test_selector_refuses_reserved_and_mistyped_keys():
     assert long_select(RESERVED_LONGS[1]) == RESERVED_LONGS[1]
 
 
-def test_selector_finds_the_table_in_a_configuration_or_a_router():
+def test_selector_finds_the_table_in_a_configuration_or_a_router(tmp_path):
     table = tag_table()
     topology = Topology.uniform(["location", "hashtag"], 6)
     config = RoutingConfiguration(topology, {"location": RoutingTable("location", table.fallback), "hashtag": table})
+    ConfigStore(tmp_path).publish(config, fingerprint="flink-selector")
+    router = Router(tmp_path)
 
-    class Router:  # what locality.router.Router offers: the configuration it serves
-        def snapshot(self):
-            return config
-
-    for routing in (config, Router()):
+    for routing in (config, router, router.snapshot()):
         assert FlinkKeySelector(routing, "hashtag").routes == FlinkKeySelector(table).routes
     with pytest.raises(
         InvalidParameterError,
