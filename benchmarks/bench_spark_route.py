@@ -14,11 +14,12 @@ Baseline, measured in the same run: ``route = key`` (no table). The stream is
 a directory of Parquet files of Zipf string keys (``zipf_pairs(strings=True)``,
 column ``k1``) read one file per micro-batch; the route feeds a
 ``groupBy(route).count()`` streaming aggregation (the shuffle a stateful
-operator does). Prints the median ``triggerExecution`` time per micro-batch
-(first batch excluded: warm-up) for each table size and mechanism, and the
-ratio to the baseline.
+operator does). Prints, for each table size and mechanism, the median over
+interleaved rounds of each query's median ``triggerExecution`` time per
+micro-batch (first batch excluded: warm-up), and the ratio to the baseline.
 
-    .venv/bin/python benchmarks/bench_spark_route.py [--rows 200000] [--batches 6] [--entries 100,1000,10000,100000]
+    .venv/bin/python benchmarks/bench_spark_route.py [--rows 100000] [--batches 5] [--rounds 3]
+        [--entries 100,1000,10000,100000] [--map-max 10000]   # larger map literals take minutes per micro-batch
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from locality.engines.spark import SparkHashPartitioning, with_route  # noqa: E4
 from locality.routing import RoutingTable  # noqa: E402
 
 PARTITIONS = 8
+KEY_SPACE = 100_000  # zipf_pairs draws k1 among u0 .. u99999
 
 
 def write_stream(rows: int, batches: int, directory: Path) -> pd.Series:
@@ -51,9 +53,11 @@ def write_stream(rows: int, batches: int, directory: Path) -> pd.Series:
 
 
 def make_table(counts: pd.Series, entries: int) -> RoutingTable:
-    """A table on the ``entries`` heaviest keys, each sent one partition past its hash partition."""
+    """A table on the ``entries`` heaviest keys (then keys the stream lacks), each sent one partition
+    past its hash partition."""
     fallback = SparkHashPartitioning(PARTITIONS)
-    keys = counts.index[:entries].to_numpy(dtype=object)
+    universe = pd.Index([f"u{i}" for i in range(max(entries, KEY_SPACE))])
+    keys = counts.index.append(universe.difference(counts.index))[:entries].to_numpy(dtype=object)
     target = (fallback.instances_of(keys) + 1) % PARTITIONS
     return RoutingTable("k1", fallback, pd.Series(target, index=pd.Index(keys, dtype=object)))
 
@@ -90,9 +94,11 @@ def run_stream(spark, source: Path, checkpoint: Path, route) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=200_000, help="rows per micro-batch (file)")
-    parser.add_argument("--batches", type=int, default=6)
+    parser.add_argument("--rows", type=int, default=100_000, help="rows per micro-batch (file)")
+    parser.add_argument("--batches", type=int, default=5)
     parser.add_argument("--entries", default="100,1000,10000,100000", help="comma-separated table sizes")
+    parser.add_argument("--map-max", type=int, default=10_000, help="largest table also timed as a map literal")
+    parser.add_argument("--rounds", type=int, default=3, help="queries per variant, interleaved")
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
 
@@ -107,20 +113,30 @@ def main() -> None:
     counts = write_stream(args.rows, args.batches, source)
     print(f"stream: {args.batches} files x {args.rows:,} rows, {len(counts):,} distinct keys, {PARTITIONS} partitions")
 
-    def timed(name: str, route) -> float:
-        times = run_stream(spark, source, Path(tempfile.mkdtemp(dir=work)), route)
-        median = statistics.median(times[1:])
-        print(f"  {name:<34} median {median:6.3f} s/batch (batches {[round(t, 2) for t in times]})")
-        return median
+    def per_batch(route) -> float:
+        """Median seconds per micro-batch of one query (first batch excluded: planning, warm-up)."""
+        return statistics.median(run_stream(spark, source, Path(tempfile.mkdtemp(dir=work)), route)[1:])
 
-    timed("warm-up (route = key)", lambda f: f.withColumn("route", f["k1"]))
+    per_batch(lambda f: f.withColumn("route", f["k1"]))  # warm-up: JIT, Python workers, file listing
     for entries in [int(e) for e in args.entries.split(",")]:
         table = make_table(counts, entries)
+        variants = {
+            "baseline (route = key)": lambda f: f.withColumn("route", f["k1"]),
+            "join (with_route)": lambda f, t=table: with_route(f, t, "k1"),
+        }
+        if entries <= args.map_max:
+            variants["map literal"] = lambda f, t=table: map_route(f, t, "k1")
+        # rounds interleave the variants, so that the machine's load drifts over all of them alike
+        times = {name: [] for name in variants}
+        for _ in range(args.rounds):
+            for name, route in variants.items():
+                times[name].append(per_batch(route))
+        base = statistics.median(times["baseline (route = key)"])
         print(f"table of {len(table):,} entries")
-        base = timed("baseline: route = key, no table", lambda f: f.withColumn("route", f["k1"]))
-        join = timed("join (with_route)", lambda f, t=table: with_route(f, t, "k1"))
-        lit = timed("map literal", lambda f, t=table: map_route(f, t, "k1"))
-        print(f"  ratio to baseline: join {join / base:.2f}, map literal {lit / base:.2f}")
+        for name, runs in times.items():
+            median = statistics.median(runs)
+            rounds = [round(t, 2) for t in runs]
+            print(f"  {name:<24} {median:6.3f} s/batch ({median / base:.2f}x baseline), rounds {rounds}")
     spark.stop()
 
 

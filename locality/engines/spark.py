@@ -16,7 +16,9 @@ on ``i``, one group holds several real keys: :func:`per_key_function`
 (``applyInPandasWithState``) and :func:`per_key_processor`
 (``transformWithStateInPandas``) run a function written for one real key with
 its own :class:`KeyState`, so the results per real key are those of the query
-grouped by the real key. ``docs/engines/spark.md`` shows a whole job.
+grouped by the real key. When the job restarts with a new table version,
+:func:`write_handover` hands the state of the keys whose group changes over to
+their new group. ``docs/engines/spark.md`` shows a whole job.
 """
 
 from __future__ import annotations
@@ -290,20 +292,21 @@ def with_route(frame: DataFrame, table: Any, key: str, *, route: str = "route", 
     """Add the route column that makes a stateful operator follow a routing table.
 
     ``route = coalesce(surrogate of the key's table partition, key)``: grouped by
-    ``route``, a stateful operator (``applyInPandasWithState``,
-    ``transformWithStateInPandas``, a streaming aggregation, ``dropDuplicates``)
-    runs every table key in the partition its table names and every other key in
-    the partition Spark's hash gives the key itself. The table becomes a small
-    DataFrame ``(key, surrogate)`` joined to ``frame`` with a broadcast left
-    outer join, a stream-static join when ``frame`` is a stream: one hash lookup
-    per row whatever the table's size (a map literal scans its entries for each
-    row; ``benchmarks/spark_route.py`` measures both).
+    ``route``, a stateful operator runs every table key in the partition its
+    table names and every other key in the partition Spark's hash gives the key
+    itself. The table keys of a partition share one group: run the state per
+    real key with :func:`per_key_function` or :func:`per_key_processor`. The
+    table becomes a small DataFrame ``(key, surrogate)`` joined to ``frame``
+    with a broadcast left outer join, a stream-static join when ``frame`` is a
+    stream: one hash lookup per row whatever the table's size, no cost measured
+    up to 10,000 entries (``benchmarks/bench_spark_route.py`` compares it with
+    a map literal, which grows with the table).
 
     The table is part of the query plan: a running query keeps it. A new version
     takes effect when the query restarts with a route column built from it (same
     checkpoint; the partition count is frozen there). Keys whose entry changes
-    (the migration plan's keys) change group, hence state partition, and Spark
-    does not move their state: see ``docs/engines/spark.md``.
+    (the migration plan's keys) change group, hence state partition; Spark does
+    not move their state, :func:`write_handover` does.
 
     Parameters
     ----------
@@ -468,12 +471,8 @@ def _check_partitions(session: Any, n: int, checkpoint: str | Path | None, owner
 
 
 def _plain(value: Any) -> Any:
-    """A Python value from a numpy / pandas scalar (state stores take Python values)."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if value is pd.NaT or (isinstance(value, float) and np.isnan(value)):
-        return None
-    return value
+    """A Python value from a numpy scalar (state stores take Python values)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 class KeyState:
@@ -562,7 +561,7 @@ def _split_by_key(pdfs: Iterable[pd.DataFrame], key: str) -> Iterator[tuple[Any,
         yield _plain(keys.iloc[0]), rows
         return
     for real_key, part in rows.groupby(key, sort=False, dropna=False):
-        yield _plain(real_key), part.reset_index(drop=True)
+        yield (None if pd.isna(real_key) else _plain(real_key)), part.reset_index(drop=True)
 
 
 def _struct(schema: StructType | str, name: str, owner: str) -> StructType:
@@ -780,7 +779,7 @@ def with_handover(frame: DataFrame, directory: str | Path, key: str, *, column: 
     Parameters
     ----------
     frame : pyspark.sql.DataFrame
-        The records (streaming or batch) with the key column.
+        The streaming records, with the key column.
     directory : str or Path
         Where :func:`write_handover` writes (a local path, created if missing).
     key : str
@@ -811,8 +810,7 @@ def with_handover(frame: DataFrame, directory: str | Path, key: str, *, column: 
     path = _local_path(directory)
     path.mkdir(parents=True, exist_ok=True)
     schema = StructType([frame.schema[key], StructField(column, BinaryType())])
-    reader = frame.sparkSession.readStream if frame.isStreaming else frame.sparkSession.read
-    handover = reader.schema(schema).parquet(str(path))
+    handover = frame.sparkSession.readStream.schema(schema).parquet(str(path))
     return frame.withColumn(column, F.lit(None).cast(BinaryType())).unionByName(handover, allowMissingColumns=True)
 
 
