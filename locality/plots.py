@@ -2,12 +2,16 @@
 
 Every figure is a :class:`matplotlib.figure.Figure` on its own Agg canvas
 (matplotlib's object API), never a ``pyplot`` figure: ``pyplot`` keeps global
-state and, on its first figure, looks up IPython's display hook, which raced
-with another thread of the offline job importing IPython and killed one run in
-three (issue 10). An object-API figure touches no global state, is freed when
-dropped, renders to PNG anywhere, and a notebook shows it inline with
-``display(fig)`` (after ``%matplotlib inline``). matplotlib is imported inside
-the functions, so importing locality never loads it.
+state (a figure manager, a backend chosen once per process, a REPL display
+hook), none of which a job needs. An object-API figure is freed when dropped,
+renders to PNG anywhere, and a notebook shows it inline with ``display(fig)``
+(after ``%matplotlib inline``). matplotlib is imported inside the functions,
+so importing locality never loads it.
+
+matplotlib still reads ``sys.modules["IPython"]`` once, when it makes its
+first canvas: do not draw while another thread may be importing IPython (the
+offline job draws after its graph-statistics thread is done, see
+``pipelines/offline.py``).
 
 References
 ----------

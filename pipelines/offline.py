@@ -142,7 +142,7 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
         )
     graph = counts.graph(params.top_pairs)
     # Graph statistics are Spark jobs on a small graph (latency, not work): run them in a thread while the
-    # driver partitions, routes and draws; the report waits for both.
+    # driver partitions and routes; the report waits for both.
     with ThreadPoolExecutor(max_workers=1) as background:
         stats = background.submit(_statistics, spark, graph) if params.graph_stats else None
         with stages.stage("partition (METIS) and route" + (", graph statistics" if stats else "")):
@@ -159,9 +159,12 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
                 evaluation = evaluate_trace(df, result.config, params.trace.keys, weight=params.trace.weight)
             else:
                 evaluation = estimate_from_counts(result.config, counts, counts.usable_rows)
-            shares = {op: params.topology.instance_shares(op) for op in params.topology.operators}
-            plot = figure_png(instance_load_figure(evaluation, shares, params.alpha))
             stats = stats.result() if stats else None
+    # Drawn once the statistics thread is done: matplotlib reads sys.modules["IPython"] when it makes its first
+    # canvas, and that thread's first PySpark call imports IPython (pyspark's call-site capture); drawing while
+    # it does killed one run in three with "partially initialized module 'IPython'" (issue 10).
+    shares = {op: params.topology.instance_shares(op) for op in params.topology.operators}
+    plot = figure_png(instance_load_figure(evaluation, shares, params.alpha))
     report = {
         "job": "offline",
         "trace": params.trace.path,
