@@ -70,7 +70,9 @@ class _RunState:
 def _keys(value: str) -> list[str]:
     keys = [k.strip() for k in value.split(",") if k.strip()]
     if len(keys) < 2:
-        raise click.BadParameter(f"needs at least two comma-separated key columns (one per operator); got {value!r}")
+        raise click.BadParameter(
+            f"needs at least two comma-separated key columns (one per operator); got {value!r}", param_hint="'--keys'"
+        )
     return keys
 
 

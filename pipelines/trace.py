@@ -386,6 +386,12 @@ def _check_parquet(spec: TraceSpec, name: str, kinds_seen: dict[str, tuple[str, 
     except (OSError, pa.ArrowException) as exc:
         raise TraceError(f"cannot read the trace at {name!r}: not a Parquet file, or truncated ({exc})") from None
     _check_columns_present(spec, f"the trace file {name!r}", schema.names)
+    for field_ in schema:  # Spark converts every column's type, used or not
+        if pa.types.is_timestamp(field_.type) and field_.type.unit == "ns":
+            raise TraceError(
+                f"column {field_.name!r} of {name!r} holds nanosecond timestamps, which Spark cannot read; write them "
+                "in microseconds (pandas: to_parquet(..., coerce_timestamps='us', allow_truncated_timestamps=True))"
+            )
     kinds = {c: (_arrow_kind(schema.field(c).type), _arrow_name(schema.field(c).type)) for c in spec.columns}
     try:
         _check_kinds(spec, kinds)
