@@ -29,10 +29,12 @@ from pathlib import Path
 
 from locality.errors import StoreBusyError, StoreError
 
-__all__ = ["WriterLock"]
+__all__ = ["WriterLock", "DEFAULT_LOCK_TIMEOUT"]
 
 logger = logging.getLogger(__name__)
 
+#: Seconds a writer waits for another writer to finish before giving up.
+DEFAULT_LOCK_TIMEOUT = 300.0
 _POLL_SECONDS = 0.05
 
 

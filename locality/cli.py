@@ -31,6 +31,7 @@ from pathlib import Path
 
 import click
 
+from locality._store_lock import DEFAULT_LOCK_TIMEOUT
 from locality.errors import JobError, LocalityError, StoreBusyError, StoreError, TopologyError
 
 __all__ = ["main", "cli", "ExitCode", "EXIT_OK", "EXIT_FAIL", "EXIT_ERROR", "EXIT_CRASH", "EXIT_BUSY"]
@@ -89,37 +90,25 @@ def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> None
         logging.getLogger("pipelines").setLevel(logging.DEBUG)
 
 
-def debug_option(command: Callable) -> Callable:
-    """``--debug`` (every command): tracebacks and debug logs on stderr, Spark's own logs too."""
-    return click.option(
-        "--debug",
-        is_flag=True,
-        expose_value=False,
-        is_eager=True,
-        callback=_set_debug,
-        help="Print tracebacks and debug logs on stderr (and Spark's logs).",
-    )(command)
-
-
-def json_option(command: Callable) -> Callable:
-    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(command)
-
-
-def quiet_option(command: Callable) -> Callable:
-    return click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")(command)
-
-
-def lock_timeout_option(command: Callable) -> Callable:
-    """``--lock-timeout``: how long a writer waits for another writer of the same store."""
-    from locality.store import DEFAULT_LOCK_TIMEOUT
-
-    return click.option(
-        "--lock-timeout",
-        type=float,
-        default=DEFAULT_LOCK_TIMEOUT,
-        show_default=True,
-        help="Seconds to wait for another writer of the store before failing (exit 75).",
-    )(command)
+#: ``--debug`` (every command): tracebacks and debug logs on stderr, Spark's own logs too.
+debug_option = click.option(
+    "--debug",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_set_debug,
+    help="Print tracebacks and debug logs on stderr (and Spark's logs).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+#: ``--lock-timeout`` (commands that write a store): how long to wait for another writer of the store.
+lock_timeout_option = click.option(
+    "--lock-timeout",
+    type=float,
+    default=DEFAULT_LOCK_TIMEOUT,
+    show_default=True,
+    help="Seconds to wait for another writer of the store before failing (exit 75).",
+)
 
 
 def trace_options(command: Callable) -> Callable:
@@ -560,7 +549,9 @@ def show(store, as_json):
         current, damage = None, exc
     versions = [config_store.get(v).manifest for v in config_store.versions()]
     history = config_store.history()
-    lines = [f"store {store}: {len(versions)} versions, current {current if damage is None else 'DAMAGED'}"]
+    since = next((e for e in reversed(history) if e["version"] == current), None) if damage is None else None
+    why = f" since {since.get('at')} ({since.get('action')}: {since.get('reason')})" if since else ""
+    lines = [f"store {store}: {len(versions)} versions, current {current if damage is None else 'DAMAGED'}{why}"]
     for manifest in versions:
         mark = "*" if manifest["version"] == current else " "
         summary = manifest.get("summary", {})

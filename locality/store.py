@@ -57,7 +57,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from locality._durable import as_bytes, checksums, fsync, fsync_tree, remove, write_bytes
-from locality._store_lock import WriterLock
+from locality._store_lock import DEFAULT_LOCK_TIMEOUT, WriterLock
 from locality.errors import SerializationError, StoreError
 from locality.routing import RoutingConfiguration
 
@@ -72,9 +72,6 @@ _VERSIONS = "versions"
 _MANIFEST = "manifest.json"
 _CONFIG_DIR = "configuration"
 _TMP = ".tmp-"
-
-#: Seconds a writer waits for another writer to finish before giving up.
-DEFAULT_LOCK_TIMEOUT = 300.0
 
 
 def fingerprint(inputs: Iterable[tuple[str, int, int]], parameters: Mapping) -> str:
@@ -400,7 +397,7 @@ class ConfigStore:
             stored.verify()
             _ = stored.config  # read it whole: a damaged version must not become current
             if version != previous:
-                self._move_current(version, previous, "rollback", reason or f"rollback by {self.job}")
+                self._move_current(version, previous, "rollback", reason or f"no reason given ({self.job})")
         return PublishResult(version, previous, created=False, current_version=version)
 
     def write_atomically(self, relative: str, writer: Callable[[Path], None]) -> Path:
