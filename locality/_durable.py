@@ -22,7 +22,7 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["as_bytes", "write_bytes", "checksums", "fsync", "fsync_tree", "remove"]
+__all__ = ["as_bytes", "write_bytes", "replace_file", "checksums", "fsync", "fsync_tree", "remove"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,23 @@ def write_bytes(path: Path, data: bytes) -> None:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def replace_file(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` as the file ``path`` all at once: aside in its directory, fsynced, renamed over it.
+
+    A reader sees the old file or the new one, never half of one; a failure leaves
+    no file behind (and the old one, if any, in place).
+    """
+    path = Path(path)
+    aside = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write_bytes(aside, data)
+        os.replace(aside, path)
+        fsync(path.parent)
+    finally:
+        remove(aside)
+    return path
 
 
 def checksums(directory: Path) -> dict:

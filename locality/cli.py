@@ -32,6 +32,7 @@ from pathlib import Path
 import click
 
 from locality._store_lock import DEFAULT_LOCK_TIMEOUT
+from locality.engines import ENGINES
 from locality.errors import JobError, LocalityError, StoreBusyError, StoreError, TopologyError
 
 __all__ = ["main", "cli", "ExitCode", "EXIT_OK", "EXIT_FAIL", "EXIT_ERROR", "EXIT_CRASH", "EXIT_BUSY"]
@@ -111,6 +112,17 @@ lock_timeout_option = click.option(
 )
 
 
+#: ``--hash``: the engine whose own hash places the keys without a table entry.
+hash_option = click.option(
+    "--hash",
+    "hash_engine",
+    type=click.Choice(ENGINES),
+    default="kafka",
+    show_default=True,
+    help="The engine whose hash places keys without an entry (pyflink: PyFlink's key_by; flink: Java keyBy).",
+)
+
+
 def trace_options(command: Callable) -> Callable:
     """Options naming the trace's columns, time range, format and encoding."""
     return _apply(
@@ -143,9 +155,7 @@ def optimizer_options(command: Callable) -> Callable:
             click.option("--instances-per-server", type=int, default=1, show_default=True),
             click.option("--topology", "topology_file", type=click.Path(), help="JSON topology (servers, placement)."),
             click.option("--alpha", type=float, default=1.03, show_default=True, help="Per-operator bound (>= 1)."),
-            click.option(
-                "--hash", "hash_engine", default="kafka", show_default=True, help="kafka|storm|flink|spark|ring"
-            ),
+            hash_option,
             click.option("--top-pairs", type=int, help="Keep only the N heaviest key pairs per hop."),
             click.option("--capacity", type=int, default=100_000, show_default=True, help="Counters per sketch."),
             click.option("--exact", is_flag=True, help="Count exactly with Spark aggregations instead of sketches."),
@@ -449,7 +459,7 @@ def reconfigure(
 @click.option("--rebalance-every", default="1D", show_default=True)
 @click.option("--theta-max", type=float, default=0.08, show_default=True)
 @click.option("--alpha", type=float, default=1.03, show_default=True)
-@click.option("--hash", "hash_engine", default="kafka", show_default=True)
+@hash_option
 @json_option
 @quiet_option
 @debug_option
@@ -596,6 +606,50 @@ def rollback(store, version, reason, lock_timeout, as_json):
     document = {"store": store, "current": result.current_version, "previous": result.previous_version}
     moved = "already current" if result.previous_version == version else f"was {result.previous_version}"
     _emit(as_json, document, f"current version of {store}: {version} ({moved})")
+
+
+@cli.command()
+@click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
+@click.option("--operator", required=True, help="The operator whose table to export.")
+@click.option("--out", "out", required=True, type=click.Path(), help="The file to write.")
+@click.option("--version", "version", type=int, help="Version to export (default: current).")
+@json_option
+@debug_option
+def export(store, operator, out, version, as_json):
+    """Write one operator's table as the file a JVM job loads: Storm (--hash storm) or Flink (flink, pyflink).
+
+    Kafka and Spark jobs follow the store through ``locality.Router`` instead (docs/engines/).
+    """
+    from locality.engines.flink import write_routing_file
+    from locality.engines.storm import write_grouping_file
+    from locality.store import ConfigStore
+
+    stored = ConfigStore(store).get(version)
+    config = stored.config
+    if operator not in config.tables:
+        raise click.BadParameter(
+            f"version {stored.version} has operators {list(config.tables)}", param_hint="'--operator'"
+        )
+    table = config.tables[operator]
+    engine = table.fallback.engine
+    writers = {"storm": write_grouping_file, "flink": write_routing_file, "pyflink": write_routing_file}
+    if engine not in writers:
+        raise click.UsageError(
+            f"the tables of version {stored.version} fall back to {engine!r}; only Storm and Flink jobs load a file "
+            "(a Kafka or Spark job follows the store through locality.Router: see docs/engines/)"
+        )
+    writers[engine](table, out)
+    document = {
+        "store": store,
+        "version": stored.version,
+        "operator": operator,
+        "engine": engine,
+        "entries": len(table),
+        "file": out,
+    }
+    _emit(
+        as_json, document, f"wrote {len(table):,} {engine} entries of {operator!r} (version {stored.version}) to {out}"
+    )
 
 
 @cli.command()

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from locality._durable import replace_file
 from locality._validation import check_integer, check_option
 from locality.engines.base import make_fallback
 from locality.engines.jvm import HashCodeEngine
@@ -666,13 +667,7 @@ def write_routing_file(
             "key_group": group,
         }
         lines.append(json.dumps(entry, ensure_ascii=False))
-    path = Path(path)
-    aside = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        aside.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        os.replace(aside, path)
-    finally:
-        aside.unlink(missing_ok=True)
+    path = replace_file(path, ("\n".join(lines) + "\n").encode("utf-8"))
     logger.info("wrote %d Flink routes of %r to %s", len(keys), selector.operator, path)
     return path
 
