@@ -44,13 +44,17 @@ def build_session(
     embedded session. The console progress bar and the UI are off: the CLI
     shows its own progress on stderr.
     """
+    from pyspark.errors import PySparkRuntimeError
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
+    # The session of this thread, or the one another thread built: never the builder on an existing
+    # session, whose getOrCreate would overwrite its runtime SQL settings (shuffle partitions...).
+    try:
+        return SparkSession.active()
+    except PySparkRuntimeError:  # no session yet: build the embedded one
+        pass
     submitted = "SPARK_SUBMIT_OPTS" in os.environ or os.environ.get("PYSPARK_GATEWAY_PORT")
     builder = SparkSession.builder.appName(app_name)
     if master or not submitted:
