@@ -87,6 +87,10 @@ moves state; ``"migrate-early"`` sends state as soon as the reconfiguration
 message arrives, before upstream routers switch; ``"no-buffer"`` processes
 tuples for an expected key before its state arrives.
 
+Why one module of about 900 lines: a discrete-event simulator is one state
+machine (nodes, channels, Algorithm 1's messages, the checks), and about a
+quarter of the module is the model's specification above.
+
 References
 ----------
 .. [1] Caneill, El Rheddane, Leroy, De Palma. "Locality-aware routing in

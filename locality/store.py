@@ -40,6 +40,11 @@ explicit, with :meth:`ConfigStore.rollback` (``locality rollback``).
 of the version; reading a configuration checks them first, so a truncated or
 altered table raises :class:`~locality.errors.SerializationError` naming the
 file instead of routing with half a table.
+
+Why one module of about 500 lines: the store's invariants (one writer, atomic
+versions, no silent roll-back, checksums) hold only together, and a reader of
+any one operation needs the others; the lock and the durable writes live in
+:mod:`locality._store_lock` and :mod:`locality._durable`.
 """
 
 from __future__ import annotations

@@ -15,6 +15,10 @@ the first :data:`PREFIX_BYTES` of each CSV or JSON file decode with the
 trace's ``encoding`` into keys without U+FFFD, and JSON lines are objects
 whose keys keep one type. What the prefix does not show, the counting pass
 checks on every key (:mod:`pipelines.counting`).
+
+Why one module of about 550 lines: reading a trace and checking it before
+Spark starts are one contract (the same columns, types, encodings and error
+messages); splitting them would write that contract twice.
 """
 
 from __future__ import annotations

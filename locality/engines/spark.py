@@ -19,6 +19,11 @@ its own :class:`KeyState`, so the results per real key are those of the query
 grouped by the real key. When the job restarts with a new table version,
 :func:`write_handover` hands the state of the keys whose group changes over to
 their new group. ``docs/engines/spark.md`` shows a whole job.
+
+Why one module of about 900 lines: the layout is one engine per module
+(adding an engine is adding a file), and everything Spark-specific is here:
+the hash, the surrogates, the route column, per-key state inside grouped
+state and the hand-over all rest on the same partitioning contract.
 """
 
 from __future__ import annotations

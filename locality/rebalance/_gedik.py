@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from locality.rebalance._base import RebalanceProblem, RebalanceResult, finish
 from locality.rebalance.hybrid import _select_tracked, check_resources, key_frequencies, resource_costs
 from locality.rebalance.split import find_hot_keys
 
-__all__ = ["UTILITIES", "Construction", "setup"]
+__all__ = ["UTILITIES", "Construction", "GedikOptions", "setup"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +43,19 @@ UTILITIES: dict[str, Utility] = {
     "ATM": lambda rho, gamma: rho * (1.0 + gamma),
     "ATLM": lambda rho, gamma: rho * (1.0 + np.log1p(gamma)),
 }
+
+
+class GedikOptions(TypedDict, total=False):
+    """The options Scan, Redist and Readj share; :func:`setup` holds the defaults, :func:`~.scan.scan` the docs."""
+
+    utility: str | Utility
+    resources: str
+    sigma: float
+    delta: float | None
+    frequencies: np.ndarray | None
+    tracked_before: np.ndarray | None
+    untracked_load: bool
+
 
 # theta_max = 0 would make every rho infinite and every placement tie; a tiny
 # floor keeps rho proportional to the spread so the rankings stay meaningful.

@@ -22,6 +22,10 @@ to remove; the cheaper candidates are spread by a vectorized water-fill
 candidate's cost of the common level, the guarantee a one-by-one LLFD gives
 for keys that always fit (see its docstring).
 
+Why one module of about 850 lines: the three phases are one workflow over one
+unit representation, shared by four planners; splitting the phases would
+split the invariants they keep (loads, table size, candidate set) across files.
+
 References
 ----------
 .. [1] J. Fang, R. Zhang, T. Z. J. Fu, Z. Zhang, A. Zhou, J. Zhu. "Parallel stream

@@ -1,4 +1,10 @@
-"""Compact representation of the key space with HLHE discretization, and Mixed on it (Fang et al., Section IV)."""
+"""Compact representation of the key space with HLHE discretization, and Mixed on it (Fang et al., Section IV).
+
+Why one module of about 500 lines: the discretization (HLHE groups of keys
+with identical cost and state) and Mixed run on those groups are one idea,
+the paper's Section IV; the phases themselves are shared with the full-key
+planners in :mod:`locality.rebalance._greedy`.
+"""
 
 from __future__ import annotations
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Unpack
 
 import numpy as np
 
 from locality._validation import check_integer
 from locality.errors import InvalidParameterError
 from locality.rebalance._base import RebalanceProblem, RebalanceResult
-from locality.rebalance._gedik import Construction, Utility, setup
+from locality.rebalance._gedik import Construction, GedikOptions, setup
 
 __all__ = ["readj"]
 
@@ -56,15 +57,9 @@ def _candidates(c: Construction, eligible: np.ndarray) -> dict[str, np.ndarray]:
 def readj(
     problem: RebalanceProblem,
     *,
-    utility: str | Utility = "APM",
-    resources: str = "LCL",
-    sigma: float = 0.1,
-    delta: float | None = None,
-    frequencies: np.ndarray | None = None,
-    tracked_before: np.ndarray | None = None,
-    untracked_load: bool = False,
     max_moves: int | None = 5,
     require_gain: bool = False,
+    **options: Unpack[GedikOptions],
 ) -> RebalanceResult:
     """Start from where the tracked keys are and apply the best balance-improving move or swap until none is left.
 
@@ -147,17 +142,7 @@ def readj(
         max_moves = check_integer(max_moves, "max_moves", owner, lower=1)
     if not isinstance(require_gain, bool):
         raise InvalidParameterError(f"the 'require_gain' parameter of {owner} must be a bool; got {require_gain!r}")
-    c = setup(
-        problem,
-        owner,
-        utility=utility,
-        resources=resources,
-        sigma=sigma,
-        delta=delta,
-        frequencies=frequencies,
-        tracked_before=tracked_before,
-        untracked_load=untracked_load,
-    )
+    c = setup(problem, owner, **options)
     for r in range(c.keys.shape[0]):
         c.place(r, int(c.old[r]))
     moves = np.zeros(c.keys.shape[0], dtype=np.int64)

@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import time
+from typing import Unpack
 
 import numpy as np
 
 from locality.rebalance._base import RebalanceProblem, RebalanceResult
-from locality.rebalance._gedik import Utility, setup
+from locality.rebalance._gedik import GedikOptions, setup
 
 __all__ = ["redist"]
 
 
 def redist(
     problem: RebalanceProblem,
-    *,
-    utility: str | Utility = "APM",
-    resources: str = "LCL",
-    sigma: float = 0.1,
-    delta: float | None = None,
-    frequencies: np.ndarray | None = None,
-    tracked_before: np.ndarray | None = None,
-    untracked_load: bool = False,
+    **options: Unpack[GedikOptions],
 ) -> RebalanceResult:
     """Repeatedly place the (key, instance) pair with the lowest utility per unit of frequency.
 
@@ -82,17 +76,7 @@ def redist(
     [0, 1, 1, 0]
     """
     started = time.perf_counter()
-    c = setup(
-        problem,
-        "redist",
-        utility=utility,
-        resources=resources,
-        sigma=sigma,
-        delta=delta,
-        frequencies=frequencies,
-        tracked_before=tracked_before,
-        untracked_load=untracked_load,
-    )
+    c = setup(problem, "redist", **options)
     unplaced = np.arange(c.keys.shape[0])  # kept in decreasing frequency, so argmin ties favour heavy keys
     channels = np.arange(c.n)
     while unplaced.shape[0]:

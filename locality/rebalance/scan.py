@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import time
+from typing import Unpack
 
 import numpy as np
 
 from locality.rebalance._base import RebalanceProblem, RebalanceResult
-from locality.rebalance._gedik import Utility, setup
+from locality.rebalance._gedik import GedikOptions, setup
 
 __all__ = ["scan"]
 
 
 def scan(
     problem: RebalanceProblem,
-    *,
-    utility: str | Utility = "APM",
-    resources: str = "LCL",
-    sigma: float = 0.1,
-    delta: float | None = None,
-    frequencies: np.ndarray | None = None,
-    tracked_before: np.ndarray | None = None,
-    untracked_load: bool = False,
+    **options: Unpack[GedikOptions],
 ) -> RebalanceResult:
     """Place the frequent keys one by one, heaviest first, each where the utility is lowest.
 
@@ -118,17 +112,7 @@ def scan(
     [0, 1, 1, 0]
     """
     started = time.perf_counter()
-    c = setup(
-        problem,
-        "scan",
-        utility=utility,
-        resources=resources,
-        sigma=sigma,
-        delta=delta,
-        frequencies=frequencies,
-        tracked_before=tracked_before,
-        untracked_load=untracked_load,
-    )
+    c = setup(problem, "scan", **options)
     channels = np.arange(c.n)
     for r in range(c.keys.shape[0]):
         rho = c.rho_after(channels, np.broadcast_to(c.cost[r], (c.n, c.cost.shape[1])))

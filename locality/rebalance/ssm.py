@@ -9,6 +9,10 @@ program: ranges that overlap old ranges can be matched to them only in order
 (positive overlaps of intervals never cross), and the state kept by a node is
 its overlap with its old range.
 
+Why one module of about 800 lines: SSM and OMS are the same dynamic program
+(OMS chains SSM's per-step tables), with their reconstruction notes and
+doctested examples; half the module is their documentation.
+
 References
 ----------
 .. [1] J. Ding, T. Z. J. Fu, R. T. B. Ma, M. Winslett, Y. Yang, Z. Zhang,
