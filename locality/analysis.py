@@ -72,18 +72,21 @@ WORST_LABEL = "worst operator's imbalance\n(max instance load / mean)"
 
 # ---------------------------------------------------------------------- traces
 def load_trace(
-    path: str | Path,
+    path: str | Path | pd.DataFrame,
     keys: Sequence[str],
     *,
     ts: str | None = None,
     order: str | None = None,
     start: str | pd.Timestamp | None = None,
     end: str | pd.Timestamp | None = None,
+    extra: Sequence[str | None] = (),
 ) -> pd.DataFrame:
     """Read a Parquet (file or directory) or CSV trace: its key columns, in order, within ``[start, end)``.
 
     Rows with a null or empty key are dropped (and logged). The frame is sorted
     by ``order`` when given, else by ``ts`` when given, else kept in file order.
+    ``path`` may also be a DataFrame already in memory (a generated trace);
+    ``extra`` names more columns to keep (``None`` entries are ignored).
 
     Raises
     ------
@@ -91,23 +94,15 @@ def load_trace(
         The path does not exist, a column is missing, ``ts`` is not a timestamp,
         ``start``/``end`` without ``ts``, or no row is left.
     """
-    path = Path(path).expanduser()
-    if not path.exists():
-        raise TraceError(f"no trace at {path} (relative paths start from {Path.cwd()})")
     keys = list(keys)
-    columns = list(dict.fromkeys([*keys, *(c for c in (ts, order) if c is not None)]))
+    columns = list(dict.fromkeys([*keys, *(c for c in (ts, order, *extra) if c is not None)]))
     if (start is not None or end is not None) and ts is None:
         raise TraceError("a time range (start/end) needs the timestamp column 'ts'")
-    if path.suffix == ".csv":
-        present = list(pd.read_csv(path, nrows=0).columns)
-        check_columns(present, columns, f"the trace {path}")
-        frame = pd.read_csv(path, usecols=columns, parse_dates=[ts] if ts else False)
+    if isinstance(path, pd.DataFrame):
+        check_columns(list(path.columns), columns, "the trace")
+        frame, path = path[columns], "the generated trace"
     else:
-        import pyarrow.dataset as ds
-
-        dataset = ds.dataset(path, format="parquet")
-        check_columns(dataset.schema.names, columns, f"the trace {path}")
-        frame = dataset.to_table(columns=columns).to_pandas()
+        frame = _read_columns(Path(path).expanduser(), columns, ts)
     if ts is not None and not pd.api.types.is_datetime64_any_dtype(frame[ts]):
         raise TraceError(f"the timestamp column {ts!r} of {path} has type {frame[ts].dtype}; it must be a timestamp")
     if start is not None or end is not None:
@@ -125,6 +120,21 @@ def load_trace(
     if frame.empty:
         raise TraceError(f"the trace {path} has no row with every key of {keys} in the time range")
     return frame.reset_index(drop=True)
+
+
+def _read_columns(path: Path, columns: list[str], ts: str | None) -> pd.DataFrame:
+    """``columns`` of a CSV file or a Parquet file or directory, checked to exist."""
+    if not path.exists():
+        raise TraceError(f"no trace at {path} (relative paths start from {Path.cwd()})")
+    if path.suffix == ".csv":
+        present = list(pd.read_csv(path, nrows=0).columns)
+        check_columns(present, columns, f"the trace {path}")
+        return pd.read_csv(path, usecols=columns, parse_dates=[ts] if ts else False)
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(path, format="parquet")
+    check_columns(dataset.schema.names, columns, f"the trace {path}")
+    return dataset.to_table(columns=columns).to_pandas()
 
 
 def _time_range(ts: pd.Series, start, end) -> tuple[pd.Timestamp, pd.Timestamp]:
