@@ -43,7 +43,7 @@ def datasets(names, recipe, keys, servers, as_json):
     The figures of each card's README come from `locality datasets --check NAME`.
     """
     from locality.datasets.catalog import catalog, load
-    from locality.datasets.figures import card_figures, format_figures
+    from locality.datasets.check import card_figures, format_figures
 
     cards = catalog()
     if not names:

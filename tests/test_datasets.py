@@ -19,7 +19,7 @@ import pytest
 from locality.cli import main
 from locality.datasets import card, catalog, load
 from locality.datasets.catalog import datasets_dir, verify
-from locality.datasets.figures import card_figures, format_figures
+from locality.datasets.check import card_figures, format_figures
 from locality.datasets.generate import generate, parse_parameter
 from locality.datasets.skew import skew_workload
 from locality.datasets.synthetic import twitter_like, zipf_pairs
@@ -83,6 +83,7 @@ def test_a_changed_trace_fails_its_checksum(tmp_path, monkeypatch):
         ('[x]\nfile = "f"\n', "the card 'x' .* needs keys"),
         ('[x]\nkeys = ["a"]\ngenerator = "g"\nfile = "f"\n', "exactly one of file/generator"),
         ('[x]\nkeys = ["a"]\nfile = "f"\ncolumns = 1\n', r"unknown fields: \['columns'\]"),
+        ('[x]\nkeys = "a,b"\nfile = "f"\n', "the card 'x' of .*: keys must be a list of column names; got 'a,b'"),
     ],
 )
 def test_a_malformed_card_is_named(tmp_path, monkeypatch, table, message):

@@ -3,7 +3,7 @@
 - :mod:`locality.datasets.catalog`: the cards of the top-level ``datasets/`` folder and
   :func:`load`, which returns a trace by its card's name with its columns named;
 - :mod:`locality.datasets.generate`: ``locality generate``, a generated trace written bit for bit;
-- :mod:`locality.datasets.figures`: the figures each card shows (``locality datasets --check``);
+- :mod:`locality.datasets.check`: the figures each card shows (``locality datasets --check``);
 - :mod:`locality.datasets.synthetic` and :mod:`locality.datasets.skew`: the generators.
 """
 

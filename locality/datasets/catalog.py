@@ -131,6 +131,9 @@ def _read_catalog(path: Path) -> dict[str, DatasetCard]:
                 f"the card {name!r} of {path} needs keys and exactly one of file/generator"
                 + (f"; unknown fields: {sorted(unknown)}" if unknown else "")
             )
+        keys = table["keys"]
+        if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k for k in keys):
+            raise TraceError(f"the card {name!r} of {path}: keys must be a list of column names; got {keys!r}")
         cards[name] = DatasetCard(name=name, **{"stands_for": "", **table})
     return cards
 
