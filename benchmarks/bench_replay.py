@@ -7,8 +7,8 @@ labels as they come would have moved), and the mean per quarter, so that
 "online above offline every quarter" can be read off.
 
     .venv/bin/python benchmarks/bench_replay.py                                   # weekly flights
-    .venv/bin/python benchmarks/bench_replay.py --trace ../shared/data/ira_troll_hashtags/ira_troll_hashtags.parquet \\
-        --keys user,hashtag --start 2015-06-01 --end 2017-08-01 --strategies hash,offline,online-h1,online-d0.85
+    .venv/bin/python benchmarks/bench_replay.py --trace ira_troll_hashtags \\
+        --start 2015-06-01 --end 2017-08-01 --strategies hash,offline,online-h1,online-d0.85
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from locality.datasets.catalog import load  # noqa: E402
 from locality.replay import replay_trace  # noqa: E402
 from locality.topology import Topology  # noqa: E402
 
-DEFAULT_TRACE = REPO.parent / "shared" / "data" / "nycflights13_tailnum_dest" / "nycflights13_tailnum_dest.parquet"
 STRATEGIES = {
     "hash": dict(mode="hash"),
     "offline": dict(mode="offline"),
@@ -44,8 +44,8 @@ STRATEGIES = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trace", default=str(DEFAULT_TRACE))
-    parser.add_argument("--keys", default="tailnum,dest")
+    parser.add_argument("--trace", default="nycflights13_tailnum_dest", help="a dataset card's name or a path")
+    parser.add_argument("--keys", help="key columns, comma-separated (default: the card's)")
     parser.add_argument("--servers", type=int, default=6)
     parser.add_argument("--period", default="7D")
     parser.add_argument("--start")
@@ -53,15 +53,11 @@ def main() -> None:
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
     args = parser.parse_args()
     logging.disable(logging.WARNING)
-    keys = args.keys.split(",")
-    trace = pd.read_parquet(args.trace, columns=["ts", *keys])
-    if args.start:
-        trace = trace[trace.ts >= pd.Timestamp(args.start, tz="UTC")]
-    if args.end:
-        trace = trace[trace.ts < pd.Timestamp(args.end, tz="UTC")]
+    loaded = load(args.trace, args.keys.split(",") if args.keys else None, ts="ts", start=args.start, end=args.end)
+    trace, keys = loaded.frame, loaded.keys
     topology = Topology.uniform(keys, args.servers)
     print(
-        f"{Path(args.trace).name}: {len(trace):,} rows, keys {keys}, {args.servers} servers, period {args.period}, "
+        f"{loaded.name}: {len(trace):,} rows, keys {keys}, {args.servers} servers, period {args.period}, "
         "alpha 1.03; means over the windows after the first"
     )
     quarters = {}

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import click
 
+from locality import cli_datasets
 from locality._store_lock import DEFAULT_LOCK_TIMEOUT
 from locality.engines import ENGINES
 from locality.errors import JobError, LocalityError, StoreBusyError, StoreError, TopologyError
@@ -672,7 +673,8 @@ def export(store, operator, out, version, as_json):
 @output_options
 def demo(workdir, rows, servers, as_json, quiet, master):
     """Generate a Twitter-like trace with drifting correlations, optimize on week 1, evaluate on week 2."""
-    from locality.datasets.synthetic import twitter_like
+    from locality.datasets.catalog import card
+    from locality.datasets.generate import generate
     from locality.report import format_evaluation
     from locality.topology import Topology
     from pipelines.evaluate import evaluate_trace
@@ -683,9 +685,9 @@ def demo(workdir, rows, servers, as_json, quiet, master):
     work = Path(workdir)
     trace_path = work / "twitter_like.parquet"
     work.mkdir(parents=True, exist_ok=True)
-    if not trace_path.exists():
-        twitter_like(rows, days=14, seed=0).to_parquet(trace_path, index=False)
-    keys = ["location", "hashtag"]
+    if not trace_path.exists():  # the card's demo recipe (datasets/twitter_like)
+        generate("twitter_like", trace_path, recipe="demo", overrides={"n_rows": rows})
+    keys = card("twitter_like").keys
     week1 = TraceSpec(str(trace_path), keys, ts="ts", start="2015-06-01", end="2015-06-08")
     week2 = TraceSpec(str(trace_path), keys, ts="ts", start="2015-06-08", end="2015-06-15")
     params = OfflineParams(trace=week1, topology=Topology.uniform(keys, servers), store=str(work / "store"))
@@ -705,6 +707,10 @@ def demo(workdir, rows, servers, as_json, quiet, master):
         ]
     )
     _emit(as_json, document, text)
+
+
+cli.add_command(cli_datasets.datasets)
+cli.add_command(cli_datasets.generate)
 
 
 # ---------------------------------------------------------------------- entry point

@@ -18,6 +18,7 @@ import signal
 import numpy as np
 import pandas as pd
 
+from locality.datasets.catalog import card
 from locality.engines import make_fallback
 from locality.errors import StoreError
 from locality.routing import RoutingConfiguration, RoutingTable
@@ -105,7 +106,8 @@ def publish_read_only(root: str, index: int, trace: str, results) -> None:
             outcomes.append((type(exc).__name__, str(exc)))
     stderr = io.StringIO()
     with contextlib.redirect_stderr(stderr):
-        code = main(["optimize", trace, "--keys", "location,hashtag", "--servers", "2", "--store", root, "-q"])
+        keys = ",".join(card("geotweets_hashtags_2015").keys)
+        code = main(["optimize", trace, "--keys", keys, "--servers", "2", "--store", root, "-q"])
     outcomes.append((int(code), stderr.getvalue()))
     results.put(outcomes)
 

@@ -1,17 +1,21 @@
-"""Shared fixtures: the real traces in ../shared/data (a missing trace fails, never skips)."""
+"""Shared fixtures: the real traces in ../shared/data (a missing trace fails, never skips).
+
+Where a trace is and which columns it has is written once, on its card
+(``datasets/catalog.toml``, read by :mod:`locality.datasets.catalog`).
+"""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-#: The shared traces; CI has ../shared beside the checkout. LOCALITY_SHARED_DATA overrides.
-SHARED_DATA = Path(os.environ.get("LOCALITY_SHARED_DATA", REPO.parent / "shared" / "data"))
+from locality.datasets.catalog import DatasetCard, card
 
+REPO = Path(__file__).resolve().parents[1]
+
+#: Short names the tests use -> dataset cards.
 TRACES = {
     "geotweets": "geotweets_hashtags_2015",
     "ira": "ira_troll_hashtags",
@@ -19,22 +23,37 @@ TRACES = {
 }
 
 
+def trace_card(name: str) -> DatasetCard:
+    """The card of a shared trace, by short name or card name; fails the test when its file is missing."""
+    entry = card(TRACES.get(name, name))
+    if not entry.path.is_file():
+        pytest.fail(f"shared trace {entry.path} is missing: tests need ../shared/data (or LOCALITY_SHARED_DATA)")
+    return entry
+
+
+def trace_keys(name: str) -> list[str]:
+    """Key columns of a trace in operator order, as its card lists them."""
+    return list(card(TRACES.get(name, name)).keys)
+
+
 def trace_path(name: str) -> Path:
     """Path of a shared trace's Parquet file; fails the test when it is missing."""
-    folder = SHARED_DATA / TRACES[name]
-    path = folder / f"{TRACES[name]}.parquet"
-    if not path.is_file():
-        pytest.fail(f"shared trace {path} is missing: tests need ../shared/data (or LOCALITY_SHARED_DATA)")
-    return path
+    return trace_card(name).path
+
+
+def _read(name: str) -> pd.DataFrame:
+    """Every column of a shared trace, in its card's order."""
+    entry = trace_card(name)
+    return pd.read_parquet(entry.path).sort_values(entry.order, kind="stable").reset_index(drop=True)
 
 
 @pytest.fixture(scope="session")
 def geotweets() -> pd.DataFrame:
     """The geotagged tweet trace in arrival order (location -> hashtag)."""
-    return pd.read_parquet(trace_path("geotweets")).sort_values("seq", kind="stable").reset_index(drop=True)
+    return _read("geotweets")
 
 
 @pytest.fixture(scope="session")
 def flights() -> pd.DataFrame:
     """The 2013 NYC flights trace in time order (tailnum -> dest)."""
-    return pd.read_parquet(trace_path("flights")).sort_values("ts", kind="stable").reset_index(drop=True)
+    return _read("flights")

@@ -14,7 +14,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from locality.datasets.synthetic import twitter_like
+from locality.datasets.catalog import card
+from locality.datasets.generate import generate
 from tests.conftest import REPO, TRACES, trace_path
 
 NOTEBOOKS = REPO / "notebooks"
@@ -25,7 +26,7 @@ FIGURES = {
     "03_drift_timed_traces.ipynb": 5,
     "04_rebalancers.ipynb": 3,
 }
-#: Which shared trace each notebook's data parameters point at by default.
+#: Which shared trace (a dataset card) each notebook's data parameters name by default.
 DEFAULT_TRACES = {
     "01_twitter_trace.ipynb": {"DATA": "geotweets"},
     "02_flickr_style_country.ipynb": {"DATA": "geotweets"},
@@ -67,10 +68,6 @@ def conclusion(nb) -> tuple[str, dict]:
     return last["data"]["text/markdown"], last["metadata"]["summary"]
 
 
-def shared(name: str) -> dict:
-    return {param: str(trace_path(trace)) for param, trace in DEFAULT_TRACES[name].items()}
-
-
 @pytest.fixture(scope="module")
 def executed() -> dict:
     """Every notebook executed once on the shared traces, by name (executed on first use)."""
@@ -78,7 +75,9 @@ def executed() -> dict:
 
     def get(name: str):
         if name not in cache:
-            cache[name] = run_notebook(name, **shared(name))
+            for trace in DEFAULT_TRACES[name].values():
+                trace_path(trace)  # a missing shared trace fails here, with its path
+            cache[name] = run_notebook(name)
         return cache[name]
 
     return get
@@ -95,10 +94,17 @@ def test_committed_without_outputs_and_defaults_point_at_the_shared_traces(name)
     defaults: dict = {}
     exec(parameters_cell(nb).source, {}, defaults)
     for param, trace in DEFAULT_TRACES[name].items():
-        folder = TRACES[trace]
-        expected = (REPO.parent / "shared" / "data" / folder / f"{folder}.parquet").resolve()
-        assert (NOTEBOOKS / defaults[param]).resolve() == expected
+        assert defaults[param] == TRACES[trace]  # a card's name: its path and columns are on the card
     assert defaults["SEED"] == 0
+
+
+def test_synthetic_defaults_are_the_cards_recipe():
+    """The rebalancer notebook's synthetic workload is the skew_workload card's `notebook` recipe."""
+    defaults: dict = {}
+    exec(parameters_cell(nbformat.read(NOTEBOOKS / "04_rebalancers.ipynb", as_version=4)).source, {}, defaults)
+    names = {"n_keys": "N_KEYS", "n_intervals": "N_INTERVALS", "n_instances": "N_INSTANCES", "zipf": "ZIPF"}
+    names.update({"fluctuation": "FLUCTUATION", "window": "STATE_WINDOW", "seed": "SEED"})
+    assert card("skew_workload").recipe("notebook") == {arg: defaults[param] for arg, param in names.items()}
 
 
 def test_every_notebook_is_listed():
@@ -182,10 +188,7 @@ def test_rebalancer_notebook_reports_the_trade_offs(executed):
 
 # ---------------------------------------------------------------------- on a user's trace
 def test_twitter_notebook_runs_on_a_generated_trace_through_its_parameters(tmp_path: Path):
-    trace = twitter_like(30_000, n_locations=80, n_hashtags=3_000, days=14, seed=7)
-    assert str(trace["ts"].dtype) == "datetime64[us, UTC]"
-    path = tmp_path / "my_trace.parquet"
-    trace.to_parquet(path, index=False)
+    path, _ = generate("twitter_like", tmp_path / "my_trace.parquet", recipe="notebook_test")
     nb = run_notebook(
         "01_twitter_trace.ipynb",
         DATA=str(path),

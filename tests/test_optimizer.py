@@ -5,8 +5,9 @@ import pytest
 from locality.errors import InvalidParameterError
 from locality.optimizer import LocalityOptimizer
 from locality.topology import Topology
+from tests.conftest import trace_keys
 
-OPS = ["location", "hashtag"]
+OPS = trace_keys("geotweets")
 ALPHA = 1.03
 
 
@@ -60,7 +61,7 @@ def test_table_cap_keeps_the_valuable_entries(geotweets, topo, in_sample):
 
 
 def test_hot_key_makes_alpha_infeasible_and_is_named(flights):
-    model = LocalityOptimizer(Topology.uniform(["tailnum", "dest"], 24), alpha=ALPHA).fit(flights)
+    model = LocalityOptimizer(Topology.uniform(trace_keys("flights"), 24), alpha=ALPHA).fit(flights)
     hot = {h.key for h in model.partition_.hot_keys}
     assert {"ORD", "ATL"} <= hot
     assert all(h.operator == "dest" and h.load > h.bound for h in model.partition_.hot_keys)

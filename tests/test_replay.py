@@ -5,8 +5,9 @@ import pytest
 
 from locality.replay import replay_trace, windows_of
 from locality.topology import Topology
+from tests.conftest import trace_keys
 
-TOPO = Topology.uniform(["tailnum", "dest"], 6)
+TOPO = Topology.uniform(trace_keys("flights"), 6)
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from locality.router import Router
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore
 from locality.topology import Topology
+from tests.conftest import trace_keys
 
 OPS = ["word", "user"]
 N = 64  # instances per operator: more than the versions the race publishes, so any two versions differ on every key
@@ -100,11 +101,11 @@ def test_routes_table_keys_to_entries_and_other_keys_by_fallback(store):
 
 def test_routes_a_real_optimized_configuration(tmp_path, geotweets):
     """Tables learned from the tweet trace, published, served: every key of the trace as the tables say."""
-    config = LocalityOptimizer(Topology.uniform(["location", "hashtag"], 6)).fit(geotweets).config_
+    config = LocalityOptimizer(Topology.uniform(trace_keys("geotweets"), 6)).fit(geotweets).config_
     store = ConfigStore(tmp_path / "store")
     store.publish(config, fingerprint="tweets")
     router = Router(store.root)
-    for op in ("location", "hashtag"):
+    for op in trace_keys("geotweets"):
         table = config.tables[op]
         keys = pd.unique(geotweets[op])
         entries = table.entries.to_dict()

@@ -19,6 +19,7 @@ from locality.optimizer import LocalityOptimizer
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.simulation import SimulatedCluster, SimulationResult, verify
 from locality.topology import Topology
+from tests.conftest import trace_keys
 
 ALPHA = 1.1
 
@@ -56,12 +57,12 @@ def real_configs(trace: pd.DataFrame, topology: Topology, back: bool) -> list[Ro
 
 @pytest.fixture(scope="module")
 def geo_configs(geotweets):
-    return real_configs(geotweets, Topology.uniform(["location", "hashtag"], 6), back=True)
+    return real_configs(geotweets, Topology.uniform(trace_keys("geotweets"), 6), back=True)
 
 
 @pytest.fixture(scope="module")
 def flight_configs(flights):
-    return real_configs(flights, Topology.uniform(["tailnum", "dest"], 3, instances_per_server=2), back=False)
+    return real_configs(flights, Topology.uniform(trace_keys("flights"), 3, instances_per_server=2), back=False)
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from tests._store_children import (
     publish_read_only,
     publish_under_file_size_limit,
 )
-from tests.conftest import trace_path
+from tests.conftest import trace_keys, trace_path
 
 KILLS = 25
 SEED = 20261123
@@ -213,7 +213,8 @@ def test_a_truncated_table_in_the_current_version_is_named(tmp_path, capsys):
     assert main(["show", "--store", str(tmp_path)]) == EXIT_ERROR
     _, err = capsys.readouterr()
     assert str(table) in err and "Traceback" not in err
-    args = ["evaluate", str(trace_path("flights")), "--keys", "tailnum,dest", "--store", str(tmp_path), "-q"]
+    keys = ",".join(trace_keys("flights"))
+    args = ["evaluate", str(trace_path("flights")), "--keys", keys, "--store", str(tmp_path), "-q"]
     assert main(args) == EXIT_ERROR  # fails before Spark starts
     _, err = capsys.readouterr()
     assert str(table) in err

@@ -22,12 +22,13 @@ import pytest
 
 from locality.engines import FlinkKeyGroups
 from locality.evaluation import evaluate
+from tests.conftest import trace_keys
 
 from .conftest import TWEET_MAX_PARALLELISM
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
-OPERATORS = ["location", "hashtag"]
+OPERATORS = trace_keys("geotweets")
 #: Second-half records streamed through both branches (the whole half, 58,423, takes minutes more).
 WINDOW = int(os.environ.get("LOCALITY_FLINK_WINDOW", "10000"))
 COLUMNS = ["branch", "seq"] + [f"{op}_{tag}" for op in OPERATORS for tag in ("subtask", "pid", "count")]

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from locality.cli import EXIT_ERROR, EXIT_FAIL, EXIT_OK, main
-from tests.conftest import trace_path
+from tests.conftest import trace_keys, trace_path
 
 
 def run_cli(capsys, *args):
@@ -17,7 +17,7 @@ def run_cli(capsys, *args):
 def test_optimize_evaluate_show_json(spark, tmp_path, capsys):
     trace = trace_path("flights")
     store = tmp_path / "store"
-    common = ["--keys", "tailnum,dest", "--ts", "ts", "--quiet"]
+    common = ["--keys", ",".join(trace_keys("flights")), "--ts", "ts", "--quiet"]
     code, out, _ = run_cli(
         capsys,
         "optimize",
@@ -69,7 +69,7 @@ def test_optimize_evaluate_show_json(spark, tmp_path, capsys):
     ],
 )
 def test_bad_parameters_exit_2_with_a_message(spark, tmp_path, capsys, args, message):
-    base = {"--keys": "tailnum,dest", "--servers": "6", "--store": str(tmp_path)}
+    base = {"--keys": ",".join(trace_keys("flights")), "--servers": "6", "--store": str(tmp_path)}
     for flag, value in zip(args[::2], args[1::2]):
         base[flag] = value
     flat = [item for pair in base.items() for item in pair]
@@ -84,7 +84,7 @@ def test_infeasible_alpha_exits_1_and_names_the_key(spark, tmp_path, capsys):
         "optimize",
         trace_path("flights"),
         "--keys",
-        "tailnum,dest",
+        ",".join(trace_keys("flights")),
         "--servers",
         24,
         "--store",

@@ -19,6 +19,7 @@ from pyspark import cloudpickle
 from locality.cli import main as cli_main
 from locality.evaluation import evaluate
 from locality.store import ConfigStore
+from tests.conftest import trace_keys
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "spark_streaming_job.py"
 OPERATOR = "location"
@@ -39,7 +40,7 @@ def runs(spark, geotweets, tmp_path_factory):
     work = tmp_path_factory.mktemp("example")
     store, incoming = work / "store", work / "incoming"
     incoming.mkdir()
-    trace = geotweets[["location", "hashtag"]]
+    trace = geotweets[trace_keys("geotweets")]
     example = load_example()
     args = [
         f"--store={store}",
@@ -58,8 +59,8 @@ def runs(spark, geotweets, tmp_path_factory):
             learned = work / f"learn-{version}.parquet"
             trace.iloc[learn[0] : learn[1]].to_parquet(learned, index=False)
             code = cli_main(
-                ["optimize", str(learned), "--keys", "location,hashtag", "--servers", "6", "--hash", "spark"]
-                + ["--store", str(store), "--quiet", "--json"]
+                ["optimize", str(learned), "--keys", ",".join(trace_keys("geotweets")), "--servers", "6"]
+                + ["--hash", "spark", "--store", str(store), "--quiet", "--json"]
             )
             assert code in (0, 1)  # 1: published, a hot key reported
             records = trace.iloc[stream[0] : stream[1]]

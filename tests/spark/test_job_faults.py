@@ -16,7 +16,7 @@ from locality.store import ConfigStore
 from locality.topology import Topology
 from pipelines.offline import OfflineParams
 from pipelines.trace import TraceSpec
-from tests.conftest import REPO, trace_path
+from tests.conftest import REPO, trace_keys, trace_path
 
 
 def _python_workers() -> list[psutil.Process]:
@@ -35,7 +35,8 @@ def test_a_python_worker_killed_during_the_sketch_pass_fails_the_job_clearly(spa
     monkeypatch.setenv("LOCALITY_LOG_DIR", str(tmp_path / "logs"))
     store = tmp_path / "store"
     trace = str(trace_path("flights"))
-    args = ["optimize", trace, "--keys", "tailnum,dest", "--ts", "ts", "--servers", "4", "--store", str(store)]
+    args = ["optimize", trace, "--keys", ",".join(trace_keys("flights")), "--ts", "ts", "--servers", "4"]
+    args += ["--store", str(store)]
     args += ["-q", "--no-graph-stats", "--end", "2013-04-01"]
     assert main([*args, "--start", "2013-03-01"]) == EXIT_OK
     capsys.readouterr()
@@ -85,8 +86,8 @@ def test_the_job_draws_only_once_its_statistics_thread_is_done(spark, tmp_path, 
 
     figure_png = offline.figure_png
     monkeypatch.setattr(offline, "figure_png", drawing)
-    spec = TraceSpec(str(trace_path("flights")), ["tailnum", "dest"], ts="ts", end="2013-02-01")
-    params = OfflineParams(trace=spec, topology=Topology.uniform(["tailnum", "dest"], 4), store=str(tmp_path))
+    spec = TraceSpec(str(trace_path("flights")), trace_keys("flights"), ts="ts", end="2013-02-01")
+    params = OfflineParams(trace=spec, topology=Topology.uniform(trace_keys("flights"), 4), store=str(tmp_path))
     result = offline.run(spark, params)
     assert result.report["graph_statistics"]["vertices"] > 0  # the statistics thread did run
     assert seen == [[]]  # and was gone when the plot was drawn
@@ -105,7 +106,8 @@ def test_the_offline_job_runs_repeatedly_with_ipython_importable(tmp_path):
     locality = [sys.executable, "-m", "locality.cli"]
     for run in range(2):
         store = tmp_path / f"store{run}"
-        args = [*locality, "optimize", str(half), "--keys", "location,hashtag", "--servers", "6", "--store", str(store)]
+        keys = ",".join(trace_keys("geotweets"))
+        args = [*locality, "optimize", str(half), "--keys", keys, "--servers", "6", "--store", str(store)]
         done = subprocess.run([*args, "-q"], capture_output=True, text=True, timeout=600, cwd=REPO)
         assert done.returncode == EXIT_OK, done.stderr
         assert "Traceback" not in done.stderr and ConfigStore(store).versions() == [1]

@@ -15,10 +15,10 @@ from pipelines.evaluate import evaluate_trace
 from pipelines.graph_frames import graph_statistics, key_graph_frames
 from pipelines.offline import OfflineParams, run
 from pipelines.trace import TraceSpec, read_trace
-from tests.conftest import trace_path
+from tests.conftest import trace_keys, trace_path
 
-GEO = ["location", "hashtag"]
-FLIGHTS = ["tailnum", "dest"]
+GEO = trace_keys("geotweets")
+FLIGHTS = trace_keys("flights")
 
 
 def geo_params(store, **kw):

@@ -10,9 +10,9 @@ from locality.store import ConfigStore
 from locality.topology import Topology
 from pipelines.online import OnlineParams, run
 from pipelines.trace import TraceSpec
-from tests.conftest import trace_path
+from tests.conftest import trace_keys, trace_path
 
-KEYS = ["tailnum", "dest"]
+KEYS = trace_keys("flights")
 WEEKS = ["2013-03-04", "2013-03-11", "2013-03-18", "2013-03-25"]
 
 
@@ -90,11 +90,11 @@ def test_failure_while_publishing_keeps_previous_current(spark, tmp_path, monkey
 
 def test_reconfigure_and_replay_cli_json(spark, tmp_path, capsys):
     trace = str(trace_path("flights"))
-    args = ["reconfigure", trace, "--keys", "tailnum,dest", "--ts", "ts", "--store", str(tmp_path), "--quiet", "--json"]
+    args = ["reconfigure", trace, "--keys", ",".join(KEYS), "--ts", "ts", "--store", str(tmp_path), "--quiet", "--json"]
     assert main([*args, "--servers", "6", "--window", "7D"]) == EXIT_OK
     outcome = json.loads(capsys.readouterr().out)
     assert outcome["published"] and outcome["version"] == 1 and outcome["rows"] > 1_000
-    assert main(["replay", trace, "--keys", "tailnum,dest", "--servers", "6", "--period", "30D", "--json"]) == EXIT_OK
+    assert main(["replay", trace, "--keys", ",".join(KEYS), "--servers", "6", "--period", "30D", "--json"]) == EXIT_OK
     replayed = json.loads(capsys.readouterr().out)
     assert {"mode", "mean_locality", "mean_hash_locality", "windows"} <= set(replayed)
     window = replayed["windows"][1]

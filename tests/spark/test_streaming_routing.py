@@ -41,8 +41,9 @@ from locality.migration import plan_migration
 from locality.optimizer import LocalityOptimizer, make_fallbacks, optimize
 from locality.routing import RoutingTable
 from locality.topology import Topology
+from tests.conftest import trace_keys
 
-OPERATORS = ["location", "hashtag"]
+OPERATORS = trace_keys("geotweets")
 ROUTED = "location"  # the operator the streaming query runs
 N = 6  # instances = shuffle partitions of the streaming query
 SESSION_PARTITIONS = 4  # the session fixture's spark.sql.shuffle.partitions (batch checks)

@@ -1,0 +1,89 @@
+"""``locality datasets`` and ``locality generate``: the dataset cards from the command line.
+
+Registered by :mod:`locality.cli`; errors are :class:`~locality.errors.LocalityError`
+subclasses, which its ``main`` turns into a one-line message and exit code 2.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import click
+
+from locality.errors import LocalityError
+
+__all__ = ["datasets", "generate"]
+
+
+def _status(entry) -> str:
+    """``sha256 ok`` / what is wrong, for a shared card; the recipes, for a generated one."""
+    from locality.datasets.catalog import verify
+
+    if not entry.shared:
+        return "recipes: " + ", ".join(entry.recipes)
+    try:
+        verify(entry.name)
+    except LocalityError as exc:
+        return f"NOT OK: {exc}"
+    import pyarrow.parquet as pq
+
+    return f"{pq.ParquetFile(entry.path).metadata.num_rows:,} rows, sha256 ok"
+
+
+@click.command()
+@click.option("--check", "names", multiple=True, metavar="NAME", help="Compute a card's figures (repeatable).")
+@click.option("--recipe", help="With --check on a generated card: the recipe (default: its first).")
+@click.option("--keys", help="With --check: another chain of the trace's columns, comma-separated.")
+@click.option("--servers", type=int, default=6, show_default=True, help="Servers of the routing figures.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+def datasets(names, recipe, keys, servers, as_json):
+    """List the dataset cards of datasets/ (checksums verified), or compute the figures of some (--check).
+
+    The figures of each card's README come from `locality datasets --check NAME`.
+    """
+    from locality.datasets.catalog import catalog, load
+    from locality.datasets.check import card_figures, format_figures
+
+    cards = catalog()
+    if not names:
+        rows = [
+            {
+                "name": e.name,
+                "kind": "shared" if e.shared else "generated",
+                "keys": e.keys,
+                "ts": e.ts,
+                "status": _status(e),
+                "stands_for": e.stands_for,
+            }
+            for e in cards.values()
+        ]
+        if as_json:
+            click.echo(json.dumps(rows))
+            return
+        for row in rows:
+            click.echo(f"{row['name']} ({row['kind']}; keys {' -> '.join(row['keys'])}; {row['status']})")
+            click.echo(f"    {row['stands_for']}")
+        return
+    chain = [k.strip() for k in keys.split(",")] if keys else None
+    figures = [card_figures(load(name, chain, recipe=recipe), n_servers=servers) for name in names]
+    if as_json:
+        click.echo(json.dumps(figures))
+    else:
+        click.echo("\n\n".join(f"## {f['name']}\n\n{format_figures(f)}" for f in figures))
+
+
+@click.command()
+@click.argument("name")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Parquet file to write.")
+@click.option("--recipe", help="The card's parameters to start from (default: its first recipe).")
+@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="Override a parameter (repeatable).")
+def generate(name, out, recipe, params):
+    """Write the generated trace NAME (a card of datasets/) as Parquet: same parameters, same bytes."""
+    from locality.datasets.generate import generate as write
+    from locality.datasets.generate import parse_parameter
+
+    path, used = write(name, out, recipe=recipe, overrides=dict(parse_parameter(p) for p in params))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    text = " ".join(f"{k}={v!r}" for k, v in used.items())
+    click.echo(f"wrote {path}: {name} {text}; sha256 {digest}")
