@@ -245,6 +245,16 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, store, version, as_json, 
 )
 @click.option("--decay", type=float, default=None, help="Weight of each older window (default 0.85; 0 forgets).")
 @click.option("--state", "state_column", help="Column whose sum per key is its state size (default: its load).")
+@click.option(
+    "--rebalance",
+    "rebalancer",
+    help="Rebalance the tables in force on the window's loads instead of reconfiguring (local, mixed, ...): "
+    "the finer cadence between two reconfigurations, e.g. every 6h with --window 6h.",
+)
+@click.option("--theta-max", type=float, default=0.08, show_default=True, help="With --rebalance: the bound.")
+@click.option(
+    "--state-weight", type=float, default=1.0, show_default=True, help="With --rebalance local: hops per unit of state."
+)
 @optimizer_options
 @output_options
 def reconfigure(
@@ -262,6 +272,9 @@ def reconfigure(
     max_imbalance,
     decay,
     state_column,
+    rebalancer,
+    theta_max,
+    state_weight,
     servers,
     instances_per_server,
     topology_file,
@@ -279,7 +292,9 @@ def reconfigure(
     """Reconfigure from the latest window of TRACE: new tables and a migration plan, published if it pays.
 
     --servers, --instances-per-server, --topology and --hash only matter on the first run into an
-    empty store; later runs keep the current version's topology and fallback hash.
+    empty store; later runs keep the current version's topology and fallback hash. With --rebalance the
+    run adjusts the tables in force to the window's loads (no METIS, no new statistics) and publishes
+    when a key moves.
     """
     from pipelines.online import DEFAULT_DECAY, OnlineParams, run
     from pipelines.progress import Stages
@@ -316,6 +331,9 @@ def reconfigure(
         min_gain=min_gain,
         max_imbalance=max_imbalance,
         seed=seed,
+        rebalance=rebalancer,
+        theta_max=theta_max,
+        state_weight=state_weight,
     )
     with Stages(show=not quiet) as stages:
         outcome = run(spark, params, stages)
@@ -342,9 +360,37 @@ def reconfigure(
 @click.option("--decay", type=float, help="Online: weight of each older window (default 0.85).")
 @click.option("--min-gain", type=float, help="Online: publish only when the gain pays (default: every window).")
 @click.option("--max-imbalance", type=float, help="Online, with --min-gain: publish when in-force tables exceed this.")
-@click.option("--rebalance", "rebalancer", help="Skew rebalancer run within windows (mixed, minmig, readj, ...).")
+@click.option("--start", help="Keep rows with ts >= START (ISO 8601, UTC).")
+@click.option("--end", help="Keep rows with ts < END (ISO 8601, UTC).")
+@click.option(
+    "--rebalance", "rebalancer", help="Rebalancer run within windows: local (locality-aware), mixed, minmig, readj, ..."
+)
 @click.option("--rebalance-every", default="1D", show_default=True)
 @click.option("--theta-max", type=float, default=0.08, show_default=True)
+@click.option(
+    "--balance-window",
+    help="--rebalance local: balance the load of each BALANCE_WINDOW (e.g. 1D) instead of the whole window.",
+)
+@click.option(
+    "--rebalance-forecast",
+    default="mean",
+    show_default=True,
+    help="--rebalance local: per-key load forecast over --rebalance-history (last, decay:D, mean, percentile:N:Q...).",
+)
+@click.option("--rebalance-history", default="2D", show_default=True, help="What --rebalance-forecast reads.")
+@click.option(
+    "--state-weight", type=float, default=1.0, show_default=True, help="--rebalance local: hops per unit of state."
+)
+@click.option(
+    "--split-hot-keys",
+    is_flag=True,
+    help="--rebalance local, associative state only: split keys too heavy for any instance by neighbour server "
+    "(each part keeps a partial state; merge them downstream).",
+)
+@click.option(
+    "--forecast",
+    help="Online: balance each reconfiguration on this forecast of next window's key loads (e.g. decay:0.5).",
+)
 @click.option("--alpha", type=float, default=1.03, show_default=True)
 @click.option("--hash", "hash_engine", default="kafka", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
@@ -360,9 +406,17 @@ def replay_command(
     decay,
     min_gain,
     max_imbalance,
+    start,
+    end,
     rebalancer,
     rebalance_every,
     theta_max,
+    balance_window,
+    rebalance_forecast,
+    rebalance_history,
+    state_weight,
+    split_hot_keys,
+    forecast,
     alpha,
     hash_engine,
     as_json,
@@ -383,6 +437,13 @@ def replay_command(
         raise TraceError(f"cannot read {operators + [ts]} from the trace at {trace!r}: {exc}") from None
     if not pd.api.types.is_datetime64_any_dtype(frame[ts]):
         raise TraceError(f"timestamp column {ts!r} has type {frame[ts].dtype}; it must be a timestamp")
+    bounds = [pd.Timestamp(b) if b else None for b in (start, end)]
+    if frame[ts].dt.tz is not None:
+        bounds = [b.tz_localize("UTC") if b is not None and b.tzinfo is None else b for b in bounds]
+    if bounds[0] is not None:
+        frame = frame[frame[ts] >= bounds[0]]
+    if bounds[1] is not None:
+        frame = frame[frame[ts] < bounds[1]]
     if history is None and decay is None:
         decay = DEFAULT_DECAY
     result = replay_trace(
@@ -400,6 +461,12 @@ def replay_command(
         rebalancer=rebalancer,
         rebalance_every=rebalance_every,
         theta_max=theta_max,
+        balance_window=balance_window,
+        rebalance_forecast=rebalance_forecast,
+        rebalance_history=rebalance_history,
+        state_weight=state_weight,
+        split_hot_keys=split_hot_keys,
+        forecast=forecast,
     )
     doc = result.to_dict()
     lines = [f"{mode} replay, {len(result.windows)} windows of {period}:"]
@@ -412,7 +479,8 @@ def replay_command(
     lines.append(
         f"mean over windows after the first: locality {doc['mean_locality']:.1%} "
         f"(hash {doc['mean_hash_locality']:.1%}),"
-        f" worst imbalance {doc['mean_worst_imbalance']:.3f}"
+        f" worst imbalance {doc['mean_worst_imbalance']:.3f} (per day {doc['mean_daily_worst_imbalance']:.3f}),"
+        f" state moved per window {doc['mean_state_moved']:.1%}"
     )
     _emit(as_json, doc, "\n".join(lines))
 

@@ -11,6 +11,13 @@ gained on the window pays for the state that moves (or when balance is
 broken). Every run records its decision, so rerunning a window returns the
 same answer without publishing twice.
 
+With ``rebalance`` set, a run is a rebalancing step instead, meant for a
+finer cadence between two reconfigurations (e.g. every 6 hours on the last
+6 hours): no METIS, no new statistics; the tables in force are adjusted to
+the window's key loads by a rebalancer (``"local"`` weighs each move's
+locality on the key graph of the stored statistics plus the window's pairs),
+and the result is published with its migration plan when a key moves.
+
 Store layout added by this job (beside ``versions/`` and ``CURRENT``)::
 
     ROOT/statistics/<window>/          # blended counts after that window (KeyCounts.write)
@@ -34,9 +41,12 @@ from locality.counts import KeyCounts, blend
 from locality.engines import ENGINES
 from locality.errors import TopologyError
 from locality.evaluation import estimate_from_counts
+from locality.migration import plan_migration
 from locality.optimizer import make_fallbacks, optimize
 from locality.plots import figure_png, instance_load_figure
-from locality.reconfiguration import decide, reconfigure
+from locality.rebalance import METHODS
+from locality.rebalance.tables import rebalance_configuration
+from locality.reconfiguration import Decision, decide, reconfigure
 from locality.report import format_summary
 from locality.routing import RoutingConfiguration
 from locality.store import ConfigStore, fingerprint
@@ -82,9 +92,16 @@ class OnlineParams:
     min_gain: float = DEFAULT_MIN_GAIN
     max_imbalance: float = DEFAULT_MAX_IMBALANCE
     seed: int = 0
+    rebalance: str | None = None
+    theta_max: float = 0.08
+    state_weight: float = 1.0
 
     def __post_init__(self) -> None:
         owner = "the online job"
+        if self.rebalance is not None:
+            check_option(self.rebalance, "rebalance", owner, METHODS)
+            check_interval(self.theta_max, "theta_max", owner, lower=0.0)
+            check_interval(self.state_weight, "state_weight", owner, lower=0.0)
         check_interval(self.alpha, "alpha", owner, lower=1.0)
         check_option(self.hash, "hash", owner, ENGINES)
         check_integer(self.capacity, "capacity", owner, lower=1)
@@ -129,7 +146,7 @@ class _History:
         target = self.dir / window
         if target.is_dir():
             return KeyCounts.read(target)
-        latest = self._latest()
+        latest = self.latest()
         if decay is not None and latest is not None and latest != window and (self.dir / latest).is_dir():
             result = blend(
                 [KeyCounts.read(self.dir / latest), counts], windows=None, decay=decay, min_weight=0.1, limit=limit
@@ -141,7 +158,8 @@ class _History:
         _write_atomically(self.dir / "LATEST", lambda p: p.write_text(window))
         return result
 
-    def _latest(self) -> str | None:
+    def latest(self) -> str | None:
+        """The window whose blended counts the next run blends with (None before the first)."""
         try:
             return (self.dir / "LATEST").read_text().strip()
         except FileNotFoundError:
@@ -192,52 +210,33 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
             top_pairs=params.top_pairs,
             on_partition=stages.advance,
         )
-    with stages.stage("blend with earlier windows"):
-        blended = _History(Path(params.store)).blended(window, counts, params.decay, params.capacity)
     if params.trace.state:
         state = _state_sizes(df, keys, params.trace.state)
     else:  # a key's state defaults to its load in the window (not in the blended history)
         state = {op: counts.key_loads[op].set_index("key")["weight"] for op in keys}
-
-    with stages.stage("partition (METIS), relabel and plan"):
-        graph = blended.graph(params.top_pairs)
-        engine = next(iter(fallbacks.values())).engine
-        parameters = {"hash": engine, "decay": params.decay, "capacity": params.capacity, "window": window}
-        if current is None:
-            result = optimize(
-                graph,
-                topology,
-                fallbacks,
-                alpha=params.alpha,
-                seed=params.seed,
-                max_entries=params.max_entries,
-                parameters=parameters,
-            )
-            new, plan, raw_cost = result.config, None, None
-        else:
-            step = reconfigure(
-                graph,
-                topology,
-                current,
-                fallbacks,
-                alpha=params.alpha,
-                seed=params.seed,
-                state=state,
-                max_entries=params.max_entries,
-                parameters=parameters,
-            )
-            new, plan, raw_cost = step.config, step.plan, step.unrelabeled_cost
-            plan.from_version = previous_version
+    if params.rebalance is not None:
+        with stages.stage(f"rebalance ({params.rebalance})"):
+            new, plan, raw_cost = _rebalanced(params, current, counts, state)
+    else:
+        with stages.stage("blend with earlier windows"):
+            blended = _History(Path(params.store)).blended(window, counts, params.decay, params.capacity)
+        with stages.stage("partition (METIS), relabel and plan"):
+            new, plan, raw_cost = _reconfigured(params, current, topology, fallbacks, blended, state, window)
+    if plan is not None:
+        plan.from_version = previous_version
     before = estimate_from_counts(current, counts, counts.usable_rows) if current is not None else None
     after = estimate_from_counts(new, counts, counts.usable_rows)
-    verdict = decide(
-        before.optimized if before else None,
-        after.optimized,
-        plan,
-        alpha=params.alpha,
-        min_gain=params.min_gain,
-        max_imbalance=params.max_imbalance,
-    )
+    if params.rebalance is not None:
+        verdict = _rebalance_decision(before.optimized, after.optimized, plan)
+    else:
+        verdict = decide(
+            before.optimized if before else None,
+            after.optimized,
+            plan,
+            alpha=params.alpha,
+            min_gain=params.min_gain,
+            max_imbalance=params.max_imbalance,
+        )
 
     outcome = {
         "published": verdict.publish,
@@ -288,6 +287,71 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
     decision_file.parent.mkdir(parents=True, exist_ok=True)
     _write_atomically(decision_file, lambda p: p.write_text(json.dumps(outcome, default=str)))
     return outcome
+
+
+def _reconfigured(params: OnlineParams, current, topology, fallbacks, blended: KeyCounts, state, window: str):
+    """New tables from the blended counts: the first configuration, or one relabeled against ``current``."""
+    graph = blended.graph(params.top_pairs)
+    engine = next(iter(fallbacks.values())).engine
+    parameters = {"hash": engine, "decay": params.decay, "capacity": params.capacity, "window": window}
+    if current is None:
+        result = optimize(
+            graph,
+            topology,
+            fallbacks,
+            alpha=params.alpha,
+            seed=params.seed,
+            max_entries=params.max_entries,
+            parameters=parameters,
+        )
+        return result.config, None, None
+    step = reconfigure(
+        graph,
+        topology,
+        current,
+        fallbacks,
+        alpha=params.alpha,
+        seed=params.seed,
+        state=state,
+        max_entries=params.max_entries,
+        parameters=parameters,
+    )
+    return step.config, step.plan, step.unrelabeled_cost
+
+
+def _rebalanced(params: OnlineParams, current, counts: KeyCounts, state):
+    """The tables in force adjusted to the window's key loads (locality from the stored statistics + the window)."""
+    if current is None:
+        raise TopologyError("the store is empty: rebalancing adjusts the tables in force; reconfigure first")
+    history = _History(Path(params.store))
+    latest = history.latest()
+    pairs = [KeyCounts.read(history.dir / latest)] if latest and (history.dir / latest).is_dir() else []
+    graph = blend([*pairs, counts], windows=None).graph(params.top_pairs)
+    loads = {op: counts.key_loads[op].set_index("key")["weight"] for op in counts.operators}
+    options = {"state_weight": params.state_weight} if params.rebalance == "local" else {}
+    new, _, _ = rebalance_configuration(
+        current,
+        loads,
+        state=state,
+        graph=graph,
+        method=params.rebalance,
+        theta_max=params.theta_max,
+        table_cap=params.max_entries,
+        **options,
+    )
+    return new, plan_migration(current, new, state), None
+
+
+def _rebalance_decision(before, after, plan) -> Decision:
+    """A rebalancing step publishes whenever it moves a key (balance is its purpose, not the gain)."""
+    worst_before, worst_after = max(before.imbalance.values()), max(after.imbalance.values())
+    if plan.moved_keys == 0:
+        return Decision(False, f"nothing to rebalance: worst imbalance {worst_before:.3f} on the window", 0.0, None)
+    reason = (
+        f"rebalanced: worst imbalance {worst_before:.3f} -> {worst_after:.3f} on the window, "
+        f"locality {before.locality:.1%} -> {after.locality:.1%}"
+    )
+    return Decision(True, reason, after.locality - before.locality, None)
 
 
 def _state_sizes(df, keys: list[str], column: str) -> dict:
