@@ -27,8 +27,15 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from locality.rebalance.window import RebalanceSchedule  # noqa: E402
 from locality.replay import replay_trace  # noqa: E402
 from locality.topology import Topology  # noqa: E402
+
+
+def online(schedule: RebalanceSchedule) -> dict:
+    """The default online replay (all weeks decayed 0.85) with a rebalancer schedule."""
+    return dict(mode="online", history=None, decay=0.85, rebalancer=schedule)
+
 
 DEFAULT_TRACE = REPO.parent / "shared" / "data" / "nycflights13_tailnum_dest" / "nycflights13_tailnum_dest.parquet"
 STRATEGIES = {
@@ -43,36 +50,19 @@ STRATEGIES = {
     "online-d0.85-mixed": dict(mode="online", history=None, decay=0.85, rebalancer="mixed"),
     "online-d0.85-mixed-6h": dict(mode="online", history=None, decay=0.85, rebalancer="mixed", rebalance_every="6h"),
     "online-d0.85-forecast-decay0.5": dict(mode="online", history=None, decay=0.85, forecast="decay:0.5"),
-    # the locality-aware rebalancer (issue 11): the week's load (served + forecast of the rest, mean rate of
-    # the last 2 days), every 6 hours, moves chosen by locality lost + state moved per unit of load relieved
-    "online-d0.85-local": dict(mode="online", history=None, decay=0.85, rebalancer="local", rebalance_every="6h"),
-    "online-d0.85-local-sw0.1": dict(
-        mode="online", history=None, decay=0.85, rebalancer="local", rebalance_every="6h", state_weight=0.1
+    # the locality-aware rebalancer (issue 11), every 6 hours: each window's load (served + forecast of the
+    # rest from the mean rate of the last 2 days) within 1 + theta_max, moves chosen by the locality they
+    # lose + the state they move per unit of load relieved
+    "online-d0.85-local": online(RebalanceSchedule()),
+    "online-d0.85-local-sw0.1": online(RebalanceSchedule(state_weight=0.1)),
+    "online-d0.85-local-1h-sw0": online(RebalanceSchedule(every="1h", state_weight=0.0)),
+    "online-d0.85-local-1h-sw0.1": online(RebalanceSchedule(every="1h", state_weight=0.1)),
+    "online-d0.85-local-budget1": online(RebalanceSchedule(options={"max_cost": 1.0})),
+    "online-d0.85-local-daily": online(
+        RebalanceSchedule(every="30min", balance_window="1D", forecast="decay:0.9", history="1D")
     ),
-    "online-d0.85-local-1h-sw0": dict(
-        mode="online", history=None, decay=0.85, rebalancer="local", rebalance_every="1h", state_weight=0.0
-    ),
-    "online-d0.85-local-budget1": dict(
-        mode="online",
-        history=None,
-        decay=0.85,
-        rebalancer="local",
-        rebalance_every="6h",
-        rebalance_options={"max_cost": 1.0},
-    ),
-    "online-d0.85-local-daily": dict(
-        mode="online",
-        history=None,
-        decay=0.85,
-        rebalancer="local",
-        rebalance_every="30min",
-        balance_window="1D",
-        rebalance_forecast="decay:0.9",
-        rebalance_history="1D",
-    ),
-    "online-d0.85-local-split": dict(
-        mode="online", history=None, decay=0.85, rebalancer="local", rebalance_every="6h", split_hot_keys=True
-    ),
+    "online-d0.85-local-split": online(RebalanceSchedule(split_hot_keys=True)),
+    "online-d0.85-local-split0.25": online(RebalanceSchedule(split_hot_keys=True, split_share=0.25)),
 }
 
 

@@ -388,6 +388,11 @@ def reconfigure(
     "(each part keeps a partial state; merge them downstream).",
 )
 @click.option(
+    "--split-share",
+    type=float,
+    help="With --split-hot-keys: also split keys whose forecast exceeds this share of an instance's fair share.",
+)
+@click.option(
     "--forecast",
     help="Online: balance each reconfiguration on this forecast of next window's key loads (e.g. decay:0.5).",
 )
@@ -416,6 +421,7 @@ def replay_command(
     rebalance_history,
     state_weight,
     split_hot_keys,
+    split_share,
     forecast,
     alpha,
     hash_engine,
@@ -426,6 +432,7 @@ def replay_command(
     import pyarrow.parquet as pq
 
     from locality.errors import TraceError
+    from locality.rebalance.window import RebalanceSchedule
     from locality.replay import replay_trace
     from pipelines.online import DEFAULT_DECAY
 
@@ -446,6 +453,19 @@ def replay_command(
         frame = frame[frame[ts] < bounds[1]]
     if history is None and decay is None:
         decay = DEFAULT_DECAY
+    schedule = None
+    if rebalancer is not None:
+        schedule = RebalanceSchedule(
+            method=rebalancer,
+            every=rebalance_every,
+            balance_window=balance_window,
+            forecast=rebalance_forecast,
+            history=rebalance_history,
+            theta_max=theta_max,
+            state_weight=state_weight,
+            split_hot_keys=split_hot_keys,
+            split_share=split_share,
+        )
     result = replay_trace(
         frame,
         topology,
@@ -458,14 +478,7 @@ def replay_command(
         decay=decay,
         min_gain=min_gain,
         max_imbalance=max_imbalance,
-        rebalancer=rebalancer,
-        rebalance_every=rebalance_every,
-        theta_max=theta_max,
-        balance_window=balance_window,
-        rebalance_forecast=rebalance_forecast,
-        rebalance_history=rebalance_history,
-        state_weight=state_weight,
-        split_hot_keys=split_hot_keys,
+        rebalancer=schedule,
         forecast=forecast,
     )
     doc = result.to_dict()

@@ -17,8 +17,9 @@ window's key loads (``forecast``, :mod:`locality.forecast`) instead of the
 blended history its edges come from.
 
 Between two reconfigurations a rebalancer (``rebalancer``, any of
-:data:`locality.rebalance.METHODS`) can run every ``rebalance_every`` on each
-operator (:class:`~locality.rebalance.window.WindowRouter`): the
+:data:`locality.rebalance.METHODS`, or a whole
+:class:`~locality.rebalance.window.RebalanceSchedule`) can run every
+``rebalance_every`` on each operator (:class:`~locality.rebalance.window.WindowRouter`): the
 locality-aware ``"local"`` balances each balance window's load (what was
 served plus the forecast of the rest), the load-only ones (``"mixed"``...)
 the loads seen since the window began, to keep instances within
@@ -226,16 +227,10 @@ def replay_trace(
     decay: float | None = None,
     min_gain: float | None = None,
     max_imbalance: float | None = None,
-    rebalancer: str | None = None,
+    rebalancer: str | RebalanceSchedule | None = None,
     rebalance_every: str = "1D",
     theta_max: float = 0.08,
     table_cap: int | None = None,
-    balance_window: str | None = None,
-    rebalance_forecast: str = "mean",
-    rebalance_history: str = "2D",
-    state_weight: float = 1.0,
-    split_hot_keys: bool = False,
-    rebalance_options: Mapping | None = None,
     forecast: str | None = None,
     seed: int = 0,
 ) -> ReplayResult:
@@ -258,13 +253,13 @@ def replay_trace(
     min_gain, max_imbalance : float, optional
         Online: publish only when :func:`~locality.reconfiguration.decide`
         agrees with these thresholds (default: publish every window).
-    rebalancer : str, optional
-        A rebalancer run every ``rebalance_every`` within each window
-        (:class:`~locality.rebalance.window.RebalanceSchedule`).
-    theta_max, table_cap
-        The rebalancer's bound and table cap.
-    balance_window, rebalance_forecast, rebalance_history, state_weight, split_hot_keys, rebalance_options
-        The rebalancer's options (:class:`~locality.rebalance.window.RebalanceSchedule`).
+    rebalancer : str or RebalanceSchedule, optional
+        A rebalancer run within each window: its name (run every
+        ``rebalance_every`` with ``theta_max`` and ``table_cap``), or a whole
+        :class:`~locality.rebalance.window.RebalanceSchedule` (forecast,
+        balance window, hot-key splitting...).
+    rebalance_every, theta_max, table_cap
+        With a rebalancer named by a string: its interval, bound and table cap.
     forecast : str, optional
         Online: balance the reconfiguration on this forecast of each key's
         next-window load (:func:`locality.forecast.parse_forecast` form, e.g.
@@ -277,20 +272,9 @@ def replay_trace(
     """
     check_option(mode, "mode", "replay_trace", MODES)
     check_interval(alpha, "alpha", "replay_trace", lower=1.0)
-    schedule = None
-    if rebalancer is not None:
-        schedule = RebalanceSchedule(
-            method=rebalancer,
-            every=rebalance_every,
-            balance_window=balance_window,
-            forecast=rebalance_forecast,
-            history=rebalance_history,
-            theta_max=theta_max,
-            table_cap=table_cap,
-            state_weight=state_weight,
-            split_hot_keys=split_hot_keys,
-            options=dict(rebalance_options or {}),
-        )
+    schedule = rebalancer
+    if isinstance(rebalancer, str):
+        schedule = RebalanceSchedule(method=rebalancer, every=rebalance_every, theta_max=theta_max, table_cap=table_cap)
     load_forecast = parse_forecast(forecast) if forecast is not None else None
     ops = list(topology.operators)
     frame = trace.dropna(subset=ops).sort_values(ts, kind="stable")

@@ -77,7 +77,12 @@ class RebalanceSchedule:
     state_weight : float
         ``local``: local hops one unit of migrated state is worth.
     split_hot_keys : bool
-        Split hot keys over several instances (associative state only).
+        Split hot keys over several instances by neighbour server (associative state only).
+    split_share : float or None
+        With ``split_hot_keys``: a key is hot when its forecast for the rest of
+        the balance window exceeds this share of an instance's fair share of
+        that load. None: when it fits on no instance (under ``1 + theta_max``
+        times the mean even on the least-loaded one).
     options : mapping
         More keyword options of the rebalancer (``max_cost``, ``follow`` for
         ``local``; ``beta`` for Mixed...).
@@ -92,6 +97,7 @@ class RebalanceSchedule:
     table_cap: int | None = None
     state_weight: float = 1.0
     split_hot_keys: bool = False
+    split_share: float | None = None
     options: Mapping = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -100,6 +106,8 @@ class RebalanceSchedule:
         check_interval(self.theta_max, "theta_max", owner, lower=0.0)
         check_interval(self.state_weight, "state_weight", owner, lower=0.0)
         parse_forecast(self.forecast)
+        if self.split_share is not None:
+            check_interval(self.split_share, "split_share", owner, lower=0.0, closed="neither")
         for name in ("every", "balance_window", "history"):
             if getattr(self, name) is not None:
                 _duration(getattr(self, name), name, owner)
@@ -396,7 +404,11 @@ class WindowRouter:
         """
         planned = base + np.bincount(o.instance[keys], weights=loads, minlength=o.n_instances)
         hi = (1.0 + self.schedule.theta_max) * planned.sum() / o.n_instances
-        hot = (loads > hi - base.min()) | np.isin(keys, list(o.split))
+        if self.schedule.split_share is None:  # too heavy for the least-loaded instance
+            hot = loads > hi - base.min()
+        else:  # heavier than that share of the fair share of the load to come
+            hot = loads > self.schedule.split_share * loads.sum() / o.n_instances
+        hot |= np.isin(keys, list(o.split))
         if not hot.any():
             return keys, loads, base, options
         cold = ~hot
