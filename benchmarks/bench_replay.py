@@ -63,6 +63,10 @@ STRATEGIES = {
     ),
     "online-d0.85-local-split": online(RebalanceSchedule(split_hot_keys=True)),
     "online-d0.85-local-split0.25": online(RebalanceSchedule(split_hot_keys=True, split_share=0.25)),
+    "online-d0.85-forecast-local": dict(online(RebalanceSchedule()), forecast="decay:0.5"),
+    "online-d0.85-forecast-local-split0.25": dict(
+        online(RebalanceSchedule(split_hot_keys=True, split_share=0.25)), forecast="decay:0.5"
+    ),
 }
 
 

@@ -213,8 +213,9 @@ class WindowRouter:
             if self.warmup is not None:
                 extra.append(pd.Index(self.warmup[op].unique()))
             for part in extra:
-                if len(part):
-                    keys = keys.append(part[~part.isin(keys)])
+                new = part[~part.isin(keys)]
+                if len(new):
+                    keys = keys.append(new)
             state = _Operator(op, config, keys, keys.get_indexer(frame[op]).astype(np.int64))
             if previous is not None and op in previous:
                 state.previous = previous[op].reindex(keys).fillna(0.0).to_numpy(dtype=float)
@@ -223,7 +224,12 @@ class WindowRouter:
 
     # ------------------------------------------------------------------ routing
     def route(self, schedule: RebalanceSchedule | None = None) -> WindowRoutes:
-        """Route every row; with a ``schedule``, rebalance at the start of every interval but the first."""
+        """Route every row; with a ``schedule``, rebalance at the start of every interval but the first.
+
+        A router routes its window once (rebalancing changes where its keys are).
+        """
+        if self.consumed:
+            raise RuntimeError("this WindowRouter already routed its window; build a new one")
         routes = {o.name: np.empty(self.n_rows, dtype=np.int64) for o in self.operators}
         hashed = {o.name: o.fallback[o.codes] for o in self.operators}
         out = WindowRoutes(routes, hashed, self.config)
