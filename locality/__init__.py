@@ -16,6 +16,7 @@ from locality.partition import partition_key_graph
 from locality.placement import place_keys
 from locality.reconfiguration import decide, reconfigure
 from locality.replay import replay_trace
+from locality.router import Router
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.sketch import SpaceSaving
 from locality.store import ConfigStore
@@ -32,6 +33,7 @@ __all__ = [
     "MigrationPlan",
     "RoutingConfiguration",
     "RoutingTable",
+    "Router",
     "SpaceSaving",
     "Topology",
     "blend",

@@ -8,8 +8,10 @@ computed by the library (:class:`~locality.optimizer.LocalityOptimizer`,
 this module only loops over parameters and gathers figures.
 
 Figures put the hash baseline beside every locality and imbalance curve and
-label their axes with units. matplotlib is imported inside each figure
-function, so importing this module does not load it.
+label their axes with units. Each is a matplotlib object-API figure on its own
+Agg canvas (:func:`locality.plots.new_figure`, never ``pyplot``); a notebook
+shows it with ``display(fig)``. matplotlib is imported only when a figure is
+drawn, so importing this module does not load it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from locality._validation import check_columns, check_integer, check_interval, c
 from locality.errors import TraceError
 from locality.optimizer import LocalityOptimizer
 from locality.placement import place_keys
+from locality.plots import new_figure
 from locality.rebalance import rebalance
 from locality.rebalance._base import RebalanceProblem, instance_loads, theta
 from locality.replay import ReplayResult, windows_of
@@ -522,16 +525,10 @@ def rebalance_sweep(
 
 
 # ---------------------------------------------------------------------- figures
-def _pyplot():
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def rank_frequency_figure(curves: Mapping[str, pd.DataFrame], *, title: str):
     """Log-log rank/frequency curves (the output of :func:`rank_frequency`), one per key or key pair."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig = new_figure((6.5, 4))
+    ax = fig.subplots()
     for name, frame in curves.items():
         ax.loglog(frame["rank"], frame["count"], label=f"{name} ({len(frame):,} distinct)")
     ax.set_xlabel("rank (log)")
@@ -545,8 +542,8 @@ def rank_frequency_figure(curves: Mapping[str, pd.DataFrame], *, title: str):
 
 def concentration_figure(curves: Mapping[str, pd.DataFrame], *, title: str):
     """Share of tuples covered by the top-N pairs (the output of :func:`pair_concentration`)."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig = new_figure((6.5, 4))
+    ax = fig.subplots()
     for name, frame in curves.items():
         ax.semilogx(frame["top_n"], 100 * frame["share"], marker=".", label=name)
     ax.set_xlabel("top-N key pairs kept (log)")
@@ -561,7 +558,6 @@ def concentration_figure(curves: Mapping[str, pd.DataFrame], *, title: str):
 
 def balance_figure(stages: pd.DataFrame, *, title: str):
     """Grouped bars per operator: hash, METIS only, repaired, next window (the output of :func:`balance_stages`)."""
-    plt = _pyplot()
     columns = [
         ("hash", "hash (in-sample)", "#9e9e9e"),
         ("metis_only", "METIS only (before repair)", "#ff7f0e"),
@@ -570,7 +566,8 @@ def balance_figure(stages: pd.DataFrame, *, title: str):
         ("next_window", "tables on the next window", "#2ca02c"),
     ]
     columns = [c for c in columns if c[0] in stages.columns]
-    fig, ax = plt.subplots(figsize=(max(7.0, 2.8 * len(stages)), 4.2))
+    fig = new_figure((max(7.0, 2.8 * len(stages)), 4.2))
+    ax = fig.subplots()
     x = np.arange(len(stages))
     width = 0.8 / len(columns)
     for i, (col, label, color) in enumerate(columns):
@@ -592,8 +589,8 @@ def balance_figure(stages: pd.DataFrame, *, title: str):
 
 def table_cost_figure(sweeps: Mapping[str, pd.DataFrame], *, title: str):
     """Table entries and stored bytes against the number of servers (outputs of :func:`server_sweep`)."""
-    plt = _pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    fig = new_figure((11, 4))
+    left, right = fig.subplots(1, 2)
     for name, sweep in sweeps.items():
         prefix = f"{name}: " if name else ""
         for col in [c for c in sweep.columns if c.startswith("entries_")]:
@@ -622,8 +619,8 @@ def window_figure(
     results: Mapping[str, ReplayResult], *, title: str, in_sample: pd.DataFrame | None = None, alpha: float = 1.03
 ):
     """The paper's Figure 11 a/b: locality and worst imbalance per window, hash baseline beside each strategy."""
-    plt = _pyplot()
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True)
+    fig = new_figure((11, 6.5))
+    top, bottom = fig.subplots(2, 1, sharex=True)
     first = next(iter(results.values()))
     x = _window_x(first)
     top.plot(x, 100 * first.frame()["hash_locality"], **HASH_STYLE, marker=".", label="hash")
@@ -662,8 +659,8 @@ def window_figure(
 
 def migration_figure(results: Mapping[str, ReplayResult], *, title: str):
     """Share of state moved by each reconfiguration, with and without relabeling METIS's parts."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(11, 3.8))
+    fig = new_figure((11, 3.8))
+    ax = fig.subplots()
     for name, result in results.items():
         if result.mode != "online":
             continue
@@ -690,8 +687,8 @@ def period_figure(summary: pd.DataFrame, *, title: str, alpha: float = 1.03):
 
     ``summary`` has a ``period`` and a ``strategy`` column and the columns of :func:`replay_summary`.
     """
-    plt = _pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    fig = new_figure((11, 4))
+    left, right = fig.subplots(1, 2)
     periods = list(dict.fromkeys(summary["period"]))
     strategies = list(dict.fromkeys(summary["strategy"]))
     x = np.arange(len(periods))
@@ -731,8 +728,8 @@ def tradeoff_figure(by_theta: pd.DataFrame, by_cap: pd.DataFrame, *, title: str)
     against state moved as the table cap varies. Hash routing (no table, no
     migration, its own theta) is drawn on each panel.
     """
-    plt = _pyplot()
-    fig, (a, b, c) = plt.subplots(1, 3, figsize=(15, 4.3))
+    fig = new_figure((15, 4.3))
+    a, b, c = fig.subplots(1, 3)
     hash_theta = float(by_theta["hash_theta_next"].mean())
     for (method, cap), rows in by_theta.groupby(["method", "table_cap"], sort=False):
         label = method if cap < 0 else f"{method} (table cap {cap})"

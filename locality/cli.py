@@ -1,43 +1,134 @@
 """The ``locality`` command line: thin commands over the library and the Spark jobs.
 
-Exit codes: 0 success; 1 ran but the result needs attention (alpha
-infeasible: a key alone is heavier than an instance may carry); 2 could not
-run (bad input, bad parameters, unreadable trace). With ``--json`` exactly one
-JSON document goes to stdout; progress, logs and errors go to stderr.
+Exit codes (:class:`ExitCode`, the one place they are defined): 0 success; 1
+published, but alpha is infeasible (a key alone is heavier than an instance
+may carry: the report names it); 2 could not run (bad input, bad parameters,
+an unusable store: the message names the file, column, option or store); 70
+unexpected failure (a bug, or a Spark worker that died): a one-line message
+names the log file holding the traceback, which ``--debug`` prints on stderr
+instead; 75 the store is busy (another writer held its lock past
+``--lock-timeout``: retry later); 130 interrupted. No traceback reaches stderr
+without ``--debug``. With ``--json`` exactly one JSON document goes to stdout;
+progress, logs and errors go to stderr.
+
+``spark-submit locality_job.py COMMAND ...`` (the script at the root of the
+repository) runs the same commands inside the session spark-submit starts.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
+import os
 import sys
+import tempfile
+import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import click
 
-from locality.errors import LocalityError, TopologyError
+from locality._store_lock import DEFAULT_LOCK_TIMEOUT
+from locality.engines import ENGINES
+from locality.errors import JobError, LocalityError, StoreBusyError, StoreError, TopologyError
 
-__all__ = ["main", "cli", "EXIT_OK", "EXIT_FAIL", "EXIT_ERROR"]
-
-EXIT_OK = 0
-EXIT_FAIL = 1
-EXIT_ERROR = 2
+__all__ = ["main", "cli", "ExitCode", "EXIT_OK", "EXIT_FAIL", "EXIT_ERROR", "EXIT_CRASH", "EXIT_BUSY"]
 
 logger = logging.getLogger(__name__)
+
+
+class ExitCode(enum.IntEnum):
+    """What a ``locality`` run's exit status means (70 and 75 are sysexits.h's EX_SOFTWARE and EX_TEMPFAIL)."""
+
+    OK = 0
+    INFEASIBLE = 1  # published, but a key alone is heavier than alpha lets an instance carry
+    BAD_INPUT = 2  # could not run: the input, a parameter or the store is unusable (the message names it)
+    CRASH = 70  # unexpected failure: a bug, or a Spark worker died (traceback in the log file named)
+    BUSY = 75  # another writer held the store's lock past --lock-timeout: retry later
+    INTERRUPTED = 130  # Ctrl-C / SIGINT
+
+
+EXIT_OK = ExitCode.OK
+EXIT_FAIL = ExitCode.INFEASIBLE
+EXIT_ERROR = ExitCode.BAD_INPUT
+EXIT_CRASH = ExitCode.CRASH
+EXIT_BUSY = ExitCode.BUSY
+
+#: Where tracebacks of unexpected failures go (default: the system's temporary directory).
+LOG_DIR_VARIABLE = "LOCALITY_LOG_DIR"
+
+
+@dataclass
+class _RunState:
+    """What a run's options say about reporting failures (shared with :func:`main` through click's ``obj``)."""
+
+    debug: bool = False
 
 
 # ---------------------------------------------------------------------- shared options
 def _keys(value: str) -> list[str]:
     keys = [k.strip() for k in value.split(",") if k.strip()]
     if len(keys) < 2:
-        raise click.BadParameter(f"needs at least two comma-separated key columns (one per operator); got {value!r}")
+        raise click.BadParameter(
+            f"needs at least two comma-separated key columns (one per operator); got {value!r}", param_hint="'--keys'"
+        )
     return keys
 
 
+def _apply(command: Callable, options: list[Callable]) -> Callable:
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.ensure_object(_RunState).debug = True
+        logging.getLogger("locality").setLevel(logging.DEBUG)
+        logging.getLogger("pipelines").setLevel(logging.DEBUG)
+
+
+#: ``--debug`` (every command): tracebacks and debug logs on stderr, Spark's own logs too.
+debug_option = click.option(
+    "--debug",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_set_debug,
+    help="Print tracebacks and debug logs on stderr (and Spark's logs).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+#: ``--lock-timeout`` (commands that write a store): how long to wait for another writer of the store.
+lock_timeout_option = click.option(
+    "--lock-timeout",
+    type=float,
+    default=DEFAULT_LOCK_TIMEOUT,
+    show_default=True,
+    help="Seconds to wait for another writer of the store before failing (exit 75).",
+)
+
+
+#: ``--hash``: the engine whose own hash places the keys without a table entry.
+hash_option = click.option(
+    "--hash",
+    "hash_engine",
+    default="kafka",
+    show_default=True,
+    # A plain string, checked by the job, so that a wrong engine gets the same message as every
+    # other bad parameter (and exit code 2) from the CLI, the library and spark-submit alike.
+    help=f"The engine whose hash places keys without an entry: {', '.join(ENGINES)} "
+    "(pyflink: PyFlink's key_by; flink: Java keyBy).",
+)
+
+
 def trace_options(command: Callable) -> Callable:
-    """Options naming the trace's columns and time range."""
-    for option in reversed(
+    """Options naming the trace's columns, time range, format and encoding."""
+    return _apply(
+        command,
         [
             click.argument("trace"),
             click.option("--keys", required=True, help="Key columns in operator order, comma-separated."),
@@ -48,50 +139,54 @@ def trace_options(command: Callable) -> Callable:
             click.option(
                 "--format", "fmt", type=click.Choice(["parquet", "csv", "json"]), help="Default: from file names."
             ),
-        ]
-    ):
-        command = option(command)
-    return command
+            click.option(
+                "--encoding",
+                help="Text encoding of CSV and JSON traces (utf-8, latin-1, ascii, utf-16[-le|-be], utf-32); "
+                "default utf-8.",
+            ),
+        ],
+    )
 
 
 def optimizer_options(command: Callable) -> Callable:
     """Options of the deployment and of the optimizer, shared by optimize and reconfigure."""
-    for option in reversed(
+    return _apply(
+        command,
         [
             click.option("--servers", type=int, help="Number of servers (instances placed round-robin)."),
             click.option("--instances-per-server", type=int, default=1, show_default=True),
             click.option("--topology", "topology_file", type=click.Path(), help="JSON topology (servers, placement)."),
             click.option("--alpha", type=float, default=1.03, show_default=True, help="Per-operator bound (>= 1)."),
-            click.option(
-                "--hash", "hash_engine", default="kafka", show_default=True, help="kafka|storm|flink|spark|ring"
-            ),
+            hash_option,
             click.option("--top-pairs", type=int, help="Keep only the N heaviest key pairs per hop."),
             click.option("--capacity", type=int, default=100_000, show_default=True, help="Counters per sketch."),
             click.option("--exact", is_flag=True, help="Count exactly with Spark aggregations instead of sketches."),
             click.option("--max-entries", type=int, help="Cap on each operator's routing table."),
             click.option("--seed", type=int, default=0, show_default=True, help="METIS seed."),
-        ]
-    ):
-        command = option(command)
-    return command
+            lock_timeout_option,
+        ],
+    )
 
 
 def output_options(command: Callable) -> Callable:
-    for option in reversed(
+    """``--json``, ``-q/--quiet``, ``--master`` and ``--debug``: the options of every Spark command."""
+    return _apply(
+        command,
         [
-            click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout."),
-            click.option("--quiet", "-q", is_flag=True, help="No progress on stderr."),
+            json_option,
+            quiet_option,
             click.option("--master", help="Spark master (default: spark-submit's, else local[*])."),
-        ]
-    ):
-        command = option(command)
-    return command
+            debug_option,
+        ],
+    )
 
 
-def _trace_spec(trace, keys, weight, ts, start, end, fmt):
+def _trace_spec(trace, keys, weight, ts, start, end, fmt, encoding, **extra):
     from pipelines.trace import TraceSpec
 
-    return TraceSpec(trace, _keys(keys), weight=weight, ts=ts, start=start, end=end, format=fmt)
+    return TraceSpec(
+        trace, _keys(keys), weight=weight, ts=ts, start=start, end=end, format=fmt, encoding=encoding, **extra
+    )
 
 
 def _topology(keys: list[str], servers: int | None, instances_per_server: int, topology_file: str | None):
@@ -103,11 +198,18 @@ def _topology(keys: list[str], servers: int | None, instances_per_server: int, t
             raise click.UsageError("give either --servers (with --instances-per-server) or --topology, not both")
         try:
             doc = json.loads(Path(topology_file).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise TopologyError(f"cannot read the topology file {topology_file!r}: {exc}") from None
-        if "instances" in doc:
-            return Topology.from_counts(keys, doc["instances"], doc.get("capacities"))
-        return Topology(doc.get("servers", []), keys, doc.get("placement", {}), doc.get("capacities"))
+        if not isinstance(doc, dict):
+            raise TopologyError(
+                f"the topology file {topology_file!r} must hold a JSON object; got {type(doc).__name__}"
+            )
+        try:
+            if "instances" in doc:
+                return Topology.from_counts(keys, doc["instances"], doc.get("capacities"))
+            return Topology(doc.get("servers", []), keys, doc.get("placement", {}), doc.get("capacities"))
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            raise TopologyError(f"the topology file {topology_file!r} is not a topology: {exc}") from None
     if servers is None:
         raise click.UsageError("--servers (or --topology) is required")
     check_integer(servers, "servers", "locality optimize", lower=1)
@@ -125,7 +227,18 @@ def _emit(as_json: bool, document: dict, text: str) -> None:
 def _session(master: str | None):
     from pipelines.session import build_session
 
-    return build_session("locality", master=master)
+    debug = click.get_current_context().find_object(_RunState)
+    return build_session("locality", master=master, log_level="ERROR" if debug and debug.debug else "OFF")
+
+
+def _check_before_spark(spec, store: str | None = None) -> None:
+    """The checks that need no Spark: the trace's local files, and the store is a writable directory."""
+    from locality.store import ConfigStore
+    from pipelines.trace import check_trace
+
+    check_trace(spec)
+    if store is not None:
+        ConfigStore(store).check_writable()
 
 
 # ---------------------------------------------------------------------- commands
@@ -152,6 +265,7 @@ def optimize(
     start,
     end,
     fmt,
+    encoding,
     servers,
     instances_per_server,
     topology_file,
@@ -162,6 +276,7 @@ def optimize(
     exact,
     max_entries,
     seed,
+    lock_timeout,
     replay,
     graph_stats,
     store,
@@ -173,7 +288,7 @@ def optimize(
     from pipelines.offline import OfflineParams, run
     from pipelines.progress import Stages
 
-    spec = _trace_spec(trace, keys, weight, ts, start, end, fmt)
+    spec = _trace_spec(trace, keys, weight, ts, start, end, fmt, encoding)
     params = OfflineParams(
         trace=spec,
         topology=_topology(list(spec.keys), servers, instances_per_server, topology_file),
@@ -187,13 +302,14 @@ def optimize(
         seed=seed,
         replay=replay,
         graph_stats=graph_stats,
+        lock_timeout=lock_timeout,
     )
+    _check_before_spark(spec, store)
     spark = _session(master)
     with Stages(show=not quiet) as stages:
         result = run(spark, params, stages)
     _emit(as_json, result.report, result.summary)
-    if result.report["optimization"]["hot_keys"]:
-        sys.exit(EXIT_FAIL)
+    return ExitCode.INFEASIBLE if result.report["optimization"]["hot_keys"] else ExitCode.OK
 
 
 @cli.command()
@@ -201,15 +317,15 @@ def optimize(
 @click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
 @click.option("--version", "version", type=int, help="Version to evaluate (default: current).")
 @output_options
-def evaluate(trace, keys, weight, ts, start, end, fmt, store, version, as_json, quiet, master):
+def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version, as_json, quiet, master):
     """Replay TRACE through a stored configuration and through hash routing."""
     from locality.report import format_evaluation
     from locality.store import ConfigStore
     from pipelines.evaluate import evaluate_trace
     from pipelines.progress import Stages
-    from pipelines.trace import read_trace
+    from pipelines.trace import read_trace, spark_read_errors
 
-    spec = _trace_spec(trace, keys, weight, ts, start, end, fmt)
+    spec = _trace_spec(trace, keys, weight, ts, start, end, fmt, encoding)
     stored = ConfigStore(store).get(version)
     config = stored.config
     if len(spec.keys) != len(config.topology.operators):
@@ -217,8 +333,9 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, store, version, as_json, 
             f"version {stored.version} routes {len(config.topology.operators)} operators "
             f"{list(config.topology.operators)}; got {len(spec.keys)} key columns {list(spec.keys)}"
         )
+    _check_before_spark(spec)
     spark = _session(master)
-    with Stages(show=not quiet) as stages, stages.stage("replay"):
+    with Stages(show=not quiet) as stages, stages.stage("replay"), spark_read_errors(spec.path):
         report = evaluate_trace(read_trace(spark, spec), config, spec.keys, weight=spec.weight)
     figures = {"version": stored.version, **report.to_dict()}
     _emit(as_json, figures, "\n".join(format_evaluation(figures, f"version {stored.version} on {trace}")))
@@ -265,6 +382,7 @@ def reconfigure(
     start,
     end,
     fmt,
+    encoding,
     store,
     window,
     newest_files,
@@ -285,6 +403,7 @@ def reconfigure(
     exact,
     max_entries,
     seed,
+    lock_timeout,
     as_json,
     quiet,
     master,
@@ -296,27 +415,16 @@ def reconfigure(
     run adjusts the tables in force to the window's loads (no METIS, no new statistics) and publishes
     when a key moves.
     """
+    import dataclasses
+
     from pipelines.online import DEFAULT_DECAY, OnlineParams, run
     from pipelines.progress import Stages
-    from pipelines.trace import TraceSpec, last_window
+    from pipelines.trace import last_window, window_length
 
-    spec = TraceSpec(
-        trace,
-        _keys(keys),
-        weight=weight,
-        ts=ts,
-        start=start,
-        end=end,
-        format=fmt,
-        state=state_column,
-        newest=newest_files,
-    )
+    spec = _trace_spec(trace, keys, weight, ts, start, end, fmt, encoding, state=state_column, newest=newest_files)
     topology = None
     if servers is not None or topology_file:
         topology = _topology(list(spec.keys), servers, instances_per_server, topology_file)
-    spark = _session(master)
-    if window:
-        spec = last_window(spark, spec, window)
     params = OnlineParams(
         trace=spec,
         store=store,
@@ -334,7 +442,14 @@ def reconfigure(
         rebalance=rebalancer,
         theta_max=theta_max,
         state_weight=state_weight,
+        lock_timeout=lock_timeout,
     )
+    if window:
+        window_length(spec, window)
+    _check_before_spark(spec, store)
+    spark = _session(master)
+    if window:
+        params = dataclasses.replace(params, trace=last_window(spark, spec, window))
     with Stages(show=not quiet) as stages:
         outcome = run(spark, params, stages)
     verb = "published version" if outcome["published"] else "kept version"
@@ -397,8 +512,10 @@ def reconfigure(
     help="Online: balance each reconfiguration on this forecast of next window's key loads (e.g. decay:0.5).",
 )
 @click.option("--alpha", type=float, default=1.03, show_default=True)
-@click.option("--hash", "hash_engine", default="kafka", show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@hash_option
+@json_option
+@quiet_option
+@debug_option
 def replay_command(
     trace,
     keys,
@@ -426,6 +543,7 @@ def replay_command(
     alpha,
     hash_engine,
     as_json,
+    quiet,
 ):
     """Walk TRACE window by window: locality, imbalance and migration cost on data the tables did not see."""
     import pandas as pd
@@ -435,6 +553,7 @@ def replay_command(
     from locality.rebalance.window import RebalanceSchedule
     from locality.replay import replay_trace
     from pipelines.online import DEFAULT_DECAY
+    from pipelines.progress import Stages
 
     operators = _keys(keys)
     topology = _topology(operators, servers, instances_per_server, None)
@@ -466,21 +585,22 @@ def replay_command(
             split_hot_keys=split_hot_keys,
             split_share=split_share,
         )
-    result = replay_trace(
-        frame,
-        topology,
-        ts=ts,
-        period=period,
-        mode=mode,
-        alpha=alpha,
-        fallback=hash_engine,
-        history=history,
-        decay=decay,
-        min_gain=min_gain,
-        max_imbalance=max_imbalance,
-        rebalancer=schedule,
-        forecast=forecast,
-    )
+    with Stages(show=not quiet) as stages, stages.stage(f"{mode} replay"):
+        result = replay_trace(
+            frame,
+            topology,
+            ts=ts,
+            period=period,
+            mode=mode,
+            alpha=alpha,
+            fallback=hash_engine,
+            history=history,
+            decay=decay,
+            min_gain=min_gain,
+            max_imbalance=max_imbalance,
+            rebalancer=schedule,
+            forecast=forecast,
+        )
     doc = result.to_dict()
     lines = [f"{mode} replay, {len(result.windows)} windows of {period}:"]
     for w in result.windows:
@@ -500,15 +620,31 @@ def replay_command(
 
 @cli.command()
 @click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@json_option
+@debug_option
 def show(store, as_json):
-    """List the versions of a store, the current one first-marked, with their summaries."""
+    """List the versions of a store (* marks the current one) and the history of CURRENT: what, when and why.
+
+    Exits with 2 after the listing when the current version cannot be used (CURRENT damaged, or a file of the
+    version truncated or altered: the message names it).
+    """
     from locality.store import ConfigStore
 
     config_store = ConfigStore(store)
-    current = config_store.current_version()
+    if not config_store.root.is_dir():
+        raise StoreError(f"there is no store at {store}" + (": it is a file" if config_store.root.exists() else ""))
+    damage = None
+    try:
+        current = config_store.current_version()
+        if current is not None:
+            _ = config_store.get().config  # CURRENT names a version; sizes, checksums, every table read
+    except LocalityError as exc:
+        current, damage = None, exc
     versions = [config_store.get(v).manifest for v in config_store.versions()]
-    lines = [f"store {store}: {len(versions)} versions, current {current}"]
+    history = config_store.history()
+    since = next((e for e in reversed(history) if e["version"] == current), None) if damage is None else None
+    why = f" since {since.get('at')} ({since.get('action')}: {since.get('reason')})" if since else ""
+    lines = [f"store {store}: {len(versions)} versions, current {current if damage is None else 'DAMAGED'}{why}"]
     for manifest in versions:
         mark = "*" if manifest["version"] == current else " "
         summary = manifest.get("summary", {})
@@ -516,7 +652,87 @@ def show(store, as_json):
         if "locality" in summary:
             figures = f"locality {summary['locality']:.1%} (hash {summary['hash_locality']:.1%})"
         lines.append(f"{mark} {manifest['version']:>4}  {manifest['created']}  {manifest.get('job', '')}  {figures}")
-    _emit(as_json, {"store": store, "current": current, "versions": versions}, "\n".join(lines))
+    if history:
+        lines.append("history of CURRENT (oldest first):")
+        for entry in history:
+            lines.append(
+                f"  {entry.get('at', '?')}  -> {entry['version']:>4}  (from {entry.get('previous')})  "
+                f"{entry.get('action', '')}: {entry.get('reason', '')}"
+            )
+    document = {
+        "store": store,
+        "current": current,
+        "damaged": None if damage is None else str(damage),
+        "versions": versions,
+        "history": history,
+    }
+    _emit(as_json, document, "\n".join(lines))
+    if damage is not None:
+        raise damage
+
+
+@cli.command()
+@click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
+@click.option("--to", "version", type=int, required=True, help="The version to make current.")
+@click.option("--reason", help="Why (recorded in the store's history).")
+@lock_timeout_option
+@json_option
+@debug_option
+def rollback(store, version, reason, lock_timeout, as_json):
+    """Make an earlier (or any existing) version current again, explicitly; the move is recorded in the history."""
+    from locality.store import ConfigStore
+
+    config_store = ConfigStore(store, lock_timeout=lock_timeout, job="locality rollback")
+    if not config_store.root.is_dir():
+        raise StoreError(f"there is no store at {store}")
+    result = config_store.rollback(version, reason=reason)
+    document = {"store": store, "current": result.current_version, "previous": result.previous_version}
+    moved = "already current" if result.previous_version == version else f"was {result.previous_version}"
+    _emit(as_json, document, f"current version of {store}: {version} ({moved})")
+
+
+@cli.command()
+@click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
+@click.option("--operator", required=True, help="The operator whose table to export.")
+@click.option("--out", "out", required=True, type=click.Path(), help="The file to write.")
+@click.option("--version", "version", type=int, help="Version to export (default: current).")
+@json_option
+@debug_option
+def export(store, operator, out, version, as_json):
+    """Write one operator's table as the file a JVM job loads: Storm (--hash storm) or Flink (flink, pyflink).
+
+    Kafka and Spark jobs follow the store through ``locality.Router`` instead (docs/engines/).
+    """
+    from locality.engines.flink import write_routing_file
+    from locality.engines.storm import write_grouping_file
+    from locality.store import ConfigStore
+
+    stored = ConfigStore(store).get(version)
+    config = stored.config
+    if operator not in config.tables:
+        raise click.BadParameter(
+            f"version {stored.version} has operators {list(config.tables)}", param_hint="'--operator'"
+        )
+    table = config.tables[operator]
+    engine = table.fallback.engine
+    writers = {"storm": write_grouping_file, "flink": write_routing_file, "pyflink": write_routing_file}
+    if engine not in writers:
+        raise click.UsageError(
+            f"the tables of version {stored.version} fall back to {engine!r}; only Storm and Flink jobs load a file "
+            "(a Kafka or Spark job follows the store through locality.Router: see docs/engines/)"
+        )
+    writers[engine](table, out)
+    document = {
+        "store": store,
+        "version": stored.version,
+        "operator": operator,
+        "engine": engine,
+        "entries": len(table),
+        "file": out,
+    }
+    _emit(
+        as_json, document, f"wrote {len(table):,} {engine} entries of {operator!r} (version {stored.version}) to {out}"
+    )
 
 
 @cli.command()
@@ -569,23 +785,60 @@ def demo(workdir, rows, servers, as_json, quiet, master):
 
 # ---------------------------------------------------------------------- entry point
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; map locality's errors to exit code 2 with the message on stderr."""
+    """Run the CLI and turn every outcome into its :class:`ExitCode`, with a one-line message on stderr.
+
+    Errors of the input (:class:`~locality.errors.LocalityError`) print their
+    message; anything else is an unexpected failure whose traceback goes to a
+    log file the message names (or to stderr with ``--debug``).
+    """
+    state = _RunState()
     try:
-        cli.main(args=argv, prog_name="locality", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="locality", standalone_mode=False, obj=state)
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
         exc.show()
-        return EXIT_ERROR
-    except click.Abort:
-        click.echo("aborted", err=True)
-        return EXIT_ERROR
+        return ExitCode.BAD_INPUT
+    except (click.Abort, KeyboardInterrupt):
+        click.echo("locality: interrupted", err=True)
+        return ExitCode.INTERRUPTED
+    except StoreBusyError as exc:
+        return _report(state, exc, f"locality: {exc}", ExitCode.BUSY)
     except LocalityError as exc:
-        click.echo(f"error: {exc}", err=True)
-        return EXIT_ERROR
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return EXIT_OK
+        return _report(state, exc, f"error: {exc}", ExitCode.BAD_INPUT)
+    except Exception as exc:  # the one place an unexpected failure becomes an exit code
+        what = "failed" if isinstance(exc, JobError) else f"unexpected failure: {type(exc).__name__}:"
+        return _report(state, exc, f"locality: {what} {_first_line(exc)}", ExitCode.CRASH, log=True)
+    return int(code or 0)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else repr(exc))[:300]
+
+
+def _report(state: _RunState, exc: BaseException, message: str, code: ExitCode, log: bool = False) -> int:
+    """Print ``message`` (one line) on stderr; the traceback goes to stderr with --debug, else (``log``) to a file."""
+    if state.debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    elif log:
+        message += f" (traceback in {_log_traceback(exc)}; --debug prints it here)"
+    click.echo(message, err=True)
+    return code
+
+
+def _log_traceback(exc: BaseException) -> str:
+    """Write the traceback of ``exc`` to a new log file and return its path (or why it could not)."""
+    directory = Path(os.environ.get(LOG_DIR_VARIABLE) or tempfile.gettempdir())
+    path = directory / f"locality-{datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}.log"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as fh:
+            fh.write(f"locality {' '.join(sys.argv[1:])}\n")
+            traceback.print_exception(exc, file=fh)
+    except OSError as error:
+        return f"no log: {path} could not be written ({error.strerror})"
+    return str(path)
 
 
 if __name__ == "__main__":

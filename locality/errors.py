@@ -4,6 +4,11 @@ Every error a user can cause derives from :class:`LocalityError`, so a scheduler
 or the CLI can catch "the input was wrong" apart from a bug. Parameter errors
 also derive from ``ValueError`` and ``TypeError`` (scikit-learn's convention),
 so callers that already catch those keep working.
+
+:class:`JobError` is the exception that is *not* a :class:`LocalityError`: a
+job that failed for a reason outside its input (a Spark worker died, memory
+ran out). Rerunning the same job may succeed; the CLI reports it with the exit
+code of unexpected failures and keeps the traceback in a log file.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ __all__ = [
     "TraceError",
     "SerializationError",
     "StoreError",
+    "StoreBusyError",
+    "JobError",
 ]
 
 
@@ -43,3 +50,19 @@ class SerializationError(LocalityError, ValueError):
 
 class StoreError(LocalityError):
     """The configuration store is missing, damaged, or has no such version."""
+
+
+class StoreBusyError(StoreError):
+    """Another process holds the store's writer lock and did not release it within the timeout.
+
+    The message names the holder (pid, host, command) and since when it holds
+    the lock. Retrying later is the remedy, so the CLI gives it an exit code of
+    its own (see ``locality.cli.ExitCode``).
+    """
+
+
+class JobError(Exception):
+    """A job failed for a reason outside its input: a Spark worker died, an executor ran out of memory.
+
+    Nothing was published. The message says what died; rerunning may succeed.
+    """

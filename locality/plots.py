@@ -1,32 +1,53 @@
 """Plots a person reads at a glance; the hash baseline is always drawn beside the result.
 
-matplotlib is imported inside each function, so importing locality never
-loads it; the backend is left to the caller (inline in notebooks, Agg headless).
+Every figure is a :class:`matplotlib.figure.Figure` on its own Agg canvas
+(matplotlib's object API), never a ``pyplot`` figure: ``pyplot`` keeps global
+state (a figure manager, a backend chosen once per process, a REPL display
+hook), none of which a job needs. An object-API figure is freed when dropped,
+renders to PNG anywhere, and a notebook shows it inline with ``display(fig)``
+(after ``%matplotlib inline``). matplotlib is imported inside the functions,
+so importing locality never loads it.
+
+matplotlib still reads ``sys.modules["IPython"]`` once, when it makes its
+first canvas: do not draw while another thread may be importing IPython (the
+offline job draws after its graph-statistics thread is done, see
+``pipelines/offline.py``).
+
+References
+----------
+.. [1] matplotlib, "Embedding in a web application server (Flask)":
+   https://matplotlib.org/stable/gallery/user_interfaces/web_application_server_sgskip.html
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from locality.evaluation import EvaluationReport
 
-__all__ = ["instance_load_figure", "locality_figure", "figure_png"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["new_figure", "instance_load_figure", "locality_figure", "figure_png"]
 
 
-def _pyplot():
-    # The backend is the caller's: inline in a notebook, a window on a desktop, Agg on a headless
-    # server (matplotlib falls back to it on its own when no display is available).
-    import matplotlib.pyplot as plt
+def new_figure(figsize: tuple[float, float]) -> Figure:
+    """An empty figure on its own Agg canvas (no pyplot, no global state): add axes with ``fig.subplots``."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    return plt
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def instance_load_figure(
     report: EvaluationReport, shares: Mapping[str, Sequence[float]] | None = None, alpha: float | None = None
-):
+) -> Figure:
     """Per-instance load relative to the fair share, hash vs optimized, one panel per operator.
 
     Parameters
@@ -37,9 +58,9 @@ def instance_load_figure(
     alpha : float, optional
         Draws the balance bound as a dashed line.
     """
-    plt = _pyplot()
     ops = list(report.optimized.instance_loads)
-    fig, axes = plt.subplots(1, len(ops), figsize=(5.5 * len(ops), 3.6), squeeze=False)
+    fig = new_figure((5.5 * len(ops), 3.6))
+    axes = fig.subplots(1, len(ops), squeeze=False)
     for ax, op in zip(axes[0], ops):
         opt = np.asarray(report.optimized.instance_loads[op])
         hsh = np.asarray(report.hash.instance_loads[op])
@@ -79,9 +100,8 @@ def locality_figure(
     ax=None,
 ):
     """Locality (%) against ``x`` for several configurations, with hash routing as a dashed grey line."""
-    plt = _pyplot()
     if ax is None:
-        _, ax = plt.subplots(figsize=(6.5, 3.8))
+        ax = new_figure((6.5, 3.8)).subplots()
     for name, values in series.items():
         ax.plot(x, 100 * np.asarray(values, dtype=float), marker="o", label=name)
     ax.plot(x, 100 * np.asarray(hash_locality, dtype=float), linestyle="--", color="grey", marker=".", label="hash")
@@ -94,10 +114,8 @@ def locality_figure(
     return ax
 
 
-def figure_png(fig, dpi: int = 110) -> bytes:
-    """The figure as PNG bytes (and the figure closed)."""
-    plt = _pyplot()
+def figure_png(fig: Figure, dpi: int = 110) -> bytes:
+    """The figure as PNG bytes, rendered by the Agg canvas."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
-    plt.close(fig)
     return buffer.getvalue()

@@ -29,7 +29,15 @@ def format_evaluation(figures: Mapping, title: str) -> list[str]:
 def format_summary(report: Mapping) -> str:
     """A short text summary of an ``optimize`` / ``reconfigure`` report."""
     lines = []
-    if "version" in report:
+    if report.get("reused"):
+        version, current = report["version"], report.get("current_version")
+        where = (
+            "it is current"
+            if version == current
+            else f"CURRENT stays at {current} (`locality rollback --store STORE --to {version}` moves it back)"
+        )
+        lines.append(f"nothing published: version {version} was made from the same input and parameters; {where}")
+    elif "version" in report:
         lines.append(f"version {report['version']} (previous {report.get('previous_version')})")
     counting = report.get("counting")
     if counting:

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from locality.engines import FallbackHash, fallback_from_dict
+from locality.engines.keys import key_columns
 from locality.errors import InvalidParameterError, SerializationError
 from locality.graph import KeyGraph
 from locality.placement import Placement, server_connections
@@ -53,6 +55,12 @@ class RoutingTable:
         The engine's own routing for keys not in the table.
     entries : mapping of key -> instance, or pandas Series indexed by key
         Entries equal to the fallback are dropped on construction.
+
+    Notes
+    -----
+    A table is not changed after construction, and its lookups (a dict, and
+    an int64 hash index for batches of integer keys) are built in the
+    constructor, so any number of threads may route through one table.
     """
 
     def __init__(self, operator: str, fallback: FallbackHash, entries: Mapping | pd.Series | None = None) -> None:
@@ -74,26 +82,109 @@ class RoutingTable:
             keep = series.to_numpy() != fallback.instances_of(series.index.to_numpy(dtype=object))
             series = series[keep]
         self.entries: pd.Series = series
+        self._build_lookups()
 
-    def route(self, key) -> int:
-        """Instance of ``key``: its entry, else the fallback hash."""
-        try:
-            return int(self.entries.loc[key])
-        except (KeyError, TypeError):
-            return self.fallback.instance_of(key)
+    def _build_lookups(self) -> None:
+        """Build the lookup structures once, so that readers on any thread only read them.
 
-    def route_many(self, keys) -> np.ndarray:
-        """Instances of an array of keys (vectorized: one index lookup, one hash pass for the misses)."""
-        keys = np.asarray(keys, dtype=object) if not isinstance(keys, np.ndarray) else keys
-        out = np.empty(len(keys), dtype=np.int64)
-        if len(self.entries):
-            pos = self.entries.index.get_indexer(keys)
-            hit = pos >= 0
-            out[hit] = self.entries.to_numpy()[pos[hit]]
-        else:
-            hit = np.zeros(len(keys), dtype=bool)
-        if (~hit).any():
-            out[~hit] = self.fallback.instances_of(keys[~hit])
+        A dict serves single keys, and batches of strings too: Python's dict is
+        already a hash table of str objects with cached hashes, probed from C
+        through ``map(dict.get, ...)``. Batches of integers probe an int64 hash
+        table (a pandas index, its table built here rather than lazily under
+        concurrent readers) without making a Python int per key.
+        """
+        keys = self.entries.index
+        self._kind = _key_kind(keys[0]) if len(keys) else None
+        instances = self.entries.to_numpy(dtype=np.int64)
+        self._by_key: dict = dict(zip(keys.tolist(), instances.tolist()))
+        if self._kind == "integer":
+            self._instances = instances
+            self._int_index = pd.Index(keys.to_numpy(dtype=np.int64))
+            self._int_index.get_indexer(self._int_index[:1])  # populates the hash table now
+
+    @property
+    def key_kind(self) -> str | None:
+        """``"string"`` or ``"integer"``: the type of the table's keys (None for an empty table)."""
+        return self._kind
+
+    def __getstate__(self) -> dict:
+        # pickles (Spark shipping a table to executors) hold the entries, not the lookups
+        return {"operator": self.operator, "fallback": self.fallback, "entries": self.entries}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._build_lookups()
+
+    def route(self, key: str | int) -> int:
+        """Instance of ``key``: its entry, else the fallback hash.
+
+        Raises
+        ------
+        InvalidParameterError
+            If ``key`` is not a str or an int the fallback takes.
+        """
+        # bool is an int that equals 0 or 1: it must not find the entries of 0 and 1
+        if isinstance(key, (str, int, np.integer)) and not isinstance(key, bool):
+            instance = self._by_key.get(key)
+            if instance is not None:
+                return instance
+        return self.fallback.instance_of(key)
+
+    def route_many(self, keys: Iterable[str | int] | np.ndarray | pd.Series | pa.Array) -> np.ndarray:
+        """Instances of a batch of keys: one hash-table probe, then the fallback hash for the misses.
+
+        Gives exactly ``[self.route(k) for k in keys]``.
+
+        Parameters
+        ----------
+        keys : sequence of str and int, numpy array, pandas Series or pyarrow Array
+            The containers and key types :meth:`FallbackHash.instances_of` takes.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (len(keys),)
+
+        Raises
+        ------
+        InvalidParameterError
+            If a key has another type or is null (the message gives its position).
+        """
+        if self._kind == "string" and isinstance(keys, (list, np.ndarray)):
+            try:  # probe the dict with the objects as they come, without a trip through Arrow
+                return self._route_strings(keys, keys)
+            except TypeError:
+                pass  # a key that is not a str or an int: key_columns below names it and its position
+        cols = key_columns(keys, "RoutingTable.route_many")
+        out = np.empty(cols.n, dtype=np.int64)
+        for kind, column, rows in (("string", cols.strings, cols.string_rows), ("integer", cols.ints, cols.int_rows)):
+            if column is not None and len(column):
+                out[slice(None) if rows is None else rows] = self._route_column(kind, column)
+        return out
+
+    def _route_column(self, kind: str, column: pa.LargeStringArray | np.ndarray) -> np.ndarray:
+        """Instances of valid keys of one kind (Arrow strings or int64)."""
+        if kind != self._kind:  # an empty table, or keys of the other kind: no entry can match
+            return self.fallback.instances_of(column)
+        if kind == "string":
+            return self._route_strings(column.to_numpy(zero_copy_only=False), column)
+        position = self._int_index.get_indexer(column)
+        out = np.where(position >= 0, self._instances[position], -1)
+        return self._fall_back(out, column)
+
+    def _route_strings(self, objects: Iterable, keys: list | np.ndarray | pa.Array) -> np.ndarray:
+        """Probe the dict from C with ``objects``; ``keys`` holds the same keys for the fallback."""
+        out = np.fromiter(map(self._by_key.get, objects, repeat(-1)), dtype=np.int64, count=len(keys))
+        return self._fall_back(out, keys)
+
+    def _fall_back(self, out: np.ndarray, keys: list | np.ndarray | pa.Array) -> np.ndarray:
+        """Fill the misses (-1) of ``out`` with the fallback's instances of those keys (which checks them)."""
+        miss = np.flatnonzero(out < 0)
+        if miss.size:
+            if isinstance(keys, list):
+                keys = [keys[i] for i in miss.tolist()]
+            else:
+                keys = keys.take(miss) if isinstance(keys, pa.Array) else keys[miss]
+            out[miss] = self.fallback.instances_of(keys)
         return out
 
     def __len__(self) -> int:

@@ -1,25 +1,45 @@
-"""The configuration store: numbered, immutable versions and an atomically moved ``CURRENT`` pointer.
+"""The configuration store: numbered, immutable versions, an atomically moved ``CURRENT`` pointer, one writer.
 
 Layout of a store rooted at ``ROOT``::
 
     ROOT/CURRENT                      # text: the number of the current version
-    ROOT/versions/000007/manifest.json      # version, created, fingerprint, parameters, files
+    ROOT/LOCK                         # the writers' lock file (never delete it); holds the holder's pid
+    ROOT/history.jsonl                # one line per move of CURRENT: version, previous, when, action, reason
+    ROOT/versions/000007/manifest.json      # version, created, fingerprint, files, checksums, metadata
     ROOT/versions/000007/configuration/     # RoutingConfiguration.write(): header.json,
                                             #   configuration.json, tables/NN.parquet
     ROOT/versions/000007/<artifacts>        # report.json, report.txt, load.png, migration_plan.json ...
+    ROOT/<job state>/...              # e.g. the online job's statistics/ and decisions/ (write_atomically)
 
-Publishing writes everything into ``versions/.tmp-<random>``, renames that
-directory to the next number (a directory rename is atomic on POSIX file
-systems and HDFS), then replaces ``CURRENT`` through a temporary file and
-``os.replace``. A failure at any point leaves the previous current version
-intact and readable; what a killed run leaves behind is either a hidden
-``.tmp-*`` directory (removed by the next publish) or a complete version that
-is not current. A publish whose fingerprint (input + parameters) matches an
-existing version creates nothing new and points ``CURRENT`` at that version,
-so reruns are idempotent.
+**One writer at a time.** Every write happens while holding an exclusive
+``fcntl.flock`` on ``ROOT/LOCK`` (:mod:`locality._store_lock`): a second writer (another process, or
+another thread of this one) waits up to ``lock_timeout`` seconds, then fails
+with :class:`~locality.errors.StoreBusyError` naming the holder. The kernel
+releases the lock when its holder dies, even by ``kill -9``, so a crash never
+leaves the store locked. Readers never take the lock: everything they read is
+either immutable (a numbered version) or replaced by an atomic rename.
 
-One writer per store at a time (the nightly and online jobs of one pipeline
-are scheduled, not concurrent); readers may run any time.
+**Publishing**, under the lock: remove what an interrupted writer left
+(``.tmp-*`` entries; only the lock holder may, since only it knows no writer
+is using them), write the version into ``versions/.tmp-<random>``, fsync every
+file, rename the directory to the next number and fsync ``versions/`` (a
+rename is atomic on POSIX file systems, and durable once its directory is
+synced: :mod:`locality._durable`), replace ``CURRENT`` through a synced temporary file and
+``os.replace``, fsync ``ROOT``, append a line to ``history.jsonl``. A kill at
+any point leaves the previous current version current and whole; what it
+leaves behind is a ``.tmp-*`` entry (removed by the next writer), a complete
+version that never became current, or a move of ``CURRENT`` missing from the
+history (recorded by the next writer).
+
+**Reruns never roll back.** A publish whose fingerprint (input + parameters)
+matches an existing version writes nothing and leaves ``CURRENT`` where it is,
+even when that version is older than the current one: moving back is
+explicit, with :meth:`ConfigStore.rollback` (``locality rollback``).
+
+**Damage is named.** The manifest records the size and SHA-256 of every file
+of the version; reading a configuration checks them first, so a truncated or
+altered table raises :class:`~locality.errors.SerializationError` naming the
+file instead of routing with half a table.
 """
 
 from __future__ import annotations
@@ -28,24 +48,30 @@ import hashlib
 import json
 import logging
 import os
-import shutil
+import sys
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from locality._durable import as_bytes, checksums, fsync, fsync_tree, remove, write_bytes
+from locality._store_lock import DEFAULT_LOCK_TIMEOUT, WriterLock
 from locality.errors import SerializationError, StoreError
 from locality.routing import RoutingConfiguration
 
-__all__ = ["ConfigStore", "StoredVersion", "PublishResult", "fingerprint"]
+__all__ = ["ConfigStore", "StoredVersion", "PublishResult", "fingerprint", "DEFAULT_LOCK_TIMEOUT"]
 
 logger = logging.getLogger(__name__)
 
 _CURRENT = "CURRENT"
+_LOCK = "LOCK"
+_HISTORY = "history.jsonl"
 _VERSIONS = "versions"
 _MANIFEST = "manifest.json"
 _CONFIG_DIR = "configuration"
+_TMP = ".tmp-"
 
 
 def fingerprint(inputs: Iterable[tuple[str, int, int]], parameters: Mapping) -> str:
@@ -55,6 +81,10 @@ def fingerprint(inputs: Iterable[tuple[str, int, int]], parameters: Mapping) -> 
         digest.update(f"{path}\0{size}\0{mtime}\n".encode())
     digest.update(json.dumps(parameters, sort_keys=True, default=str).encode())
     return digest.hexdigest()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)
@@ -67,54 +97,119 @@ class StoredVersion:
 
     @property
     def config(self) -> RoutingConfiguration:
-        """The routing configuration, read from its Parquet tables."""
-        return RoutingConfiguration.read(self.path / _CONFIG_DIR)
+        """The routing configuration, read from its Parquet tables after checking their sizes and checksums.
+
+        Raises
+        ------
+        SerializationError
+            A file of the configuration is missing, truncated, altered or unreadable; the message names it.
+        """
+        self.verify(_CONFIG_DIR)
+        try:
+            return RoutingConfiguration.read(self.path / _CONFIG_DIR)
+        except SerializationError as exc:
+            raise SerializationError(f"version {self.version} of the store is damaged: {exc}") from None
+
+    def verify(self, under: str = "") -> None:
+        """Check the files recorded in the manifest (all, or those under ``under``) against their size and SHA-256.
+
+        Versions published before the manifest recorded checksums pass unchecked.
+        """
+        for name, expected in self.manifest.get("checksums", {}).items():
+            if under and not name.startswith(f"{under}/"):
+                continue
+            path = self.path / name
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                raise SerializationError(
+                    f"version {self.version} of the store is damaged: cannot read {path}: {exc.strerror}"
+                ) from None
+            if len(data) != expected["size"]:
+                raise SerializationError(
+                    f"version {self.version} of the store is damaged: {path} has {len(data):,} bytes, "
+                    f"its manifest recorded {expected['size']:,} (truncated or rewritten)"
+                )
+            if hashlib.sha256(data).hexdigest() != expected["sha256"]:
+                raise SerializationError(
+                    f"version {self.version} of the store is damaged: {path} does not match its manifest's SHA-256"
+                )
 
     def read_json(self, name: str) -> dict:
         """An artifact stored as JSON (e.g. ``report.json``, ``migration_plan.json``)."""
+        path = self.path / name
         try:
-            return json.loads((self.path / name).read_text())
+            return json.loads(path.read_text())
         except FileNotFoundError:
             raise StoreError(f"version {self.version} has no {name!r}") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise SerializationError(f"version {self.version} of the store is damaged: {path}: {exc}") from None
 
 
 @dataclass(frozen=True)
 class PublishResult:
-    """What :meth:`ConfigStore.publish` did."""
+    """What :meth:`ConfigStore.publish` did.
+
+    ``version`` is the version made from the fingerprint (new, or found);
+    ``previous_version`` and ``current_version`` are what ``CURRENT`` named
+    before and after. A rerun of an older input has ``created=False`` and
+    ``version != current_version``: nothing moved.
+    """
 
     version: int
     previous_version: int | None
     created: bool
+    current_version: int | None
 
 
 class ConfigStore:
-    """A directory of versioned routing configurations (see the module docstring for the layout).
+    """A directory of versioned routing configurations (see the module docstring for the layout and protocol).
 
     Parameters
     ----------
     root : str or Path
-        The store's directory; created on the first publish.
+        The store's directory; created on the first write.
+    lock_timeout : float, default 300
+        Seconds a write waits for another writer before raising
+        :class:`~locality.errors.StoreBusyError`.
+    job : str, optional
+        What this writer is, recorded in the lock file and the history
+        (default: the command line).
     """
 
-    def __init__(self, root: str | os.PathLike) -> None:
+    def __init__(
+        self, root: str | os.PathLike, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, job: str | None = None
+    ) -> None:
         self.root = Path(root)
+        self.lock_timeout = float(lock_timeout)
+        self.job = job or " ".join([Path(sys.argv[0]).name, *sys.argv[1:3]]).strip()
 
-    # ------------------------------------------------------------------ reading
+    # ------------------------------------------------------------------ reading (never locked)
     def versions(self) -> list[int]:
         """Numbers of the complete versions, oldest first."""
-        directory = self.root / _VERSIONS
-        if not directory.is_dir():
-            return []
-        return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit() and (p / _MANIFEST).is_file())
+        return [n for n, path in self._numbered() if (path / _MANIFEST).is_file()]
 
     def current_version(self) -> int | None:
-        """The version ``CURRENT`` points at, or None for an empty store."""
+        """The version ``CURRENT`` points at, or None for an empty store.
+
+        Raises
+        ------
+        StoreError
+            The store path is not a directory, or ``CURRENT`` does not hold a version number.
+        """
+        self._check_is_directory()
+        path = self.root / _CURRENT
         try:
-            text = (self.root / _CURRENT).read_text().strip()
+            text = path.read_text().strip()
         except FileNotFoundError:
             return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StoreError(f"{path} is damaged: {exc}") from None
         if not text.isdigit():
-            raise StoreError(f"{self.root / _CURRENT} is damaged: {text!r} is not a version number")
+            raise StoreError(
+                f"{path} is damaged: {text[:40]!r} is not a version number; versions: {self.versions()} "
+                f"(`locality rollback --store {self.root} --to N` repairs it)"
+            )
         return int(text)
 
     def get(self, version: int | None = None) -> StoredVersion:
@@ -123,19 +218,30 @@ class ConfigStore:
         Raises
         ------
         StoreError
-            The store is empty or has no such version.
+            The store is missing or empty, ``CURRENT`` is damaged, or there is no such version.
+        SerializationError
+            The version's manifest is damaged.
         """
         if version is None:
             version = self.current_version()
             if version is None:
                 raise StoreError(f"the store {self.root} has no published version yet")
+            if not (self._version_dir(version) / _MANIFEST).is_file():
+                raise StoreError(
+                    f"{self.root / _CURRENT} names version {version}, which the store does not have; "
+                    f"versions: {self.versions()} (`locality rollback --store {self.root} --to N` repairs it)"
+                )
         path = self._version_dir(version)
         try:
             manifest = json.loads((path / _MANIFEST).read_text())
         except FileNotFoundError:
             raise StoreError(f"the store {self.root} has no version {version}; versions: {self.versions()}") from None
-        except json.JSONDecodeError as exc:
-            raise SerializationError(f"the manifest of version {version} is damaged: {exc}") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise SerializationError(
+                f"the manifest of version {version} ({path / _MANIFEST}) is damaged: {exc}"
+            ) from None
+        if not isinstance(manifest, dict):
+            raise SerializationError(f"the manifest of version {version} ({path / _MANIFEST}) is not a JSON object")
         return StoredVersion(version, path, manifest)
 
     def find(self, fingerprint: str) -> int | None:
@@ -145,7 +251,78 @@ class ConfigStore:
                 return version
         return None
 
-    # ------------------------------------------------------------------ writing
+    def history(self) -> list[dict]:
+        """Every recorded move of ``CURRENT``, oldest first: ``version``, ``previous``, ``at``, ``action``, ``reason``.
+
+        A line a crash cut short is skipped (and logged).
+        """
+        try:
+            lines = (self.root / _HISTORY).read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            return []
+        entries = []
+        for number, line in enumerate(lines, 1):
+            try:
+                entry = json.loads(line)
+                int(entry["version"])
+                entries.append(entry)
+            except (ValueError, KeyError, TypeError):
+                logger.warning("%s line %d is damaged and skipped: %r", self.root / _HISTORY, number, line[:80])
+        return entries
+
+    # ------------------------------------------------------------------ checks before a job starts
+    def check_writable(self) -> None:
+        """Raise :class:`StoreError` unless a writer could use the store (it may not exist yet).
+
+        Checks, by trying, that the directory (or the nearest existing parent
+        it would be created in) accepts a new file.
+        """
+        self._check_is_directory()
+        probe_dir = self.root
+        while not probe_dir.exists():
+            probe_dir = probe_dir.parent
+        if not probe_dir.is_dir():
+            raise StoreError(f"the store {self.root} cannot be created: {probe_dir} is a file, not a directory")
+        probe = probe_dir / f".probe-{uuid.uuid4().hex}"  # not .tmp-*: a writer's cleanup must not race it
+        try:
+            probe.touch(exist_ok=False)
+            probe.unlink()
+        except OSError as exc:
+            where = "" if probe_dir == self.root else f" (it would be created in {probe_dir})"
+            raise StoreError(f"the store {self.root} is not writable{where}: {exc.strerror}") from None
+        versions = self.root / _VERSIONS
+        if versions.exists() and not versions.is_dir():
+            raise StoreError(f"the store {self.root} is damaged: {versions} is a file, not a directory")
+
+    # ------------------------------------------------------------------ writing (always locked)
+    @contextmanager
+    def lock(self) -> Iterator[ConfigStore]:
+        """Hold the store's writer lock for the block (re-entrant in this thread).
+
+        The first holder after a crash cleans what the crash left: ``.tmp-*``
+        entries, and a move of ``CURRENT`` the history does not record.
+
+        Raises
+        ------
+        StoreBusyError
+            Another writer kept the lock for ``lock_timeout`` seconds.
+        StoreError
+            The store is not a writable directory.
+        """
+        self._check_is_directory()
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the store {self.root}: {exc.strerror}") from None
+        writer = WriterLock.of(self.root / _LOCK)
+        first = writer.acquire(self.lock_timeout, self.job)
+        try:
+            if first:
+                self._recover()
+            yield self
+        finally:
+            writer.release()
+
     def publish(
         self,
         config: RoutingConfiguration,
@@ -154,101 +331,201 @@ class ConfigStore:
         artifacts: Mapping[str, bytes | str | dict] | None = None,
         metadata: Mapping | None = None,
     ) -> PublishResult:
-        """Write ``config`` and its artifacts as a new version and make it current, atomically.
+        """Write ``config`` and its artifacts as a new version and make it current, atomically, under the lock.
 
         Parameters
         ----------
         config : RoutingConfiguration
         fingerprint : str
-            Identity of the input and parameters (:func:`fingerprint`). A
-            version with the same fingerprint is reused instead of duplicated.
+            Identity of the input and parameters (:func:`fingerprint`). When a
+            version already has it, nothing is written and ``CURRENT`` stays
+            where it is (see :class:`PublishResult`).
         artifacts : mapping of file name -> bytes, str or JSON-ready dict
             Files stored beside the configuration (report, plot, plan).
         metadata : mapping, optional
             Stored in the manifest (e.g. the report's summary, the input paths).
+
+        Raises
+        ------
+        StoreBusyError
+            Another writer held the store for ``lock_timeout`` seconds.
+        StoreError
+            The version could not be written (read-only store, disk full,
+            file size limit): nothing was published.
         """
-        reused = self.reuse(fingerprint)
-        if reused is not None:
-            return reused
-        previous = self.current_version()
-        versions_dir = self.root / _VERSIONS
-        versions_dir.mkdir(parents=True, exist_ok=True)
-        self._remove_leftovers(versions_dir)
-        tmp = versions_dir / f".tmp-{uuid.uuid4().hex}"
-        try:
-            tmp.mkdir()
-            config.write(tmp / _CONFIG_DIR)
-            files = [_CONFIG_DIR]
-            for name, content in (artifacts or {}).items():
-                _write_artifact(tmp / name, content)
-                files.append(name)
-            version = self._claim_number(tmp, fingerprint, files, metadata)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        self._point_current(version)
-        logger.info("store %s: published version %d (previous %s)", self.root, version, previous)
-        return PublishResult(version, previous, created=True)
-
-    def reuse(self, fingerprint: str) -> PublishResult | None:
-        """If a version was published with ``fingerprint``, make it current and say so; else None."""
-        existing = self.find(fingerprint)
-        if existing is None:
-            return None
-        previous = self.current_version()
-        if existing != previous:
-            self._point_current(existing)
-        logger.info("store %s: same input and parameters as version %d; nothing new published", self.root, existing)
-        return PublishResult(existing, previous, created=False)
-
-    def _claim_number(self, tmp: Path, fingerprint: str, files: list[str], metadata: Mapping | None) -> int:
-        """Write the manifest and rename ``tmp`` to the next free version number."""
-        while True:
-            version = (self.versions() or [0])[-1] + 1
+        with self.lock():
+            previous = self._current_or_none()
+            existing = self.find(fingerprint)
+            if existing is not None:
+                if existing != previous:
+                    logger.warning(
+                        "store %s: version %d was made from the same input and parameters; nothing published and "
+                        "CURRENT stays at %s (`locality rollback --store %s --to %d` makes it current)",
+                        self.root,
+                        existing,
+                        previous,
+                        self.root,
+                        existing,
+                    )
+                return PublishResult(existing, previous, created=False, current_version=previous)
+            version = self.next_version()
             manifest = {
                 "version": version,
-                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "created": _now(),
                 "fingerprint": fingerprint,
-                "files": files,
+                "files": [_CONFIG_DIR, *(artifacts or {})],
                 **dict(metadata or {}),
             }
-            _write_artifact(tmp / _MANIFEST, manifest)
-            try:
-                os.rename(tmp, self._version_dir(version))
-                return version
-            except OSError:
-                if not self._version_dir(version).exists():
-                    raise
-                # another publisher took this number between listing and renaming: take the next one
+            self._write_version(version, config, artifacts or {}, manifest)
+            self._move_current(version, previous, "publish", self.job)
+        logger.info("store %s: published version %d (previous %s)", self.root, version, previous)
+        return PublishResult(version, previous, created=True, current_version=version)
+
+    def rollback(self, version: int, *, reason: str | None = None) -> PublishResult:
+        """Make an existing, readable ``version`` current again (recorded in the history with ``reason``).
+
+        Raises
+        ------
+        StoreError
+            No such version.
+        SerializationError
+            The version's files are damaged (then it cannot become current).
+        """
+        with self.lock():
+            previous = self._current_or_none()
+            stored = self.get(version)
+            stored.verify()
+            _ = stored.config  # read it whole: a damaged version must not become current
+            if version != previous:
+                self._move_current(version, previous, "rollback", reason or f"no reason given ({self.job})")
+        return PublishResult(version, previous, created=False, current_version=version)
+
+    def write_atomically(self, relative: str, writer: Callable[[Path], None]) -> Path:
+        """Write job state (a file or a directory) at ``ROOT/relative`` through a temporary sibling and a rename.
+
+        Must be called while holding :meth:`lock`. ``writer(path)`` writes the
+        file or directory at ``path``. An existing directory is not replaced
+        (job state written once per key, like the online job's statistics).
+        """
+        if not WriterLock.of(self.root / _LOCK).held():
+            raise RuntimeError(f"write_atomically({relative!r}) needs the store's lock: use `with store.lock():`")
+        target = self.root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{_TMP}{uuid.uuid4().hex}-{target.name}")
+        try:
+            writer(tmp)
+            fsync_tree(tmp)
+            os.replace(tmp, target)
+            fsync(target.parent)
+        except OSError as exc:
+            raise StoreError(f"cannot write {target} in the store: {exc.strerror or exc}") from None
+        finally:
+            remove(tmp)
+        return target
+
+    def next_version(self) -> int:
+        """The number the next publish takes (one more than any numbered directory, complete or not)."""
+        return max((n for n, _ in self._numbered()), default=0) + 1
+
+    # ------------------------------------------------------------------ helpers
+    def _write_version(self, version: int, config: RoutingConfiguration, artifacts: Mapping, manifest: dict) -> None:
+        versions_dir = self.root / _VERSIONS
+        tmp = versions_dir / f"{_TMP}{uuid.uuid4().hex}"
+        current_file = ""
+        try:
+            versions_dir.mkdir(exist_ok=True)
+            tmp.mkdir()
+            current_file = str(tmp / _CONFIG_DIR)
+            config.write(tmp / _CONFIG_DIR)
+            for name, content in artifacts.items():
+                current_file = str(tmp / name)
+                write_bytes(tmp / name, as_bytes(content))
+            manifest["checksums"] = checksums(tmp)
+            current_file = str(tmp / _MANIFEST)
+            write_bytes(tmp / _MANIFEST, as_bytes(manifest))
+            fsync_tree(tmp)
+            os.rename(tmp, self._version_dir(version))
+            fsync(versions_dir)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write version {version} into the store {self.root} ({current_file or versions_dir}): "
+                f"{exc.strerror or exc}; nothing was published"
+            ) from None
+        finally:
+            remove(tmp)
+
+    def _move_current(self, version: int, previous: int | None, action: str, reason: str) -> None:
+        """Point ``CURRENT`` at ``version``, then record the move in the history."""
+        self._point_current(version)
+        self._record(version, previous, action, reason)
 
     def _point_current(self, version: int) -> None:
-        """Replace ``CURRENT`` atomically (write a temporary file, fsync, ``os.replace``)."""
-        tmp = self.root / f".{_CURRENT}.{uuid.uuid4().hex}"
-        with open(tmp, "w") as fh:
-            fh.write(f"{version}\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.root / _CURRENT)
+        """Replace ``CURRENT`` atomically and durably (a synced temporary file, ``os.replace``, a synced directory)."""
+        tmp = self.root / f"{_TMP}{uuid.uuid4().hex}-{_CURRENT}"
+        try:
+            write_bytes(tmp, f"{version}\n".encode())
+            os.replace(tmp, self.root / _CURRENT)
+            fsync(self.root)
+        except OSError as exc:
+            raise StoreError(f"cannot move {self.root / _CURRENT} to version {version}: {exc.strerror}") from None
+        finally:
+            remove(tmp)
+
+    def _record(self, version: int, previous: int | None, action: str, reason: str) -> None:
+        entry = {"version": version, "previous": previous, "at": _now(), "action": action, "reason": reason}
+        path = self.root / _HISTORY
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                size = os.fstat(fd).st_size
+                # A crash may have cut the last line short: start on a line of our own.
+                torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+                os.write(fd, (("\n" if torn else "") + json.dumps(entry) + "\n").encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            logger.warning(
+                "store %s: could not record %s of version %d in %s: %s", self.root, action, version, path, exc
+            )
+
+    def _recover(self) -> None:
+        """What the first lock holder after a crash does: remove ``.tmp-*`` leftovers, record an unrecorded move."""
+        for directory in [self.root, *(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))]:
+            for leftover in directory.glob(f"{_TMP}*"):
+                logger.info("removing %s left by an interrupted write", leftover)
+                remove(leftover)
+        try:
+            current = self.current_version()
+        except StoreError:
+            return  # a damaged CURRENT is repaired by the next publish or rollback, and recorded then
+        if current is None:
+            return
+        history = self.history()
+        if not history or int(history[-1]["version"]) != current:
+            reason = (
+                "CURRENT moved without a history entry (a writer was interrupted)"
+                if history
+                else "current when the store started keeping a history"
+            )
+            self._record(current, int(history[-1]["version"]) if history else None, "recorded", reason)
+
+    def _current_or_none(self) -> int | None:
+        try:
+            return self.current_version()
+        except StoreError as exc:
+            logger.warning("%s; the next move of CURRENT replaces it", exc)
+            return None
+
+    def _numbered(self) -> list[tuple[int, Path]]:
+        directory = self.root / _VERSIONS
+        if not directory.is_dir():
+            return []
+        return sorted((int(p.name), p) for p in directory.iterdir() if p.name.isdigit())
+
+    def _check_is_directory(self) -> None:
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreError(f"the store {self.root} is a file, not a directory")
 
     def _version_dir(self, version: int) -> Path:
         return self.root / _VERSIONS / f"{version:06d}"
-
-    @staticmethod
-    def _remove_leftovers(versions_dir: Path) -> None:
-        for leftover in versions_dir.glob(".tmp-*"):
-            logger.info("removing %s left by an interrupted publish", leftover)
-            shutil.rmtree(leftover, ignore_errors=True)
-
-
-def _write_artifact(path: Path, content: bytes | str | Mapping) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        data = content
-    elif isinstance(content, str):
-        data = content.encode()
-    else:
-        data = json.dumps(content, indent=2, sort_keys=True, default=str).encode()
-    with open(path, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())

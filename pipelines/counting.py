@@ -29,14 +29,16 @@ import pyarrow.compute as pc
 from locality.counts import KeyCounts
 from locality.errors import TraceError
 from locality.sketch import SpaceSaving
-from pipelines.trace import TraceSpec, spark_read_errors
+from pipelines.trace import REPLACEMENT, TraceSpec, spark_read_errors
 
-__all__ = ["TraceCounts", "count_trace", "sketch_trace", "count_trace_exact", "DROP_REASONS"]
+__all__ = ["TraceCounts", "count_trace", "sketch_trace", "count_trace_exact", "DROP_REASONS", "KEY_REASONS"]
 
 logger = logging.getLogger(__name__)
 
 #: Why a row is dropped before counting.
 DROP_REASONS = ("null key", "empty key", "invalid weight")
+#: The reasons that concern one key column, counted per column too.
+KEY_REASONS = ("null key", "empty key")
 
 _SKETCH_SCHEMA = "slot int, payload binary"
 _STATS_SLOT = -1
@@ -68,11 +70,15 @@ class TraceCounts(KeyCounts):
     """:class:`~locality.counts.KeyCounts` of a trace, with what was dropped and how exact they are.
 
     ``error_bound`` is, per sketch, the most any count may be over-estimated
-    (0 when exact or when the sketch never filled up).
+    (0 when exact or when the sketch never filled up). ``dropped`` counts
+    dropped rows by reason (a row once, for its first reason);
+    ``dropped_by_column`` counts, for each key reason, the rows whose key in
+    each column is null or empty (a row with two null keys counts in both).
     """
 
     rows: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
+    dropped_by_column: dict[str, dict[str, int]] = field(default_factory=dict)
     mode: str = "exact"
     error_bound: dict[str, float] = field(default_factory=dict)
     capacity: int | None = None
@@ -95,6 +101,7 @@ class TraceCounts(KeyCounts):
             "rows": self.rows,
             "weight": self.total_weight,
             "dropped": self.dropped,
+            "dropped_by_column": self.dropped_by_column,
             "sketch_capacity": self.capacity,
             "sketch_error_bound": self.error_bound,
             "pairs_kept": {
@@ -104,17 +111,32 @@ class TraceCounts(KeyCounts):
         }
 
 
-def _valid_rows(batch: pa.Table, keys: Sequence[str], weight: str | None) -> tuple[pa.Table, dict]:
-    """Drop rows with a null or empty key or an invalid weight; count each reason once per row."""
-    dropped = dict.fromkeys(DROP_REASONS, 0)
+def _no_drops(keys: Sequence[str]) -> tuple[dict, dict]:
+    """Zero counts: rows dropped by reason, and by key reason and column."""
+    return dict.fromkeys(DROP_REASONS, 0), {reason: dict.fromkeys(keys, 0) for reason in KEY_REASONS}
+
+
+def _add_drops(into: tuple[dict, dict], counts: tuple[dict, dict]) -> None:
+    for reason, n in counts[0].items():
+        into[0][reason] += n
+    for reason, per_column in counts[1].items():
+        for column, n in per_column.items():
+            into[1][reason][column] += n
+
+
+def _valid_rows(batch: pa.Table, keys: Sequence[str], weight: str | None) -> tuple[pa.Table, tuple[dict, dict]]:
+    """Drop rows with a null or empty key or an invalid weight; count each reason once per row, and per column."""
+    dropped, by_column = _no_drops(keys)
     keep = pa.chunked_array([np.ones(batch.num_rows, dtype=bool)])
     for key in keys:
         column = batch.column(key)
         null = pc.is_null(column)
+        by_column["null key"][key] = column.null_count
         dropped["null key"] += pc.sum(pc.and_(keep, null)).as_py() or 0
         keep = pc.and_(keep, pc.invert(null))
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
             empty = pc.fill_null(pc.equal(column, ""), False)
+            by_column["empty key"][key] = pc.sum(empty).as_py() or 0
             dropped["empty key"] += pc.sum(pc.and_(keep, empty)).as_py() or 0
             keep = pc.and_(keep, pc.invert(empty))
     if weight:
@@ -122,7 +144,15 @@ def _valid_rows(batch: pa.Table, keys: Sequence[str], weight: str | None) -> tup
         bad = pc.fill_null(pc.or_(pc.less_equal(column, 0), pc.is_nan(column)), True)
         dropped["invalid weight"] += pc.sum(pc.and_(keep, bad)).as_py() or 0
         keep = pc.and_(keep, pc.invert(bad))
-    return batch.filter(keep), dropped
+    return batch.filter(keep), (dropped, by_column)
+
+
+def _undecoded_keys(column: pa.ChunkedArray) -> tuple[int, str | None]:
+    """How many of ``column``'s (distinct) string keys hold U+FFFD, and one of them."""
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        return 0, None
+    hits = column.filter(pc.match_substring(column, REPLACEMENT))
+    return len(hits), (hits[0].as_py() if len(hits) else None)
 
 
 def _chunks(batches: Iterator[pa.RecordBatch], min_rows: int) -> Iterator[pa.Table]:
@@ -150,14 +180,14 @@ def _sketch_partition(keys: list[str], weight: str | None, capacity: int) -> Cal
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         pairs = [SpaceSaving(capacity, arity=2) for _ in keys[1:]]
         loads = [SpaceSaving(capacity) for _ in keys]
-        rows, dropped = 0, dict.fromkeys(DROP_REASONS, 0)
+        rows, drops = 0, _no_drops(keys)
+        undecoded = {key: [0, None] for key in keys}  # keys with U+FFFD: distinct per chunk, and an example
         # Spark hands over batches of 10k rows by default; merging each into a full sketch would
         # re-sort all its counters every time, so sketch chunks several times the capacity.
         for chunk in _chunks(batches, max(4 * capacity, _MIN_CHUNK_ROWS)):
             rows += chunk.num_rows
             chunk, why = _valid_rows(chunk, keys, weight)
-            for reason, n in why.items():
-                dropped[reason] += n
+            _add_drops(drops, why)
             if chunk.num_rows == 0:
                 continue
             # Count the chunk exactly once per hop with Arrow's hash aggregation: the sketches then merge
@@ -170,7 +200,11 @@ def _sketch_partition(keys: list[str], weight: str | None, capacity: int) -> Cal
             for j, (key, sketch) in enumerate(zip(keys, loads)):
                 per_key = _sum_by(hops[max(j - 1, 0)], [key], "weight")
                 sketch.update_batch(per_key.column(key), per_key.column("weight").to_numpy())
-        stats = json.dumps({"rows": rows, "dropped": dropped}).encode()
+                n, example = _undecoded_keys(per_key.column(key))
+                undecoded[key][0] += n
+                undecoded[key][1] = undecoded[key][1] or example
+        stats = {"rows": rows, "dropped": drops[0], "by_column": drops[1], "undecoded": undecoded}
+        stats = json.dumps(stats).encode()
         payloads = [s.to_bytes() for s in pairs + loads] + [stats]
         slots = list(range(len(pairs) + len(loads))) + [_STATS_SLOT]
         yield pa.RecordBatch.from_arrays(
@@ -236,7 +270,8 @@ def sketch_trace(
     with _arrow_batches_of_at_least(df.sparkSession, _ARROW_BATCH_ROWS):
         rows_iter = sketched.collect() if n_partitions <= _COLLECT_LIMIT else sketched.toLocalIterator(True)
     merger = _TreeMerger()
-    rows, dropped = 0, dict.fromkeys(DROP_REASONS, 0)
+    rows, drops = 0, _no_drops(keys)
+    undecoded = {key: [0, None] for key in keys}
     n_sketches = 2 * len(keys) - 1
     partition: list[SpaceSaving] = []
     done = 0
@@ -244,8 +279,9 @@ def sketch_trace(
         if row.slot == _STATS_SLOT:
             stats = json.loads(row.payload)
             rows += stats["rows"]
-            for reason, n in stats["dropped"].items():
-                dropped[reason] += n
+            _add_drops(drops, (stats["dropped"], stats["by_column"]))
+            for key, (n, example) in stats["undecoded"].items():
+                undecoded[key] = [undecoded[key][0] + n, undecoded[key][1] or example]
             merger.add(partition)
             partition = []
             done += 1
@@ -260,7 +296,8 @@ def sketch_trace(
         raise RuntimeError(f"expected {n_sketches} sketches per partition, got {len(merged)}")
     pair_sketches, load_sketches = merged[: len(keys) - 1], merged[len(keys) - 1 :]
     total = float(load_sketches[0].total_weight)
-    _check_not_empty(total, rows, dropped)
+    _check_not_empty(total, rows, drops)
+    _check_decoded(df, {key: (n, example) for key, (n, example) in undecoded.items() if n})
     pair_counts = []
     for sketch in pair_sketches:
         table = sketch.top_k(top_pairs)[["key0", "key1", "estimate"]].rename(columns={"estimate": "weight"})
@@ -271,7 +308,7 @@ def sketch_trace(
     names = [f"{a}->{b}" for a, b in zip(keys, keys[1:])] + keys
     bounds = {name: float(s.min_count) for name, s in zip(names, merged)}
     counts = TraceCounts(
-        keys, pair_counts, key_loads, dict.fromkeys(keys, total), rows, dropped, "sketch", bounds, capacity
+        keys, pair_counts, key_loads, dict.fromkeys(keys, total), rows, drops[0], drops[1], "sketch", bounds, capacity
     )
     _log_drops(counts)
     return counts
@@ -309,14 +346,29 @@ def count_trace_exact(
     else:
         reasons["invalid weight"] = F.lit(False)
     w = F.col(weight).cast("double") if weight else F.lit(1.0)
+    strings = [key for key in keys if isinstance(schema[key], T.StringType)]
+    per_column = {("null key", key): F.col(key).isNull() for key in keys}
+    per_column.update({("empty key", key): F.col(key) == "" for key in strings})
+    per_column.update({("undecoded", key): F.col(key).contains(REPLACEMENT) for key in strings})
+
+    def count_of(condition):
+        return F.sum(F.when(condition, 1).otherwise(0))
+
     stats = df.agg(
         F.count(F.lit(1)).alias("rows"),
         F.sum(F.when(valid, w).otherwise(0.0)).alias("weight"),
-        *[F.sum(F.when(cond, 1).otherwise(0)).alias(reason) for reason, cond in reasons.items()],
+        *[count_of(cond).alias(reason) for reason, cond in reasons.items()],
+        *[count_of(cond).alias(f"{why}:{key}") for (why, key), cond in per_column.items()],
     ).collect()[0]
     rows, total = int(stats["rows"]), float(stats["weight"] or 0.0)
-    dropped = {reason: int(stats[reason] or 0) for reason in DROP_REASONS}
-    _check_not_empty(total, rows, dropped)
+    drops = _no_drops(keys)
+    drops[0].update({reason: int(stats[reason] or 0) for reason in DROP_REASONS})
+    for why, key in per_column:
+        if why in KEY_REASONS:
+            drops[1][why][key] = int(stats[f"{why}:{key}"] or 0)
+    _check_not_empty(total, rows, drops)
+    undecoded = {key: int(stats[f"undecoded:{key}"] or 0) for key in strings}
+    _check_decoded(df, {key: (n, None) for key, n in undecoded.items() if n})
     clean = df.filter(valid).withColumn("__w", w)
 
     def top(columns: list[str], limit: int) -> pd.DataFrame:
@@ -327,7 +379,7 @@ def count_trace_exact(
 
     pair_counts = [top([a, b], top_pairs).rename(columns={a: "key0", b: "key1"}) for a, b in zip(keys, keys[1:])]
     key_loads = {k: top([k], top_keys).rename(columns={k: "key"}) for k in keys}
-    counts = TraceCounts(keys, pair_counts, key_loads, dict.fromkeys(keys, total), rows, dropped, "exact")
+    counts = TraceCounts(keys, pair_counts, key_loads, dict.fromkeys(keys, total), rows, drops[0], drops[1], "exact")
     _log_drops(counts)
     return counts
 
@@ -356,13 +408,46 @@ def count_trace(
         )
 
 
-def _check_not_empty(total: float, rows: int, dropped: dict) -> None:
+def _per_column(by_column: dict[str, dict[str, int]]) -> str:
+    """``null key in 'hashtag' 5,000; empty key in 'location' 3`` (the columns that have any)."""
+    parts = [
+        f"{reason} in {column!r} {n:,}" for reason, columns in by_column.items() for column, n in columns.items() if n
+    ]
+    return "; ".join(parts)
+
+
+def _check_not_empty(total: float, rows: int, drops: tuple[dict, dict]) -> None:
     if total <= 0:
-        why = ", ".join(f"{n} with {reason}" for reason, n in dropped.items() if n) or "none at all"
-        raise TraceError(f"the trace is empty: {rows} rows read, none usable ({why})")
+        why = ", ".join(f"{n:,} with {reason}" for reason, n in drops[0].items() if n) or "none at all"
+        columns = _per_column(drops[1])
+        raise TraceError(
+            f"the trace is empty: {rows:,} rows read, none usable ({why}" + (f"; {columns})" if columns else ")")
+        )
+
+
+def _check_decoded(df, undecoded: dict[str, tuple[int, str | None]]) -> None:
+    """Refuse keys holding U+FFFD: text decoded with the wrong encoding (the engine would see other keys).
+
+    ``undecoded`` maps each key column with such keys to (how many, an
+    example). One more small Spark query finds a file that holds one.
+    """
+    if not undecoded:
+        return
+    from pyspark.sql import functions as F
+
+    column, (n, example) = next(iter(undecoded.items()))
+    row = df.where(F.col(column).contains(REPLACEMENT)).select(column, F.input_file_name().alias("file")).first()
+    where = f" of {row['file']!r}" if row is not None and row["file"] else ""
+    example = example or (row[column] if row is not None else "")
+    raise TraceError(
+        f"key column {column!r}{where} holds {n:,} keys with U+FFFD, such as {example[:40]!r}: the text was "
+        "decoded with the wrong encoding; for CSV or JSON give the files' encoding with --encoding "
+        "(e.g. --encoding latin-1); Parquet text must be valid UTF-8"
+    )
 
 
 def _log_drops(counts: TraceCounts) -> None:
     for reason, n in counts.dropped.items():
         if n:
-            logger.warning("dropped %d of %d rows: %s", n, counts.rows, reason)
+            detail = _per_column({r: c for r, c in counts.dropped_by_column.items() if r == reason})
+            logger.warning("dropped %d of %d rows: %s%s", n, counts.rows, reason, f" ({detail})" if detail else "")

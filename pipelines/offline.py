@@ -9,15 +9,14 @@ report and a load plot into the configuration store atomically.
 
 Run it with ``locality optimize ...`` or, on a cluster::
 
-    spark-submit --py-files locality.whl pipelines/offline.py TRACE --keys a,b --servers 6 --store DIR
+    spark-submit --py-files locality.whl locality_job.py optimize TRACE --keys a,b --servers 6 --store DIR
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from locality._validation import check_integer, check_interval, check_option
 from locality.engines import ENGINES
@@ -26,15 +25,15 @@ from locality.optimizer import make_fallbacks, optimize
 from locality.plots import figure_png, instance_load_figure
 from locality.report import format_summary
 from locality.routing import RoutingConfiguration
-from locality.store import ConfigStore, PublishResult, fingerprint
+from locality.store import DEFAULT_LOCK_TIMEOUT, ConfigStore, PublishResult, fingerprint
 from locality.topology import Topology
 from pipelines.counting import count_trace
 from pipelines.evaluate import evaluate_trace
 from pipelines.graph_frames import graph_statistics, key_graph_frames
 from pipelines.progress import Stages
-from pipelines.trace import TraceSpec, input_files, read_trace
+from pipelines.trace import TraceSpec, check_trace, input_files, read_trace
 
-__all__ = ["OfflineParams", "OfflineResult", "run", "main"]
+__all__ = ["OfflineParams", "OfflineResult", "run"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,10 +54,12 @@ class OfflineParams:
     seed: int = 0
     graph_stats: bool = True
     replay: bool = False
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 
     def __post_init__(self) -> None:
         owner = "the offline job"
         check_interval(self.alpha, "alpha", owner, lower=1.0)
+        check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0)
         check_option(self.hash, "hash", owner, ENGINES)
         check_integer(self.capacity, "capacity", owner, lower=1)
         check_integer(self.seed, "seed", owner, lower=0)
@@ -69,7 +70,7 @@ class OfflineParams:
 
     def fingerprint_parameters(self) -> dict:
         """What, besides the input files, decides the tables (the store's idempotency key)."""
-        trace = {k: v for k, v in asdict(self.trace).items() if k not in ("path", "columns")}
+        trace = {k: v for k, v in self.trace.describe().items() if k != "path"}
         return {
             "trace": trace,
             "topology": self.topology.to_dict(),
@@ -99,17 +100,34 @@ class OfflineResult:
 def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineResult:
     """Run the offline optimization with ``spark`` and publish into ``params.store``.
 
-    A rerun on the same input files and parameters publishes nothing new: it
-    points ``CURRENT`` at the version they made and returns its report.
+    The trace's files and the store are checked before Spark does any work. A
+    rerun on the same input files and parameters publishes nothing and leaves
+    ``CURRENT`` where it is, even when the version they made is no longer the
+    current one; it returns that version's report (``reused`` is true).
+
+    Raises
+    ------
+    TraceError, InvalidParameterError
+        The trace cannot be used (the message names the file or column).
+    StoreError
+        The store is not a writable directory, or the version could not be written.
+    StoreBusyError
+        Another writer held the store for ``params.lock_timeout`` seconds.
+    JobError
+        A Spark worker died; nothing was published.
     """
     stages = stages or Stages(show=False)
-    store = ConfigStore(params.store)
+    store = ConfigStore(params.store, lock_timeout=params.lock_timeout, job="locality optimize")
+    store.check_writable()
+    check_trace(params.trace)
     key = fingerprint(input_files(params.trace), params.fingerprint_parameters())
-    reused = store.reuse(key)
-    if reused is not None:
-        report = store.get(reused.version).read_json("report.json")
-        report.update(version=reused.version, previous_version=reused.previous_version, reused=True)
-        return OfflineResult(reused, report, store.get(reused.version).config)
+    existing = store.find(key)
+    if existing is not None:
+        stored = store.get(existing)
+        current = store.current_version()
+        report = stored.read_json("report.json")
+        report.update(version=existing, previous_version=current, current_version=current, reused=True)
+        return OfflineResult(PublishResult(existing, current, False, current), report, stored.config)
 
     with stages.stage("read trace"):
         df = read_trace(spark, params.trace)
@@ -124,7 +142,7 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
         )
     graph = counts.graph(params.top_pairs)
     # Graph statistics are Spark jobs on a small graph (latency, not work): run them in a thread while the
-    # driver partitions, routes and draws; the report waits for both.
+    # driver partitions and routes; the report waits for both.
     with ThreadPoolExecutor(max_workers=1) as background:
         stats = background.submit(_statistics, spark, graph) if params.graph_stats else None
         with stages.stage("partition (METIS) and route" + (", graph statistics" if stats else "")):
@@ -141,9 +159,12 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
                 evaluation = evaluate_trace(df, result.config, params.trace.keys, weight=params.trace.weight)
             else:
                 evaluation = estimate_from_counts(result.config, counts, counts.usable_rows)
-            shares = {op: params.topology.instance_shares(op) for op in params.topology.operators}
-            plot = figure_png(instance_load_figure(evaluation, shares, params.alpha))
             stats = stats.result() if stats else None
+    # Drawn once the statistics thread is done: matplotlib reads sys.modules["IPython"] when it makes its first
+    # canvas, and that thread's first PySpark call imports IPython (pyspark's call-site capture); drawing while
+    # it does killed one run in three with "partially initialized module 'IPython'" (issue 10).
+    shares = {op: params.topology.instance_shares(op) for op in params.topology.operators}
+    plot = figure_png(instance_load_figure(evaluation, shares, params.alpha))
     report = {
         "job": "offline",
         "trace": params.trace.path,
@@ -161,7 +182,12 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
             artifacts={"report.json": report, "report.txt": format_summary(report), "load.png": plot},
             metadata={"job": "offline", "trace": params.trace.path, "summary": _headline(report)},
         )
-    report.update(version=published.version, previous_version=published.previous_version)
+    report.update(
+        version=published.version,
+        previous_version=published.previous_version,
+        current_version=published.current_version,
+        reused=not published.created,
+    )
     return OfflineResult(published, report, result.config)
 
 
@@ -179,17 +205,3 @@ def _headline(report: dict) -> dict:
         "imbalance": figures["imbalance"],
         "table_entries": figures["table_entries"],
     }
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point for ``spark-submit pipelines/offline.py TRACE --keys a,b --servers N --store DIR [...]``.
-
-    Takes the options of ``locality optimize`` (the CLI is the one parser).
-    """
-    from locality.cli import main as cli_main
-
-    return cli_main(["optimize", *(argv if argv is not None else sys.argv[1:])])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

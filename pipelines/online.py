@@ -23,18 +23,23 @@ Store layout added by this job (beside ``versions/`` and ``CURRENT``)::
     ROOT/statistics/<window>/          # blended counts after that window (KeyCounts.write)
     ROOT/statistics/LATEST             # the window whose counts the next run blends with
     ROOT/decisions/<window>.json       # the outcome of each window
+
+Everything from reading the version in force to recording the decision
+happens under the store's writer lock (:meth:`locality.store.ConfigStore.lock`),
+so a nightly job publishing into the same store waits instead of interleaving:
+the migration plan always starts from the version that is current when it is
+published. Counting the window (the Spark pass) runs before the lock is taken.
+
+Run it with ``locality reconfigure ...`` or, on a cluster::
+
+    spark-submit --py-files locality.whl locality_job.py reconfigure TRACE --keys a,b --store DIR [...]
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
-import sys
-import uuid
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from locality._validation import check_integer, check_interval, check_option
 from locality.counts import KeyCounts, blend
@@ -49,13 +54,13 @@ from locality.rebalance.tables import rebalance_configuration
 from locality.reconfiguration import Decision, decide, reconfigure
 from locality.report import format_summary
 from locality.routing import RoutingConfiguration
-from locality.store import ConfigStore, fingerprint
+from locality.store import DEFAULT_LOCK_TIMEOUT, ConfigStore, fingerprint
 from locality.topology import Topology
 from pipelines.counting import count_trace
 from pipelines.progress import Stages
-from pipelines.trace import TraceSpec, input_files, read_trace
+from pipelines.trace import TraceSpec, check_trace, input_files, read_trace
 
-__all__ = ["OnlineParams", "run", "main", "DEFAULT_DECAY", "DEFAULT_MIN_GAIN", "DEFAULT_MAX_IMBALANCE"]
+__all__ = ["OnlineParams", "run", "DEFAULT_DECAY", "DEFAULT_MIN_GAIN", "DEFAULT_MAX_IMBALANCE"]
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +100,7 @@ class OnlineParams:
     rebalance: str | None = None
     theta_max: float = 0.08
     state_weight: float = 1.0
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 
     def __post_init__(self) -> None:
         owner = "the online job"
@@ -103,6 +109,11 @@ class OnlineParams:
             check_interval(self.theta_max, "theta_max", owner, lower=0.0)
             check_interval(self.state_weight, "state_weight", owner, lower=0.0)
         check_interval(self.alpha, "alpha", owner, lower=1.0)
+        check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0)
+        check_integer(self.seed, "seed", owner, lower=0)
+        for name in ("top_pairs", "max_entries"):
+            if getattr(self, name) is not None:
+                check_integer(getattr(self, name), name, owner, lower=1 if name == "top_pairs" else 0)
         check_option(self.hash, "hash", owner, ENGINES)
         check_integer(self.capacity, "capacity", owner, lower=1)
         check_interval(self.min_gain, "min_gain", owner, lower=0.0)
@@ -116,27 +127,18 @@ class OnlineParams:
         """Identity of the window and the parameters (input files, time range, parameters)."""
         params = asdict(self)
         params.pop("store")
-        params["trace"] = {k: v for k, v in asdict(self.trace).items() if k != "columns"}
+        params.pop("lock_timeout")
+        params["trace"] = self.trace.describe()
         params["topology"] = self.topology.to_dict() if self.topology else None
         return fingerprint(input_files(self.trace), params)[:32]
 
 
-def _write_atomically(path: Path, writer) -> None:
-    """Write a directory or file through a temporary sibling and a rename."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-    try:
-        writer(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink()
-
-
 class _History:
-    """The blended statistics kept in the store between runs."""
+    """The blended statistics kept in the store between runs (written under the store's lock)."""
 
-    def __init__(self, root: Path) -> None:
-        self.dir = root / "statistics"
+    def __init__(self, store: ConfigStore) -> None:
+        self.store = store
+        self.dir = store.root / "statistics"
 
     def blended(self, window: str, counts: KeyCounts, decay: float | None, limit: int) -> KeyCounts:
         """Counts of this window blended with the latest earlier window's (stored once per window).
@@ -153,9 +155,8 @@ class _History:
             )
         else:
             result = counts
-        self.dir.mkdir(parents=True, exist_ok=True)
-        _write_atomically(target, result.write)
-        _write_atomically(self.dir / "LATEST", lambda p: p.write_text(window))
+        self.store.write_atomically(f"statistics/{window}", result.write)
+        self.store.write_atomically("statistics/LATEST", lambda p: p.write_text(window))
         return result
 
     def latest(self) -> str | None:
@@ -184,19 +185,36 @@ def _topology_and_fallbacks(params: OnlineParams, current: RoutingConfiguration 
 
 
 def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
-    """One reconfiguration run; returns the JSON-ready outcome (also stored under ``decisions/``)."""
-    stages = stages or Stages(show=False)
-    store = ConfigStore(params.store)
-    window = params.window_key()
-    decision_file = Path(params.store) / "decisions" / f"{window}.json"
-    if decision_file.is_file():
-        outcome = json.loads(decision_file.read_text())
-        outcome["rerun"] = True
-        return outcome
+    """One reconfiguration run; returns the JSON-ready outcome (also stored under ``decisions/``).
 
-    previous_version = store.current_version()
-    current = store.get(previous_version).config if previous_version is not None else None
-    topology, fallbacks = _topology_and_fallbacks(params, current)
+    The trace's files and the store are checked before Spark does any work;
+    the window is counted, then the store's writer lock is taken for the
+    rest (reading the version in force, blending, deciding, publishing,
+    recording). A window already decided returns its recorded outcome with
+    ``rerun`` set.
+
+    Raises
+    ------
+    TraceError, InvalidParameterError, TopologyError
+        The trace or the parameters cannot be used (the message names what).
+    StoreError
+        The store is not a writable directory or is damaged.
+    StoreBusyError
+        Another writer held the store for ``params.lock_timeout`` seconds.
+    JobError
+        A Spark worker died; nothing was published or recorded.
+    """
+    stages = stages or Stages(show=False)
+    store = ConfigStore(params.store, lock_timeout=params.lock_timeout, job="locality reconfigure")
+    store.check_writable()
+    check_trace(params.trace)
+    window = params.window_key()
+    recorded = _recorded(store, window)
+    if recorded is not None:
+        return recorded
+    # Fail before counting when the store cannot take this run (checked again under the lock).
+    current_version = store.current_version()
+    _topology_and_fallbacks(params, store.get(current_version).config if current_version is not None else None)
     keys = list(params.trace.keys)
 
     with stages.stage("read window"):
@@ -214,12 +232,37 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
         state = _state_sizes(df, keys, params.trace.state)
     else:  # a key's state defaults to its load in the window (not in the blended history)
         state = {op: counts.key_loads[op].set_index("key")["weight"] for op in keys}
+
+    with store.lock():
+        recorded = _recorded(store, window)  # another run may have decided this window while we counted
+        if recorded is not None:
+            return recorded
+        outcome = _decide_and_publish(store, params, window, counts, state, stages)
+        store.write_atomically(f"decisions/{window}.json", lambda p: p.write_text(json.dumps(outcome, default=str)))
+    return outcome
+
+
+def _recorded(store: ConfigStore, window: str) -> dict | None:
+    """The outcome recorded for ``window`` by an earlier run, marked as a rerun; None if there is none."""
+    path = store.root / "decisions" / f"{window}.json"
+    if not path.is_file():
+        return None
+    outcome = json.loads(path.read_text())
+    outcome["rerun"] = True
+    return outcome
+
+
+def _decide_and_publish(store: ConfigStore, params: OnlineParams, window: str, counts, state, stages: Stages) -> dict:
+    """Blend, reconfigure from the version in force, decide, and publish if it pays (under the store's lock)."""
+    previous_version = store.current_version()
+    current = store.get(previous_version).config if previous_version is not None else None
+    topology, fallbacks = _topology_and_fallbacks(params, current)
     if params.rebalance is not None:
         with stages.stage(f"rebalance ({params.rebalance})"):
-            new, plan, raw_cost = _rebalanced(params, current, counts, state)
+            new, plan, raw_cost = _rebalanced(store, params, current, counts, state)
     else:
         with stages.stage("blend with earlier windows"):
-            blended = _History(Path(params.store)).blended(window, counts, params.decay, params.capacity)
+            blended = _History(store).blended(window, counts, params.decay, params.capacity)
         with stages.stage("partition (METIS), relabel and plan"):
             new, plan, raw_cost = _reconfigured(params, current, topology, fallbacks, blended, state, window)
     if plan is not None:
@@ -266,7 +309,7 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
                 "load.png": figure_png(instance_load_figure(after, shares, params.alpha)),
             }
             if plan is not None:
-                plan.to_version = (store.versions() or [0])[-1] + 1
+                plan.to_version = store.next_version()
                 artifacts["migration_plan.json"] = plan.to_dict(new)
             published = store.publish(
                 new,
@@ -284,8 +327,6 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
                 },
             )
         outcome["version"] = published.version
-    decision_file.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomically(decision_file, lambda p: p.write_text(json.dumps(outcome, default=str)))
     return outcome
 
 
@@ -319,11 +360,11 @@ def _reconfigured(params: OnlineParams, current, topology, fallbacks, blended: K
     return step.config, step.plan, step.unrelabeled_cost
 
 
-def _rebalanced(params: OnlineParams, current, counts: KeyCounts, state):
+def _rebalanced(store: ConfigStore, params: OnlineParams, current, counts: KeyCounts, state):
     """The tables in force adjusted to the window's key loads (locality from the stored statistics + the window)."""
     if current is None:
         raise TopologyError("the store is empty: rebalancing adjusts the tables in force; reconfigure first")
-    history = _History(Path(params.store))
+    history = _History(store)
     latest = history.latest()
     pairs = [KeyCounts.read(history.dir / latest)] if latest and (history.dir / latest).is_dir() else []
     graph = blend([*pairs, counts], windows=None).graph(params.top_pairs)
@@ -363,17 +404,3 @@ def _state_sizes(df, keys: list[str], column: str) -> dict:
         table = df.groupBy(key).agg(F.sum(column).alias("state")).toPandas()
         out[key] = table.set_index(key)["state"].astype(float)
     return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point for ``spark-submit pipelines/online.py TRACE --keys a,b --store DIR [...]``.
-
-    Takes the options of ``locality reconfigure`` (the CLI is the one parser).
-    """
-    from locality.cli import main as cli_main
-
-    return cli_main(["reconfigure", *(argv if argv is not None else sys.argv[1:])])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -19,7 +19,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_MASTER = "local[*]"
 
 
-def build_session(app_name: str = "locality", master: str | None = None, driver_memory: str = "2g"):
+def build_session(
+    app_name: str = "locality", master: str | None = None, driver_memory: str = "2g", log_level: str = "ERROR"
+):
     """Return the active SparkSession, or build an embedded one.
 
     Parameters
@@ -30,6 +32,9 @@ def build_session(app_name: str = "locality", master: str | None = None, driver_
     driver_memory : str, default "2g"
         Driver heap for an embedded session (in local mode the executors live
         in the driver JVM; 512m can hang a job instead of failing it).
+    log_level : str, default "ERROR"
+        Spark's log level for a session this call builds (the CLI passes
+        "OFF" unless ``--debug``: Spark logs a failed task's stack traces).
 
     Notes
     -----
@@ -39,13 +44,17 @@ def build_session(app_name: str = "locality", master: str | None = None, driver_
     embedded session. The console progress bar and the UI are off: the CLI
     shows its own progress on stderr.
     """
+    from pyspark.errors import PySparkRuntimeError
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
+    # The session of this thread, or the one another thread built: never the builder on an existing
+    # session, whose getOrCreate would overwrite its runtime SQL settings (shuffle partitions...).
+    try:
+        return SparkSession.active()
+    except PySparkRuntimeError:  # no session yet: build the embedded one
+        pass
     submitted = "SPARK_SUBMIT_OPTS" in os.environ or os.environ.get("PYSPARK_GATEWAY_PORT")
     builder = SparkSession.builder.appName(app_name)
     if master or not submitted:
@@ -62,6 +71,6 @@ def build_session(app_name: str = "locality", master: str | None = None, driver_
         .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
     )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel(log_level)
     logger.info("Spark %s, master %s", spark.version, spark.sparkContext.master)
     return spark

@@ -5,28 +5,79 @@ strings or integers; an optional weight column (tuple count or size) must be
 numeric; an optional timestamp column restricts the trace to a time range.
 Every problem is a :class:`locality.errors.TraceError` naming the path or column.
 Rows with a null or empty key are not errors: the sketching pass drops and
-counts them, and the report says how many and why.
+counts them, and the report says how many and why, per column.
+
+:func:`check_trace` looks at local files before Spark does any work (a job
+checks them before it even starts its session): every file exists, can be
+read and is not empty; Parquet footers hold the columns with usable types
+(and the same types in every file); CSV headers hold the columns once each;
+the first :data:`PREFIX_BYTES` of each CSV or JSON file decode with the
+trace's ``encoding`` into keys without U+FFFD, and JSON lines are objects
+whose keys keep one type. What the prefix does not show, the counting pass
+checks on every key (:mod:`pipelines.counting`).
 """
 
 from __future__ import annotations
 
+import codecs
+import csv
 import dataclasses
+import functools
 import glob
+import io
+import json
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from locality.errors import InvalidParameterError, TraceError
+from locality.errors import InvalidParameterError, JobError, TraceError
 
-__all__ = ["TraceSpec", "read_trace", "last_window", "input_files", "spark_read_errors", "FORMATS"]
+__all__ = [
+    "TraceSpec",
+    "check_trace",
+    "read_trace",
+    "last_window",
+    "window_length",
+    "input_files",
+    "spark_read_errors",
+    "FORMATS",
+    "ENCODINGS",
+    "PREFIX_BYTES",
+    "REPLACEMENT",
+]
 
 logger = logging.getLogger(__name__)
 
 #: File extensions per format (CSV files must have a header row).
 FORMATS = {"parquet": (".parquet", ".pq"), "csv": (".csv",), "json": (".json", ".jsonl", ".ndjson")}
+
+#: The text encodings Spark 4 reads CSV and JSON in, by Python codec name (``codecs.lookup(...).name``).
+ENCODINGS = {
+    "utf-8": "utf-8",
+    "iso8859-1": "iso-8859-1",
+    "ascii": "us-ascii",
+    "utf-16": "utf-16",
+    "utf-16-be": "utf-16be",
+    "utf-16-le": "utf-16le",
+    "utf-32": "utf-32",
+}
+
+#: Bytes of each CSV or JSON file whose text :func:`check_trace` decodes and parses before Spark starts.
+PREFIX_BYTES = 64 * 1024
+
+#: What a decoder puts where bytes are not valid in the encoding (U+FFFD REPLACEMENT CHARACTER).
+REPLACEMENT = "\ufffd"
+
+#: Allowed kinds of each column role (the kinds of :func:`_arrow_kind` and :func:`_spark_kind`).
+_ROLE_KINDS = {
+    "key": ({"string", "integer"}, "keys must be strings or integers"),
+    "weight": ({"integer", "float"}, "it must be numeric"),
+    "state": ({"integer", "float"}, "it must be numeric"),
+    "timestamp": ({"timestamp"}, "it must be a timestamp or date"),
+}
 
 
 @dataclass(frozen=True)
@@ -48,6 +99,7 @@ class TraceSpec:
     end: str | None = None
     format: str | None = None
     newest: int | None = None
+    encoding: str | None = None
     columns: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -60,9 +112,27 @@ class TraceSpec:
             raise TraceError("a time range (start/end) needs the timestamp column (ts)")
         if self.format is not None and self.format not in FORMATS:
             raise TraceError(f"unknown trace format {self.format!r}; use one of {sorted(FORMATS)}")
+        if self.encoding is not None:
+            object.__setattr__(self, "encoding", _spark_encoding(self.encoding))
+            if self.format == "parquet":
+                raise InvalidParameterError(_PARQUET_ENCODING)
+        if self.newest is not None and (isinstance(self.newest, bool) or not isinstance(self.newest, int)):
+            raise InvalidParameterError(f"the 'newest' parameter of a trace must be an int >= 1; got {self.newest!r}")
+        if self.newest is not None and self.newest < 1:
+            raise InvalidParameterError(f"the 'newest' parameter of a trace must be an int >= 1; got {self.newest!r}")
+        for name in ("start", "end"):
+            if getattr(self, name) is not None:
+                _parse_time(getattr(self, name), name)
         object.__setattr__(self, "keys", keys)
         extra = tuple(dict.fromkeys(c for c in (self.weight, self.ts, self.state) if c))
         object.__setattr__(self, "columns", keys + extra)
+
+    def describe(self) -> dict:
+        """The spec as a JSON-ready dict for fingerprints (an unset encoding is left out: old fingerprints hold)."""
+        doc = {k: v for k, v in dataclasses.asdict(self).items() if k != "columns"}
+        if doc["encoding"] is None:
+            del doc["encoding"]
+        return doc
 
     def check_operators(self, operators: Sequence[str]) -> None:
         """Raise unless ``operators`` (a topology's) are this trace's key columns, in order."""
@@ -72,10 +142,27 @@ class TraceSpec:
             )
 
 
+_PARQUET_ENCODING = "the 'encoding' parameter (--encoding) applies to CSV and JSON traces; Parquet text is always UTF-8"
+
+
+def _spark_encoding(name: object) -> str:
+    """Spark's name of the encoding ``name`` (any Python spelling), or InvalidParameterError."""
+    allowed = "utf-8, latin-1 (iso-8859-1), ascii, utf-16, utf-16-be, utf-16-le, utf-32"
+    try:
+        canonical = codecs.lookup(name).name if isinstance(name, str) else None
+    except LookupError:
+        canonical = None
+    if canonical not in ENCODINGS:
+        raise InvalidParameterError(
+            f"the 'encoding' parameter (--encoding) must be one of the encodings Spark reads: {allowed}; got {name!r}"
+        )
+    return ENCODINGS[canonical]
+
+
 def _parse_time(value: str, name: str) -> datetime:
     try:
         moment = datetime.fromisoformat(value)
-    except ValueError:
+    except (TypeError, ValueError):
         raise TraceError(f"the {name} time {value!r} is not an ISO 8601 date or timestamp") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
@@ -84,9 +171,13 @@ def _matching_files(path: str) -> list[str]:
     if any(ch in path for ch in "*?["):
         files = sorted(glob.glob(path))
     elif os.path.isdir(path):
+
+        def unreadable(exc: OSError) -> None:
+            raise TraceError(f"cannot list the trace directory {exc.filename!r}: {exc.strerror}")
+
         files = sorted(
             os.path.join(root, name)
-            for root, _, names in os.walk(path)
+            for root, _, names in os.walk(path, onerror=unreadable)
             for name in names
             if not name.startswith((".", "_"))
         )
@@ -115,9 +206,25 @@ def _data_files(files: list[str], fmt: str, newest: int | None = None) -> list[s
     return sorted(matching)
 
 
+#: Spark failures that are not about the trace: a Python worker or an executor died (killed, out of memory).
+_JOB_FAILURES = (
+    "Python worker exited unexpectedly",
+    "Python worker failed to connect back",
+    "OutOfMemoryError",
+    "SparkOutOfMemoryError",
+    "ExecutorLostFailure",
+    "Executor heartbeat timed out",
+)
+
+
 @contextmanager
 def spark_read_errors(path: str) -> Iterator[None]:
-    """Turn Spark's failures to read a trace (at planning or in a task) into a TraceError naming the path."""
+    """Turn Spark's failures while reading a trace (at planning or in a task) into errors that say what failed.
+
+    A worker or executor that died is a :class:`~locality.errors.JobError`
+    (nothing wrong with the trace; a rerun may succeed); anything else is a
+    :class:`~locality.errors.TraceError` naming the path.
+    """
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
@@ -125,8 +232,19 @@ def spark_read_errors(path: str) -> Iterator[None]:
         yield
     except (Py4JJavaError, PySparkException) as exc:
         text = str(exc.java_exception) if isinstance(exc, Py4JJavaError) else str(exc)
+        died = next((line.strip() for line in text.splitlines() if any(s in line for s in _JOB_FAILURES)), None)
+        if died is not None:
+            raise JobError(f"the Spark job reading {path!r} failed: {_after_colon(died)[:300]}") from exc
         first = next((line.strip() for line in text.splitlines() if line.strip()), text)
         raise TraceError(f"cannot read the trace at {path!r}: {first[:500]}") from None
+
+
+def _after_colon(line: str) -> str:
+    """``org.apache.spark.SparkException: Python worker exited ...`` -> ``Python worker exited ...``."""
+    for marker in _JOB_FAILURES:
+        if marker in line:
+            return line[line.index(marker) :]
+    return line
 
 
 def input_files(spec: TraceSpec) -> list[tuple[str, int, int]]:
@@ -142,9 +260,224 @@ def input_files(spec: TraceSpec) -> list[tuple[str, int, int]]:
     if files:
         files = _data_files(files, spec.format or _detect_format(spec.path, files), spec.newest)
     for name in files:
-        stat = os.stat(name)
+        try:
+            stat = os.stat(name)
+        except OSError as exc:
+            raise TraceError(f"cannot read the trace file {name!r}: {exc.strerror}") from None
         out.append((os.path.abspath(name), stat.st_size, stat.st_mtime_ns))
     return out
+
+
+def check_trace(spec: TraceSpec) -> None:
+    """Check the trace's local files before Spark starts (see the module docstring); remote paths pass.
+
+    Raises
+    ------
+    TraceError
+        No file matches; a file cannot be read, is empty, is not Parquet, lacks
+        a column, holds a column twice or with an unusable type (or a type
+        other files do not share); a CSV or JSON prefix decodes into keys with
+        U+FFFD, a JSON line is not an object or a key changes type.
+    InvalidParameterError
+        ``encoding`` given for Parquet files.
+    """
+    if "://" in spec.path and not spec.path.startswith("file://"):
+        return
+    files = input_files(spec)
+    if not files:
+        raise TraceError(f"no trace file at {spec.path!r}")
+    _check_files(spec, tuple(files))
+
+
+@functools.lru_cache(maxsize=32)
+def _check_files(spec: TraceSpec, files: tuple[tuple[str, int, int], ...]) -> None:
+    # Cached by the files' (path, size, mtime): the CLI checks before starting Spark and read_trace checks again.
+    names = [name for name, _, _ in files]
+    fmt = spec.format or _detect_format(spec.path, names)
+    if fmt == "parquet" and spec.encoding is not None:
+        raise InvalidParameterError(_PARQUET_ENCODING)
+    kinds_seen: dict[str, tuple[str, str, str]] = {}  # column -> (kind, type name, first file with it)
+    for name, size, _ in files:
+        try:
+            with open(name, "rb") as fh:
+                prefix = fh.read(PREFIX_BYTES)
+        except OSError as exc:
+            raise TraceError(f"cannot read the trace file {name!r}: {exc.strerror}") from None
+        if size == 0:
+            raise TraceError(f"the trace file {name!r} is empty (0 bytes): remove it or point at the other files")
+        if fmt == "parquet":
+            _check_parquet(spec, name, kinds_seen)
+        elif fmt == "csv":
+            _check_csv(spec, name, _decode_prefix(prefix, spec.encoding, len(prefix) == size))
+        else:
+            _check_json(spec, name, _decode_prefix(prefix, spec.encoding, len(prefix) == size))
+
+
+def _arrow_kind(arrow_type) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "string"
+    if pa.types.is_integer(arrow_type):
+        return "integer"
+    if pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type):
+        return "float"
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_date(arrow_type):
+        return "timestamp"
+    return "other"
+
+
+def _arrow_name(arrow_type) -> str:
+    """The type as a user reads it: Arrow's large and dictionary-encoded strings are strings."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    return "string" if pa.types.is_large_string(arrow_type) else str(arrow_type)
+
+
+def _spark_kind(spark_type) -> str:
+    from pyspark.sql import types as T
+
+    if isinstance(spark_type, T.StringType):
+        return "string"
+    if isinstance(spark_type, T.IntegralType):
+        return "integer"
+    if isinstance(spark_type, T.NumericType):
+        return "float"
+    if isinstance(spark_type, (T.TimestampType, T.TimestampNTZType, T.DateType)):
+        return "timestamp"
+    return "other"
+
+
+def _roles(spec: TraceSpec) -> list[tuple[str, str]]:
+    """``(role, column)`` of every column the spec uses."""
+    roles = [("key", key) for key in spec.keys]
+    roles += [(role, col) for role, col in (("weight", spec.weight), ("state", spec.state)) if col]
+    return roles + ([("timestamp", spec.ts)] if spec.ts else [])
+
+
+def _check_kinds(spec: TraceSpec, kinds: Mapping[str, tuple[str, str]]) -> None:
+    """Raise unless each column's kind suits its role; ``kinds`` maps column -> (kind, type name)."""
+    for role, column in _roles(spec):
+        allowed, rule = _ROLE_KINDS[role]
+        kind, type_name = kinds[column]
+        if kind not in allowed:
+            raise TraceError(f"{role} column {column!r} has type {type_name}; {rule}")
+
+
+def _check_columns_present(spec: TraceSpec, where: str, names: Sequence[str]) -> None:
+    duplicated = sorted({c for c in names if names.count(c) > 1})
+    if duplicated:
+        raise TraceError(f"{where} has the column {', '.join(map(repr, duplicated))} more than once")
+    missing = [c for c in spec.columns if c not in names]
+    if missing:
+        raise TraceError(f"{where} has no column {', '.join(map(repr, missing))}; columns present: {list(names)}")
+
+
+def _check_parquet(spec: TraceSpec, name: str, kinds_seen: dict[str, tuple[str, str, str]]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(name)
+    except (OSError, pa.ArrowException) as exc:
+        raise TraceError(f"cannot read the trace at {name!r}: not a Parquet file, or truncated ({exc})") from None
+    _check_columns_present(spec, f"the trace file {name!r}", schema.names)
+    for field_ in schema:  # Spark converts every column's type, used or not
+        if pa.types.is_timestamp(field_.type) and field_.type.unit == "ns":
+            raise TraceError(
+                f"column {field_.name!r} of {name!r} holds nanosecond timestamps, which Spark cannot read; write them "
+                "in microseconds (pandas: to_parquet(..., coerce_timestamps='us', allow_truncated_timestamps=True))"
+            )
+    kinds = {c: (_arrow_kind(schema.field(c).type), _arrow_name(schema.field(c).type)) for c in spec.columns}
+    try:
+        _check_kinds(spec, kinds)
+    except TraceError as exc:
+        raise TraceError(f"{exc} (in {name!r})") from None
+    for column, (kind, type_name) in kinds.items():
+        first_kind, first_type, first_file = kinds_seen.setdefault(column, (kind, type_name, name))
+        if kind != first_kind:
+            raise TraceError(
+                f"column {column!r} is {first_type} in {first_file!r} but {type_name} in {name!r}; "
+                "every file of a trace must give a column the same type"
+            )
+
+
+def _decode_prefix(prefix: bytes, encoding: str | None, whole: bool) -> list[str]:
+    """The complete lines of a file's first bytes, decoded (bad bytes become U+FFFD); a cut last line is dropped."""
+    decoder = codecs.getincrementaldecoder(encoding or "utf-8")(errors="replace")
+    text = decoder.decode(prefix, final=whole)
+    lines = text.splitlines()
+    if not whole and lines and not text.endswith(("\n", "\r")):
+        lines = lines[:-1]
+    if lines and lines[0].startswith("\ufeff"):
+        lines[0] = lines[0][1:]  # a byte order mark is not part of the first column's name
+    return lines
+
+
+def _undecodable(name: str, column: str, line: int, value: str, encoding: str | None) -> TraceError:
+    return TraceError(
+        f"key column {column!r} of {name!r} holds {value[:40]!r} (line {line}) with U+FFFD: the file is not "
+        f"{encoding or 'utf-8'}; give its encoding with --encoding (e.g. --encoding latin-1)"
+    )
+
+
+def _check_csv(spec: TraceSpec, name: str, lines: list[str]) -> None:
+    rows = csv.reader(io.StringIO("\n".join(lines)))
+    header = next(rows, None)
+    if not header:
+        raise TraceError(f"the trace file {name!r} has no header row (a CSV trace needs one)")
+    _check_columns_present(spec, f"the trace file {name!r}", header)
+    positions = {key: header.index(key) for key in spec.keys}
+    for number, row in enumerate(rows, 2):
+        for key, position in positions.items():
+            if position < len(row) and REPLACEMENT in row[position]:
+                raise _undecodable(name, key, number, row[position], spec.encoding)
+
+
+def _check_json(spec: TraceSpec, name: str, lines: list[str]) -> None:
+    types: dict[str, tuple[str, int]] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict):
+            raise TraceError(f"line {number} of {name!r} is not a JSON object: {line[:60]!r}")
+        for key in spec.keys:
+            value = record.get(key)
+            if isinstance(value, str) and REPLACEMENT in value:
+                raise _undecodable(name, key, number, value, spec.encoding)
+            if value is not None:
+                kind = "string" if isinstance(value, str) else type(value).__name__
+                first, first_line = types.setdefault(key, (kind, number))
+                if kind != first:
+                    raise TraceError(
+                        f"key column {key!r} of {name!r} holds a {first} on line {first_line} and a {kind} on line "
+                        f"{number}; keys of one operator share one type (the engine hashes 42 and '42' apart)"
+                    )
+
+
+def window_length(spec: TraceSpec, length: str):
+    """``length`` as a positive ``pandas.Timedelta`` (checked before Spark starts); ``spec`` must have ``ts``."""
+    import pandas as pd
+
+    if not spec.ts:
+        raise TraceError("a window length needs the timestamp column (ts)")
+    try:
+        span = pd.Timedelta(length)
+    except (TypeError, ValueError):
+        span = None
+    if span is None or span <= pd.Timedelta(0):
+        raise InvalidParameterError(
+            f"the 'window' parameter (--window) must be a positive duration such as 7D, 24h or 30min; got {length!r}"
+        )
+    return span
 
 
 def last_window(spark, spec: TraceSpec, length: str) -> TraceSpec:
@@ -152,12 +485,7 @@ def last_window(spark, spec: TraceSpec, length: str) -> TraceSpec:
     import pandas as pd
     from pyspark.sql import functions as F
 
-    if not spec.ts:
-        raise TraceError("a window length needs the timestamp column (ts)")
-    try:
-        span = pd.Timedelta(length)
-    except ValueError:
-        raise TraceError(f"the window {length!r} is not a duration such as 7D, 24h or 30min") from None
+    span = window_length(spec, length)
     with spark_read_errors(spec.path):
         latest = read_trace(spark, spec).agg(F.max(spec.ts)).collect()[0][0]
     if latest is None:
@@ -178,38 +506,29 @@ def read_trace(spark, spec: TraceSpec):
         string nor integer, the weight is not numeric, or ts is not a time.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     local = "://" not in spec.path or spec.path.startswith("file://")
-    files = _matching_files(spec.path.removeprefix("file://")) if local else []
-    if local and not files:
-        raise TraceError(f"no trace file at {spec.path!r}")
+    check_trace(spec)
+    files = [name for name, _, _ in input_files(spec)] if local else []
     fmt = spec.format or _detect_format(spec.path, files)
-    files = _data_files(files, fmt, spec.newest)
     reader = spark.read
     if fmt == "csv":
         reader = reader.option("header", "true").option("inferSchema", "true")
+    if spec.encoding and fmt != "parquet":
+        reader = reader.option("encoding", spec.encoding)
+        if fmt == "json":
+            reader = reader.option("lineSep", "\n")  # Spark needs it to split lines of a non-UTF-8 JSON file
     # Spark reads the glob/directory itself; a file list keeps hidden files out.
     source = files if local else spec.path
     with spark_read_errors(spec.path):
         df = reader.format(fmt).load(source)
         names = df.columns
+        if fmt == "json" and _CORRUPT in names:
+            _raise_on_corrupt_json(df, spec)
 
-    missing = [c for c in spec.columns if c not in names]
-    if missing:
-        raise TraceError(
-            f"the trace at {spec.path!r} has no column {', '.join(map(repr, missing))}; columns present: {names}"
-        )
+    _check_columns_present(spec, f"the trace at {spec.path!r}", names)
     types = dict(df.dtypes)
-    schema = {f.name: f.dataType for f in df.schema.fields}
-    for key in spec.keys:
-        if not isinstance(schema[key], (T.StringType, T.IntegralType)):
-            raise TraceError(f"key column {key!r} has type {types[key]}; keys must be strings or integers")
-    for role, column in (("weight", spec.weight), ("state", spec.state)):
-        if column and not isinstance(schema[column], T.NumericType):
-            raise TraceError(f"{role} column {column!r} has type {types[column]}; it must be numeric")
-    if spec.ts and not isinstance(schema[spec.ts], (T.TimestampType, T.TimestampNTZType, T.DateType)):
-        raise TraceError(f"timestamp column {spec.ts!r} has type {types[spec.ts]}; it must be a timestamp or date")
+    _check_kinds(spec, {f.name: (_spark_kind(f.dataType), types[f.name]) for f in df.schema.fields})
 
     df = df.select(*spec.columns)
     if spec.start:
@@ -218,3 +537,17 @@ def read_trace(spark, spec: TraceSpec):
         df = df.filter(F.col(spec.ts) < F.lit(_parse_time(spec.end, "end")))
     logger.info("trace %s (%s, %d files): columns %s", spec.path, fmt, len(files), list(spec.columns))
     return df
+
+
+_CORRUPT = "_corrupt_record"  # the column Spark adds when inferring the schema met lines that are not JSON
+
+
+def _raise_on_corrupt_json(df, spec: TraceSpec) -> None:
+    """Name a file and a line Spark could not parse as JSON (Spark would read it as a row of nulls)."""
+    from pyspark.sql import functions as F
+
+    # Spark refuses a query that reads only the corrupt-record column of a raw file: take a key along.
+    bad = df.select(spec.keys[0], _CORRUPT, F.input_file_name().alias("file")).where(F.col(_CORRUPT).isNotNull())
+    row = bad.first()
+    if row is not None:
+        raise TraceError(f"{row['file']!r} holds a line that is not a JSON object: {row[_CORRUPT][:60]!r}")

@@ -416,7 +416,7 @@ def test_unknown_engine_and_parameters():
         make_fallback("pulsar", 4)
     assert str(err.value) == (
         "the 'engine' parameter of make_fallback must be one of "
-        "['flink', 'kafka', 'ring', 'spark', 'storm']; got 'pulsar'"
+        "['flink', 'kafka', 'pyflink', 'ring', 'spark', 'storm']; got 'pulsar'"
     )
     with pytest.raises(InvalidParameterError, match="'max_parallelism' parameter of make_fallback is not accepted"):
         make_fallback("kafka", 4, max_parallelism=128)

@@ -78,3 +78,45 @@ def test_damaged_documents(tmp_path):
         RoutingTable("op", make_fallback("kafka", 2), {"a": 1, 2: 1})
     with pytest.raises(InvalidParameterError, match="lists a key twice"):
         RoutingTable("op", make_fallback("kafka", 2), pd.Series([0, 1], index=["a", "a"]))
+
+
+def test_lookups_take_only_str_and_int_keys_and_survive_pickling():
+    import pickle
+
+    import pyarrow as pa
+
+    fallback = make_fallback("kafka", 6)
+    table = RoutingTable("op", fallback, {0: fallback.instance_of(0) ^ 1, 1: fallback.instance_of(1) ^ 1, 2**40: 5})
+    assert table.key_kind == "integer" and len(table) >= 2
+    # True == 1 and 1.0 == 1 in Python: neither may find the entry of 1
+    for bad in (True, 1.0, None, b"1"):
+        with pytest.raises(InvalidParameterError, match="must be a str or an int"):
+            table.route(bad)
+    with pytest.raises(InvalidParameterError, match="position 1"):
+        table.route_many([1, True])
+    keys = [0, 1, 2**40, 7, np.int64(1), "1"]
+    expected = [table.route(k) for k in keys]
+    assert expected[:2] == [fallback.instance_of(0) ^ 1, fallback.instance_of(1) ^ 1] and expected[4] == expected[1]
+    assert expected[5] == fallback.instance_of("1")  # a string is never an integer key
+    assert table.route_many(keys).tolist() == expected
+    assert table.route_many(pa.array([0, 1, 7])).tolist() == [expected[0], expected[1], expected[3]]
+    again = pickle.loads(pickle.dumps(table))
+    assert again == table and again.route_many(keys).tolist() == expected and again.route(2**40) == 5
+    assert RoutingTable("op", fallback).key_kind is None
+
+
+def test_string_batches_name_a_bad_key_by_its_position():
+    import pyarrow as pa
+
+    fallback = make_fallback("kafka", 6)
+    table = RoutingTable("op", fallback, {"a": fallback.instance_of("a") ^ 1, "é🙂": fallback.instance_of("é🙂") ^ 1})
+    keys = ["a", "zz", "é🙂", 7, np.str_("a")]
+    expected = [table.route(k) for k in keys]
+    assert expected[0] == expected[4] == fallback.instance_of("a") ^ 1 and expected[3] == fallback.instance_of(7)
+    for container in (keys, np.array(keys, dtype=object), pd.Series(keys), pa.array(keys[:3])):
+        assert table.route_many(container).tolist() == expected[: len(container)]
+    for bad, position in ((["a", "b", True], 2), (["a", None], 1), (["a", ["nested"]], 1), (["x", 1.5, "a"], 1)):
+        with pytest.raises(InvalidParameterError, match=f"position {position}"):
+            table.route_many(bad)
+    with pytest.raises(InvalidParameterError, match="one-dimensional"):
+        table.route_many(np.array([["a", "b"]], dtype=object))

@@ -14,7 +14,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-import locality.sketch as sketch_module
+import locality.sketch.codes as codes_module
+import locality.sketch.space_saving as sketch_module
 from locality.errors import InvalidParameterError, LocalityError, SerializationError
 from locality.sketch import SpaceSaving
 
@@ -433,9 +434,9 @@ def test_hash_collisions_fall_back_to_exact_grouping(monkeypatch, caplog, str_st
 
     def weak_hash(arr):  # equal lengths collide
         lengths = pa.compute.binary_length(arr).to_numpy().astype(np.uint64)
-        return sketch_module._mix(lengths)
+        return codes_module.mix(lengths)
 
-    monkeypatch.setattr(sketch_module, "_hash_utf8", weak_hash)
+    monkeypatch.setattr(codes_module, "hash_utf8", weak_hash)
     with caplog.at_level(logging.INFO, logger="locality.sketch"):
         got = fed_in_batches(SpaceSaving(700), keys, 25_000)
         got_pairs = fed_in_batches(SpaceSaving(700, 2), [c[:100_000] for c in pair_stream], 25_000)
@@ -450,10 +451,10 @@ def test_hash_collisions_fall_back_to_exact_grouping(monkeypatch, caplog, str_st
 def test_string_hash_separates_near_identical_keys():
     words = ["", "a", "a\0", "ab", "ba", "abcdefgh", "abcdefgh\0", "abcdefghi", "abcdefgi", "é", "e\u0301"]
     arr = pa.array(words)
-    assert len(set(sketch_module._hash_utf8(arr).tolist())) == len(words)
+    assert len(set(codes_module.hash_utf8(arr).tolist())) == len(words)
     # The same strings at an offset inside a larger buffer hash the same.
     sliced = pa.array(["zzz", *words]).slice(1)
-    assert sketch_module._hash_utf8(sliced).tolist() == sketch_module._hash_utf8(arr).tolist()
+    assert codes_module.hash_utf8(sliced).tolist() == codes_module.hash_utf8(arr).tolist()
 
 
 # ---------------------------------------------------------------------- serialization

@@ -1,13 +1,20 @@
-"""Apache Kafka: the default partitioner of keyed records (Java producer, Kafka Streams).
+"""Apache Kafka: the default partitioner of keyed records, and a partitioner that follows a routing table.
 
 Keys without a table entry must land where Kafka itself puts them:
-``toPositive(murmur2(serializedKey)) % numPartitions``.
+``toPositive(murmur2(serializedKey)) % numPartitions`` (:class:`KafkaPartitioner`).
+:class:`KafkaTablePartitioner` sends table keys to their table partition and
+every other key there, for kafka-python's ``KafkaProducer(partitioner=...)``
+and for clients that take an explicit partition (confluent-kafka). Partition
+*i* of a topic feeds instance *i* of the stage that consumes it
+(``docs/engines/kafka.md``).
 """
 
 from __future__ import annotations
 
+import logging
 import struct
-from typing import Any
+import warnings
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -16,7 +23,13 @@ from locality.engines.jvm import JavaEngine
 from locality.engines.primitives import M32, Words, bswap32, murmur2_final, murmur2_step, murmur2_tail, signed32
 from locality.errors import InvalidParameterError
 
-__all__ = ["KafkaPartitioner", "kafka_murmur2"]
+if TYPE_CHECKING:
+    from locality.router import Router, RoutingSnapshot
+    from locality.routing import RoutingTable
+
+__all__ = ["KafkaPartitioner", "KafkaTablePartitioner", "kafka_murmur2"]
+
+logger = logging.getLogger(__name__)
 
 _KAFKA_SEED = 0x9747_B28C
 
@@ -104,6 +117,37 @@ class KafkaPartitioner(JavaEngine):
     def _place(self, h: Any) -> Any:
         return (h & 0x7FFF_FFFF) % self.n_instances
 
+    def partition_of(self, data: bytes) -> int:
+        """Partition of a serialized key, as Kafka's default partitioner computes it.
+
+        Parameters
+        ----------
+        data : bytes
+            The key as the producer's key serializer wrote it.
+
+        Returns
+        -------
+        int
+            ``toPositive(murmur2(data)) % n_instances``.
+
+        Raises
+        ------
+        InvalidParameterError
+            If ``data`` is not bytes-like.
+
+        Examples
+        --------
+        >>> KafkaPartitioner(12).partition_of("hello".encode())
+        9
+        """
+        return self._place(_murmur2(_as_bytes(data, "KafkaPartitioner.partition_of")))
+
+
+def _as_bytes(data: object, owner: str) -> bytes:
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InvalidParameterError(f"the 'data' parameter of {owner} must be bytes; got {type(data).__name__}")
+    return bytes(data)
+
 
 def kafka_murmur2(data: bytes) -> int:
     """Kafka's ``Utils.murmur2`` of a byte string, as a signed 32-bit int.
@@ -128,6 +172,233 @@ def kafka_murmur2(data: bytes) -> int:
     >>> kafka_murmur2(b"21")
     -973932308
     """
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise InvalidParameterError(f"the 'data' parameter of kafka_murmur2 must be bytes; got {type(data).__name__}")
-    return signed32(_murmur2(bytes(data)))
+    return signed32(_murmur2(_as_bytes(data, "kafka_murmur2")))
+
+
+class KafkaTablePartitioner:
+    """Kafka partitions that follow a routing table: its entry, else exactly Kafka's default partition.
+
+    Partition *i* of the topic feeds instance *i* of the stateful stage that
+    consumes it, so a table entry ``key -> instance`` is the record's partition
+    and every other key goes where Kafka's default partitioner sends it
+    (``toPositive(murmur2(keyBytes)) % numPartitions``). Use it two ways:
+
+    - kafka-python: ``KafkaProducer(partitioner=KafkaTablePartitioner(...))``.
+      The producer calls :meth:`partition` with the *serialized* key, which is
+      matched against the table on the bytes the usual serializers write:
+      UTF-8 for string tables (Kafka's ``StringSerializer``), 8-byte big-endian
+      for integer tables (``LongSerializer``) or 4-byte with ``int_type="int"``
+      (``IntegerSerializer``), as :class:`KafkaPartitioner` hashes them.
+    - any client that takes an explicit partition (confluent-kafka's
+      ``produce(topic, key=..., value=..., partition=p.partition_for(key))``):
+      :meth:`partition_for` takes the key itself or its serialized bytes.
+      librdkafka's default partitioner hashes with CRC32, not murmur2, so these
+      clients must pass the partition for keys without an entry too.
+
+    Parameters
+    ----------
+    source : Router, RoutingSnapshot or RoutingTable
+        Where the table comes from. A :class:`~locality.router.Router` is asked
+        for its current table at every record, so a refresh takes effect on the
+        next record; a table or a snapshot is fixed.
+    operator : str, optional
+        The operator whose instances the topic's partitions are. Required with
+        a router or a snapshot; with a table, defaults to the table's operator.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``source`` is none of those, ``operator`` is missing or unknown, or
+        the table's fallback is not Kafka's partitioner (a table built with
+        another ``--hash`` names other instances for the keys it left out).
+
+    Notes
+    -----
+    kafka-python 3 calls a partitioner that is a ``kafka.partitioner.Partitioner``;
+    this class is registered as one (a virtual subclass) when kafka-python is
+    installed, so ``locality`` does not need kafka-python to import. Records
+    without a key carry no state key: they go where kafka-python's own
+    ``DefaultPartitioner`` sends them.
+
+    Sources in apache/kafka: ``clients/.../producer/internals/BuiltInPartitioner.java``
+    (``partitionForKey``), ``common/serialization/StringSerializer.java``,
+    ``LongSerializer.java``, ``IntegerSerializer.java``; kafka-python:
+    ``kafka/partitioner/abc.py``, ``kafka/partitioner/default.py``.
+
+    Examples
+    --------
+    >>> from locality.engines import make_fallback
+    >>> from locality.routing import RoutingTable
+    >>> table = RoutingTable("region", make_fallback("kafka", 12), {"hello": 0})
+    >>> p = KafkaTablePartitioner(table)
+    >>> p.partition_for("hello"), p.partition_for(b"hello"), p.partition_for("paris")
+    (0, 0, 11)
+    """
+
+    def __init__(self, source: Router | RoutingSnapshot | RoutingTable, operator: str | None = None) -> None:
+        owner = "KafkaTablePartitioner"
+        if callable(getattr(source, "table", None)):  # a Router or a RoutingSnapshot
+            if operator is None:
+                raise InvalidParameterError(f"the 'operator' parameter of {owner} is required with a router")
+            self._source, self._fixed, self.operator = source, None, operator
+        elif callable(getattr(source, "route", None)) and hasattr(source, "fallback"):  # a RoutingTable
+            if operator is not None and operator != source.operator:
+                raise InvalidParameterError(
+                    f"the 'operator' parameter of {owner} must be the table's ({source.operator!r}); got {operator!r}"
+                )
+            self._source, self._fixed, self.operator = None, source, source.operator
+        else:
+            raise InvalidParameterError(
+                f"the 'source' parameter of {owner} must be a Router, a RoutingSnapshot or a RoutingTable; "
+                f"got {type(source).__name__}"
+            )
+        self._checked: RoutingTable | None = None
+        self._warned_width = False
+        self.table()  # fail now on an unknown operator or a table that is not Kafka's
+        _register_with_kafka_python(type(self))
+
+    def table(self) -> RoutingTable:
+        """The routing table in force (the router's current one)."""
+        table = self._fixed if self._source is None else self._source.table(self.operator)
+        if table is not self._checked:
+            engine = getattr(table.fallback, "engine", None)
+            if engine != "kafka":
+                raise InvalidParameterError(
+                    f"the routing table of {self.operator!r} falls back to {engine!r}, not Kafka's partitioner: "
+                    "its keys without an entry would go elsewhere than the table assumes; "
+                    "publish tables built with --hash kafka"
+                )
+            self._checked = table
+        return table
+
+    def check_partitions(self, n_partitions: int, topic: str = "the topic") -> None:
+        """Raise unless ``topic`` has as many partitions as the table has instances.
+
+        Raises
+        ------
+        InvalidParameterError
+            If the numbers differ: partition *i* must be instance *i*, so
+            a topic with more or fewer partitions cannot follow the table.
+        """
+        n_instances = self.table().fallback.n_instances
+        if n_partitions != n_instances:
+            raise InvalidParameterError(
+                f"{topic} has {n_partitions} partitions but the routing table of {self.operator!r} has "
+                f"{n_instances} instances; partition i is instance i, so they must be equal "
+                "(create the topic with that many partitions, or publish tables for this many instances)"
+            )
+
+    def partition_for(self, key: str | int | bytes) -> int:
+        """Partition of one record's key.
+
+        Parameters
+        ----------
+        key : str, int or bytes
+            The key before serialization (as the table holds it), or the bytes
+            the key serializer wrote.
+
+        Returns
+        -------
+        int
+            The table's instance for a key with an entry; Kafka's default
+            partition for every other key.
+
+        Raises
+        ------
+        InvalidParameterError
+            If ``key`` is of another type (see :meth:`RoutingTable.route`).
+        """
+        table = self.table()
+        if isinstance(key, (bytes, bytearray, memoryview)):
+            return self._partition_of_bytes(table, bytes(key))
+        return table.route(key)
+
+    def partition(
+        self,
+        topic: str,
+        key: Any,
+        serialized_key: bytes | None,
+        value: Any,
+        serialized_value: bytes | None,
+        cluster: Any,
+    ) -> int:
+        """kafka-python's ``Partitioner.partition``: the partition of one record.
+
+        Parameters
+        ----------
+        topic : str
+        key, value : any
+            The record before serialization (unused but for records without a key).
+        serialized_key : bytes or None
+            The key as the producer's key serializer wrote it.
+        serialized_value : bytes or None
+        cluster : kafka.cluster.ClusterMetadata
+            The producer's view of the cluster.
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        ValueError
+            If the topic is not in the cluster metadata (as kafka-python's own partitioners).
+        InvalidParameterError
+            If the topic's partition count is not the table's instance count.
+        """
+        partitions = cluster.partitions_for_topic(topic)
+        if partitions is None:
+            raise ValueError(f"Topic {topic} not found in ClusterMetadata")
+        self.check_partitions(len(partitions), f"topic {topic!r}")
+        if serialized_key is None:
+            from kafka.partitioner import DefaultPartitioner
+
+            return DefaultPartitioner().partition(topic, key, None, value, serialized_value, cluster)
+        return self._partition_of_bytes(self.table(), bytes(serialized_key))
+
+    def _partition_of_bytes(self, table: RoutingTable, data: bytes) -> int:
+        key = self._table_key(table, data)
+        return table.fallback.partition_of(data) if key is None else table.route(key)
+
+    def _table_key(self, table: RoutingTable, data: bytes) -> str | int | None:
+        """The table key these serialized bytes are, or None if they cannot be one.
+
+        Decoding is exact both ways (strict UTF-8; fixed-width two's complement),
+        so a decoded key not in the table gets the very partition of ``data``.
+        """
+        if table.key_kind == "string":
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        if table.key_kind == "integer":
+            width = 4 if table.fallback.int_type == "int" else 8
+            if len(data) == width:
+                return int.from_bytes(data, "big", signed=True)
+            if not self._warned_width:
+                logger.warning(
+                    "the table of %r holds integer keys serialized in %d bytes (int_type=%r) but a key of %d bytes "
+                    "came in: such keys get Kafka's default partition, never their table entry",
+                    self.operator,
+                    width,
+                    table.fallback.int_type,
+                    len(data),
+                )
+                self._warned_width = True
+        return None
+
+    def __repr__(self) -> str:
+        return (
+            f"KafkaTablePartitioner(operator={self.operator!r}, source={'table' if self._source is None else 'router'})"
+        )
+
+
+def _register_with_kafka_python(cls: type) -> None:
+    """Make ``cls`` a ``kafka.partitioner.Partitioner`` so that kafka-python 3 calls its ``partition``."""
+    try:
+        with warnings.catch_warnings():  # kafka-python's own import warns about importlib.resources
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from kafka.partitioner import Partitioner
+    except ImportError:  # no kafka-python: partition_for still serves other clients
+        return
+    Partitioner.register(cls)

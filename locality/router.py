@@ -1,0 +1,353 @@
+"""Serve the current routing tables of a configuration store to a running job, and follow new versions.
+
+A streaming job routes every record through the tables that ``locality optimize``
+and ``locality reconfigure`` publish. :class:`Router` opens a
+:class:`~locality.store.ConfigStore` read-only, loads the version ``CURRENT``
+names into an immutable :class:`RoutingSnapshot` (tables with their lookups,
+fallback hashes, topology, migration plan) and answers ``route`` /
+``route_many`` / ``server_of`` from it. :meth:`Router.refresh` builds the
+snapshot of a newer version completely and then replaces one reference, so a
+lookup sees the old version or the new one, never a half-loaded one or a mixture;
+a version that cannot be loaded is logged and the old one stays in service. A
+background thread can poll ``CURRENT`` (``poll_interval``) and a callback hears
+of every change, with the migration plan a job needs to hand state over.
+
+The router never writes into the store and takes no lock on it: the store's
+writer publishes a version whole (written aside, renamed, then ``CURRENT``
+replaced), so reading ``CURRENT`` and then that version's directory is
+consistent without one.
+
+References
+----------
+.. [1] Caneill, El Rheddane, Leroy, De Palma. "Locality-aware routing in
+   stateful streaming applications." Middleware 2016 (section 3.4: routers
+   switch to the new tables, then instances exchange the state of moved keys).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from locality._validation import check_interval
+from locality.errors import InvalidParameterError, StoreError
+from locality.migration import MigrationPlan, plan_migration
+from locality.routing import RoutingConfiguration, RoutingTable
+from locality.store import ConfigStore
+
+__all__ = ["Router", "RoutingSnapshot", "load_snapshot"]
+
+logger = logging.getLogger(__name__)
+
+_PLAN_FILE = "migration_plan.json"
+
+
+@dataclass(frozen=True, eq=False)
+class RoutingSnapshot:
+    """One version of the store, loaded whole; every answer of one snapshot comes from that version.
+
+    Attributes
+    ----------
+    version : int
+        The store version.
+    configuration : RoutingConfiguration
+        Tables (lookups built), fallback hashes, topology and parameters.
+    migration_plan : MigrationPlan or None
+        The plan published with this version (online versions): the keys that
+        moved from the version before it, with their state. None for versions
+        published without one (``locality optimize``).
+    manifest : dict
+        The version's manifest (created, job, fingerprint, summary...).
+    """
+
+    version: int
+    configuration: RoutingConfiguration
+    migration_plan: MigrationPlan | None
+    manifest: Mapping[str, Any]
+
+    @property
+    def operators(self) -> tuple[str, ...]:
+        """Operators in pipeline order."""
+        return tuple(self.configuration.topology.operators)
+
+    def table(self, operator: str) -> RoutingTable:
+        """The routing table of ``operator`` (immutable; safe to keep and share between threads).
+
+        Raises
+        ------
+        InvalidParameterError
+            If the version has no such operator.
+        """
+        try:
+            return self.configuration.tables[operator]
+        except (KeyError, TypeError):
+            raise InvalidParameterError(
+                f"the 'operator' parameter must be one of {list(self.operators)} (version {self.version}); "
+                f"got {operator!r}"
+            ) from None
+
+    def route(self, operator: str, key: str | int) -> int:
+        """Instance of ``key`` at ``operator``: its table entry, else the fallback hash."""
+        return self.table(operator).route(key)
+
+    def route_many(self, operator: str, keys: Iterable[str | int] | np.ndarray | pd.Series | pa.Array) -> np.ndarray:
+        """Instances of a batch of keys at ``operator`` (see :meth:`RoutingTable.route_many`)."""
+        return self.table(operator).route_many(keys)
+
+    def server_of(self, operator: str, key: str | int) -> str:
+        """Server of the instance ``key`` goes to at ``operator``."""
+        return self.configuration.topology.server_of(operator, self.route(operator, key))
+
+    def plan_from(self, previous: RoutingSnapshot) -> MigrationPlan:
+        """The keys whose instance changes from ``previous`` to this version, per operator.
+
+        The plan published with this version when it was made for exactly this
+        step (it carries each key's state size); otherwise (versions skipped, a
+        roll-back) the plan computed from the two versions' tables, with state
+        sizes unknown (0).
+
+        Raises
+        ------
+        InvalidParameterError
+            If the two versions have different topologies or fallbacks (a
+            redeployment: every key may move; restart the job from the new
+            version instead of handing state over).
+        """
+        plan = self.migration_plan
+        if plan is not None and plan.from_version == previous.version:
+            return plan
+        return plan_migration(
+            previous.configuration, self.configuration, {}, from_version=previous.version, to_version=self.version
+        )
+
+
+def load_snapshot(store: ConfigStore, version: int) -> RoutingSnapshot:
+    """Load one version of ``store`` whole: tables, lookups, fallbacks, migration plan.
+
+    Raises
+    ------
+    StoreError
+        If the version is missing or any part of it cannot be read (the message
+        names the version and, through the cause, the file).
+    """
+    try:
+        stored = store.get(version)
+        configuration = stored.config
+        plan = None
+        if _PLAN_FILE in stored.manifest.get("files", ()):
+            plan = MigrationPlan.from_dict(stored.read_json(_PLAN_FILE))
+        return RoutingSnapshot(version, configuration, plan, dict(stored.manifest))
+    except Exception as exc:  # any damage (JSON, Parquet, missing files, bad fields) makes the version unusable
+        raise StoreError(f"cannot load version {version} of the store {store.root}: {exc}") from exc
+
+
+class Router:
+    """The current routing tables of a configuration store, for a running job.
+
+    Parameters
+    ----------
+    store : ConfigStore, str or path
+        The store ``locality optimize`` / ``reconfigure`` publish into. It is
+        only read.
+    poll_interval : float, optional
+        Seconds between two looks at ``CURRENT`` by a background (daemon)
+        thread that calls :meth:`refresh`. None (default): no thread; call
+        :meth:`refresh` yourself. Stop the thread with :meth:`close` or by
+        using the router as a context manager.
+    on_change : callable, optional
+        Called as ``on_change(old, new)`` with the two :class:`RoutingSnapshot`
+        after every swap, on the thread that refreshed; ``new.plan_from(old)``
+        lists the keys whose state must move. An exception it raises is logged
+        and does not undo the swap.
+
+    Raises
+    ------
+    StoreError
+        If the store has no current version or it cannot be loaded.
+    InvalidParameterError
+        If ``poll_interval`` is not a positive number or ``on_change`` is not callable.
+
+    Notes
+    -----
+    Lookups read one reference (the current snapshot) and take no lock.
+    :meth:`refresh` loads the new version completely before replacing that
+    reference, so every single call answers from one version. Two calls may
+    straddle a refresh: work that must see one version across several calls
+    or operators takes :meth:`snapshot` once and asks it.
+
+    Refresh policy: a version that cannot be loaded (damaged, half-copied,
+    removed) never replaces the one in service. :meth:`refresh` logs the error
+    (once per version), keeps serving, records it in :attr:`last_error` and
+    returns False; ``refresh(strict=True)`` raises it instead. The next
+    refresh tries again, so a version repaired in place is picked up. The
+    router follows ``CURRENT`` wherever it points, including back to an older
+    version (a roll-back).
+
+    Examples
+    --------
+    >>> with Router("/data/locality-store", poll_interval=5.0) as router:  # doctest: +SKIP
+    ...     router.route_many("hashtag", batch["hashtag"])
+    """
+
+    def __init__(
+        self,
+        store: ConfigStore | str | os.PathLike,
+        *,
+        poll_interval: float | None = None,
+        on_change: Callable[[RoutingSnapshot, RoutingSnapshot], Any] | None = None,
+    ) -> None:
+        if poll_interval is not None:
+            poll_interval = check_interval(poll_interval, "poll_interval", "Router", lower=0, closed="neither")
+        if on_change is not None and not callable(on_change):
+            raise InvalidParameterError(f"the 'on_change' parameter of Router must be callable; got {on_change!r}")
+        self.store = store if isinstance(store, ConfigStore) else ConfigStore(store)
+        self.on_change = on_change
+        #: Why the last refresh could not load the version ``CURRENT`` names (None after a good one).
+        self.last_error: StoreError | None = None
+        self._reported: int | str | None = None  # the unloadable version (or error) already logged at ERROR
+        self._refreshing = threading.RLock()  # one refresh at a time; lookups never take it
+        version = self.store.current_version()
+        if version is None:
+            raise StoreError(f"the store {self.store.root} has no published version yet")
+        self._snapshot = load_snapshot(self.store, version)
+        logger.info("router on %s: serving version %d", self.store.root, version)
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        if poll_interval is not None:
+            self._watcher = threading.Thread(
+                target=self._watch, args=(poll_interval,), name=f"locality-router-{self.store.root}", daemon=True
+            )
+            self._watcher.start()
+
+    # ------------------------------------------------------------------ lookups
+    def snapshot(self) -> RoutingSnapshot:
+        """The version in service, as one immutable object (for work spanning several calls or operators)."""
+        return self._snapshot
+
+    @property
+    def version(self) -> int:
+        """The store version in service."""
+        return self._snapshot.version
+
+    @property
+    def migration_plan(self) -> MigrationPlan | None:
+        """The migration plan published with the version in service (None if it has none)."""
+        return self._snapshot.migration_plan
+
+    def table(self, operator: str) -> RoutingTable:
+        """The current routing table of ``operator`` (see :meth:`RoutingSnapshot.table`)."""
+        return self._snapshot.table(operator)
+
+    def route(self, operator: str, key: str | int) -> int:
+        """Instance of ``key`` at ``operator`` in the version in service."""
+        return self._snapshot.table(operator).route(key)
+
+    def route_many(self, operator: str, keys: Iterable[str | int] | np.ndarray | pd.Series | pa.Array) -> np.ndarray:
+        """Instances of a batch of keys at ``operator``, all from one version.
+
+        Parameters
+        ----------
+        operator : str
+        keys : sequence of str and int, numpy array, pandas Series or pyarrow Array
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (len(keys),)
+        """
+        return self._snapshot.table(operator).route_many(keys)
+
+    def server_of(self, operator: str, key: str | int) -> str:
+        """Server of the instance ``key`` goes to at ``operator``."""
+        return self._snapshot.server_of(operator, key)
+
+    # ------------------------------------------------------------------ following the store
+    def refresh(self, *, strict: bool = False) -> bool:
+        """Serve the version ``CURRENT`` names now, if it is another one and loads whole.
+
+        Parameters
+        ----------
+        strict : bool, default False
+            Raise instead of returning False when that version cannot be loaded.
+
+        Returns
+        -------
+        bool
+            True if the router swapped to another version; False if ``CURRENT``
+            still names the version in service, or names one that cannot be
+            loaded (the old version stays in service; :attr:`last_error` says why).
+
+        Raises
+        ------
+        StoreError
+            With ``strict=True``, if the version cannot be loaded.
+        """
+        with self._refreshing:
+            old, version = self._snapshot, None
+            try:
+                version = self.store.current_version()
+                if version is None:
+                    raise StoreError(f"the store {self.store.root} has no CURRENT version any more")
+                if version == old.version:
+                    self.last_error, self._reported = None, None
+                    return False
+                new = load_snapshot(self.store, version)
+            except StoreError as exc:
+                return self._failed(version, exc, strict)
+            except OSError as exc:  # CURRENT unreadable (permissions, a directory...)
+                error = StoreError(f"cannot read {self.store.root}: {exc}")
+                error.__cause__ = exc
+                return self._failed(version, error, strict)
+            self._snapshot = new  # the swap: one reference, to a snapshot built completely above
+            self.last_error, self._reported = None, None
+            logger.info("router on %s: version %d -> %d", self.store.root, old.version, new.version)
+            if self.on_change is not None:
+                try:
+                    self.on_change(old, new)
+                except Exception:
+                    logger.exception(
+                        "the router's on_change callback failed for version %d -> %d", old.version, version
+                    )
+            return True
+
+    def _failed(self, version: int | None, error: StoreError, strict: bool) -> bool:
+        """Keep the version in service; record, log (at ERROR level once per version) or raise why."""
+        self.last_error = error
+        what = version if version is not None else str(error)
+        level = logging.ERROR if what != self._reported else logging.DEBUG
+        logger.log(level, "router keeps serving version %d: %s", self._snapshot.version, error)
+        self._reported = what
+        if strict:
+            raise error
+        return False
+
+    def _watch(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            try:
+                self.refresh()
+            except Exception:  # the watch must outlive any surprise; refresh() already logs store errors
+                logger.exception("router on %s: refresh failed", self.store.root)
+
+    def close(self) -> None:
+        """Stop the background thread, if any (lookups keep working on the last version)."""
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join()
+            self._watcher = None
+
+    def __enter__(self) -> Router:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        watching = "watching" if self._watcher is not None else "not watching"
+        return f"Router({str(self.store.root)!r}, version={self.version}, {watching})"

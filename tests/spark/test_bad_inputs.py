@@ -1,0 +1,584 @@
+"""A corpus of bad and odd inputs: every case ends with its documented exit code and a message naming the culprit.
+
+Each case builds its files in a fresh directory and returns the command line,
+the exit code it must end with, and the strings stderr must hold (the file,
+column, option or store at fault). Most cases must fail before Spark starts:
+for those, starting a session fails the test. The others share the one Spark
+session. A few library calls complete the corpus at the end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import locality.cli as cli
+from locality.cli import EXIT_ERROR, EXIT_OK, main
+from locality.errors import InvalidParameterError, SerializationError, StoreError, TraceError
+from locality.store import ConfigStore
+from pipelines.counting import sketch_trace
+from pipelines.offline import OfflineParams
+from pipelines.online import OnlineParams
+from pipelines.trace import TraceSpec, check_trace, read_trace
+
+Case = Callable[[Path], tuple[list[str], int, list[str]]]
+BEFORE_SPARK: dict[str, Case] = {}
+WITH_SPARK: dict[str, Case] = {}
+
+
+def before_spark(case: Case) -> Case:
+    BEFORE_SPARK[case.__name__] = case
+    return case
+
+
+def with_spark(case: Case) -> Case:
+    WITH_SPARK[case.__name__] = case
+    return case
+
+
+def frame(rows: int = 60) -> pd.DataFrame:
+    """A small good trace: users, tags, a weight, a timestamp."""
+    return pd.DataFrame(
+        {
+            "user": [f"u{i % 7}" for i in range(rows)],
+            "tag": [f"t{i % 5}" for i in range(rows)],
+            "n": np.ones(rows),
+            "ts": pd.date_range("2024-01-01", periods=rows, freq="h", tz="UTC"),
+        }
+    )
+
+
+def parquet(tmp: Path, data: pd.DataFrame | pa.Table, name: str = "trace.parquet") -> str:
+    table = data if isinstance(data, pa.Table) else pa.Table.from_pandas(data, preserve_index=False)
+    pq.write_table(table, tmp / name, coerce_timestamps="us")  # Spark does not read nanoseconds
+    return str(tmp / name)
+
+
+def optimize(trace: str, tmp: Path, *extra: str, keys: str = "user,tag") -> list[str]:
+    return ["optimize", trace, "--keys", keys, "--servers", "2", "--store", str(tmp / "store"), "-q", *extra]
+
+
+LATIN1_CSV = "user,tag\nZ\xfcrich,alps\nBern,alps\nGen\xe8ve,lac\n".encode("latin-1")
+
+
+# ---------------------------------------------------------------------- trace files
+@before_spark
+def missing_trace(tmp):
+    return optimize(str(tmp / "nope.parquet"), tmp), EXIT_ERROR, [f"no trace file at '{tmp / 'nope.parquet'}'"]
+
+
+@before_spark
+def empty_directory(tmp):
+    (tmp / "trace").mkdir()
+    return optimize(str(tmp / "trace"), tmp), EXIT_ERROR, [f"no trace file at '{tmp / 'trace'}'"]
+
+
+@before_spark
+def glob_matching_nothing(tmp):
+    return optimize(str(tmp / "*.parquet"), tmp), EXIT_ERROR, ["no trace file at", "*.parquet"]
+
+
+@before_spark
+def zero_byte_parquet(tmp):
+    (tmp / "t.parquet").write_bytes(b"")
+    return optimize(str(tmp / "t.parquet"), tmp), EXIT_ERROR, [str(tmp / "t.parquet"), "is empty (0 bytes)"]
+
+
+@before_spark
+def zero_byte_file_among_good_ones(tmp):
+    (tmp / "trace").mkdir()
+    parquet(tmp / "trace", frame(), "part-0.parquet")
+    (tmp / "trace" / "part-1.parquet").write_bytes(b"")
+    path = tmp / "trace" / "part-1.parquet"
+    return optimize(str(tmp / "trace"), tmp), EXIT_ERROR, [str(path), "is empty"]
+
+
+@before_spark
+def corrupt_parquet(tmp):
+    (tmp / "t.parquet").write_bytes(b"PAR1" + bytes(range(256)) * 4)
+    return optimize(str(tmp / "t.parquet"), tmp), EXIT_ERROR, [str(tmp / "t.parquet"), "not a Parquet file"]
+
+
+@before_spark
+def truncated_parquet(tmp):
+    path = parquet(tmp, frame(500))
+    data = Path(path).read_bytes()
+    Path(path).write_bytes(data[: len(data) // 2])
+    return optimize(path, tmp), EXIT_ERROR, [path, "truncated"]
+
+
+@before_spark
+def unknown_extension(tmp):
+    (tmp / "trace.txt").write_text("user,tag\na,b\n")
+    return optimize(str(tmp / "trace.txt"), tmp), EXIT_ERROR, ["cannot tell the format", "trace.txt"]
+
+
+@before_spark
+def missing_key_column(tmp):
+    path = parquet(tmp, frame())
+    return optimize(path, tmp, keys="user,hashtag"), EXIT_ERROR, [path, "no column 'hashtag'", "'tag'"]
+
+
+@before_spark
+def missing_weight_column(tmp):
+    path = parquet(tmp, frame())
+    return optimize(path, tmp, "--weight", "bytes"), EXIT_ERROR, ["no column 'bytes'"]
+
+
+@before_spark
+def float_key_column(tmp):
+    path = parquet(tmp, frame().assign(lat=0.5))
+    return optimize(path, tmp, keys="user,lat"), EXIT_ERROR, ["key column 'lat' has type double", path]
+
+
+@before_spark
+def boolean_key_column(tmp):
+    path = parquet(tmp, frame().assign(flag=True))
+    return optimize(path, tmp, keys="flag,tag"), EXIT_ERROR, ["key column 'flag' has type bool"]
+
+
+@before_spark
+def string_weight_column(tmp):
+    path = parquet(tmp, frame().assign(n="one"))
+    return optimize(path, tmp, "--weight", "n"), EXIT_ERROR, ["weight column 'n' has type string", "numeric"]
+
+
+@before_spark
+def string_timestamp_column(tmp):
+    path = parquet(tmp, frame().assign(ts="yesterday"))
+    args = optimize(path, tmp, "--ts", "ts", "--start", "2024-01-01")
+    return args, EXIT_ERROR, ["timestamp column 'ts' has type string"]
+
+
+@before_spark
+def duplicate_csv_column(tmp):
+    (tmp / "t.csv").write_text("user,tag,user\na,b,c\n")
+    return optimize(str(tmp / "t.csv"), tmp), EXIT_ERROR, [str(tmp / "t.csv"), "column 'user' more than once"]
+
+
+@before_spark
+def duplicate_parquet_column(tmp):
+    table = pa.table([pa.array(["a"]), pa.array(["b"]), pa.array(["c"])], names=["user", "tag", "tag"])
+    path = parquet(tmp, table)
+    return optimize(path, tmp), EXIT_ERROR, [path, "column 'tag' more than once"]
+
+
+@before_spark
+def key_types_differ_between_files(tmp):
+    (tmp / "trace").mkdir()
+    parquet(tmp / "trace", frame(), "a.parquet")
+    parquet(tmp / "trace", frame().assign(user=7), "b.parquet")
+    return optimize(str(tmp / "trace"), tmp), EXIT_ERROR, ["column 'user' is string in", "but int64 in", "b.parquet"]
+
+
+@before_spark
+def csv_without_header(tmp):
+    (tmp / "t.csv").write_text("\n\n")
+    return optimize(str(tmp / "t.csv"), tmp), EXIT_ERROR, [str(tmp / "t.csv"), "no header row"]
+
+
+@before_spark
+def latin1_csv_read_as_utf8(tmp):
+    (tmp / "t.csv").write_bytes(LATIN1_CSV)
+    culprits = ["key column 'user'", str(tmp / "t.csv"), "Z\ufffdrich", "line 2", "--encoding"]
+    return optimize(str(tmp / "t.csv"), tmp), EXIT_ERROR, culprits
+
+
+@before_spark
+def latin1_json_read_as_utf8(tmp):
+    (tmp / "t.json").write_bytes('{"user": "Z\xfcrich", "tag": "alps"}\n'.encode("latin-1"))
+    return optimize(str(tmp / "t.json"), tmp), EXIT_ERROR, [str(tmp / "t.json"), "'user'", "--encoding"]
+
+
+@before_spark
+def json_line_not_an_object(tmp):
+    (tmp / "t.json").write_text('{"user": "a", "tag": "b"}\n[1, 2]\n')
+    return optimize(str(tmp / "t.json"), tmp), EXIT_ERROR, ["line 2 of", str(tmp / "t.json"), "not a JSON object"]
+
+
+@before_spark
+def json_mixed_key_types(tmp):
+    (tmp / "t.json").write_text('{"user": 42, "tag": "b"}\n{"user": "42", "tag": "b"}\n')
+    return optimize(str(tmp / "t.json"), tmp), EXIT_ERROR, ["key column 'user'", "int on line 1", "string on line 2"]
+
+
+# ---------------------------------------------------------------------- options
+@before_spark
+def encoding_spark_cannot_read(tmp):
+    (tmp / "t.csv").write_bytes(LATIN1_CSV)
+    args = optimize(str(tmp / "t.csv"), tmp, "--encoding", "cp1252")
+    return args, EXIT_ERROR, ["'encoding' parameter (--encoding)", "got 'cp1252'"]
+
+
+@before_spark
+def unknown_encoding(tmp):
+    (tmp / "t.csv").write_bytes(LATIN1_CSV)
+    return optimize(str(tmp / "t.csv"), tmp, "--encoding", "klingon"), EXIT_ERROR, ["--encoding", "'klingon'"]
+
+
+@before_spark
+def encoding_for_parquet(tmp):
+    args = optimize(parquet(tmp, frame()), tmp, "--encoding", "latin-1")
+    return args, EXIT_ERROR, ["--encoding", "applies to CSV and JSON"]
+
+
+def _option_case(option: str, value: str, culprit: str) -> Case:
+    def case(tmp):
+        return optimize(parquet(tmp, frame()), tmp, option, value), EXIT_ERROR, [culprit]
+
+    case.__name__ = f"option_{option.strip('-').replace('-', '_')}_{value}"
+    return case
+
+
+for _option, _value, _culprit in [
+    ("--alpha", "0.9", "'alpha' parameter of the offline job must be a float >= 1.0; got 0.9"),
+    ("--alpha", "nan", "'alpha' parameter of the offline job"),
+    ("--servers", "0", "'servers' parameter of locality optimize must be an int >= 1; got 0"),
+    ("--instances-per-server", "0", "'instances_per_server' parameter"),
+    ("--capacity", "0", "'capacity' parameter of the offline job must be an int >= 1; got 0"),
+    ("--top-pairs", "0", "'top_pairs' parameter of the offline job"),
+    ("--max-entries", "-1", "'max_entries' parameter of the offline job"),
+    ("--seed", "-1", "'seed' parameter of the offline job"),
+    ("--lock-timeout", "-1", "'lock_timeout' parameter of the offline job"),
+    ("--hash", "murmur", "'hash' parameter of the offline job must be one of"),
+    ("--capacity", "many", "Invalid value for '--capacity'"),
+]:
+    before_spark(_option_case(_option, _value, _culprit))
+
+
+@before_spark
+def start_not_a_date(tmp):
+    args = optimize(parquet(tmp, frame()), tmp, "--ts", "ts", "--start", "yesterday")
+    return args, EXIT_ERROR, ["start time 'yesterday' is not an ISO 8601"]
+
+
+@before_spark
+def start_without_ts(tmp):
+    return optimize(parquet(tmp, frame()), tmp, "--start", "2024-01-01"), EXIT_ERROR, ["needs the timestamp column"]
+
+
+@before_spark
+def one_key_column(tmp):
+    return optimize(parquet(tmp, frame()), tmp, keys="user"), EXIT_ERROR, ["--keys", "at least two"]
+
+
+@before_spark
+def repeated_key_column(tmp):
+    return optimize(parquet(tmp, frame()), tmp, keys="user,user"), EXIT_ERROR, ["key columns must be distinct"]
+
+
+@before_spark
+def servers_and_topology(tmp):
+    (tmp / "topo.json").write_text("{}")
+    args = optimize(parquet(tmp, frame()), tmp, "--topology", str(tmp / "topo.json"))
+    return args, EXIT_ERROR, ["either --servers", "or --topology"]
+
+
+@before_spark
+def topology_file_missing(tmp):
+    args = ["optimize", parquet(tmp, frame()), "--keys", "user,tag", "--topology", str(tmp / "t.json")]
+    return [*args, "--store", str(tmp / "s")], EXIT_ERROR, ["cannot read the topology file", str(tmp / "t.json")]
+
+
+@before_spark
+def topology_file_holding_a_list(tmp):
+    (tmp / "t.json").write_text("[1, 2]")
+    args = ["optimize", parquet(tmp, frame()), "--keys", "user,tag", "--topology", str(tmp / "t.json")]
+    return [*args, "--store", str(tmp / "s")], EXIT_ERROR, [str(tmp / "t.json"), "must hold a JSON object"]
+
+
+@before_spark
+def reconfigure_bad_window(tmp):
+    args = ["reconfigure", parquet(tmp, frame()), "--keys", "user,tag", "--ts", "ts", "--servers", "2"]
+    return [*args, "--store", str(tmp / "s"), "--window", "soon"], EXIT_ERROR, ["--window", "'soon'"]
+
+
+@before_spark
+def reconfigure_decay_above_one(tmp):
+    args = ["reconfigure", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2", "--store", str(tmp / "s")]
+    return [*args, "--decay", "1.5"], EXIT_ERROR, ["'decay' parameter of the online job"]
+
+
+@before_spark
+def reconfigure_newest_files_zero(tmp):
+    args = ["reconfigure", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2", "--store", str(tmp / "s")]
+    return [*args, "--newest-files", "0"], EXIT_ERROR, ["'newest' parameter", "got 0"]
+
+
+@before_spark
+def replay_missing_trace(tmp):
+    args = ["replay", str(tmp / "nope.parquet"), "--keys", "user,tag", "--servers", "2", "-q"]
+    return args, EXIT_ERROR, [str(tmp / "nope.parquet")]
+
+
+# ---------------------------------------------------------------------- stores
+@before_spark
+def store_is_a_file(tmp):
+    (tmp / "store").write_text("I am a file")
+    culprit = f"the store {tmp / 'store'} is a file, not a directory"
+    return optimize(parquet(tmp, frame()), tmp), EXIT_ERROR, [culprit]
+
+
+@before_spark
+def store_under_a_file(tmp):
+    (tmp / "store").write_text("I am a file")
+    args = ["optimize", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2"]
+    return [*args, "--store", str(tmp / "store" / "sub")], EXIT_ERROR, ["cannot be created", str(tmp / "store")]
+
+
+@before_spark
+def evaluate_empty_store(tmp):
+    (tmp / "store").mkdir()
+    args = ["evaluate", parquet(tmp, frame()), "--keys", "user,tag", "--store", str(tmp / "store"), "-q"]
+    return args, EXIT_ERROR, [f"the store {tmp / 'store'} has no published version yet"]
+
+
+@before_spark
+def evaluate_half_written_version(tmp):
+    # A version directory without its configuration (as the two-publisher bug of issue 10 left them).
+    version = tmp / "store" / "versions" / "000001"
+    version.mkdir(parents=True)
+    (version / "manifest.json").write_text(json.dumps({"version": 1, "created": "2026-01-01"}))
+    (tmp / "store" / "CURRENT").write_text("1\n")
+    args = ["evaluate", parquet(tmp, frame()), "--keys", "user,tag", "--store", str(tmp / "store"), "-q"]
+    return args, EXIT_ERROR, ["version 1 of the store is damaged", str(version / "configuration")]
+
+
+@before_spark
+def evaluate_damaged_manifest(tmp):
+    version = tmp / "store" / "versions" / "000001"
+    version.mkdir(parents=True)
+    (version / "manifest.json").write_text('{"version": 1, "crea')
+    (tmp / "store" / "CURRENT").write_text("1\n")
+    args = ["evaluate", parquet(tmp, frame()), "--keys", "user,tag", "--store", str(tmp / "store"), "-q"]
+    return args, EXIT_ERROR, [str(version / "manifest.json"), "damaged"]
+
+
+@before_spark
+def show_a_file(tmp):
+    (tmp / "store").write_text("x")
+    return ["show", "--store", str(tmp / "store")], EXIT_ERROR, [f"there is no store at {tmp / 'store'}: it is a file"]
+
+
+@before_spark
+def rollback_to_a_missing_version(tmp):
+    ConfigStore(tmp / "store").publish(_config(), fingerprint="f")
+    args = ["rollback", "--store", str(tmp / "store"), "--to", "5"]
+    return args, EXIT_ERROR, ["has no version 5; versions: [1]"]
+
+
+def _config():
+    from tests._store_children import make_config
+
+    return make_config(0, 10)
+
+
+# ---------------------------------------------------------------------- cases that need Spark
+@with_spark
+def all_null_second_key(tmp):
+    table = pa.Table.from_pandas(frame(), preserve_index=False).set_column(1, "tag", pa.nulls(60, pa.string()))
+    path = parquet(tmp, table)
+    return optimize(path, tmp), EXIT_ERROR, ["the trace is empty: 60 rows read", "null key in 'tag' 60"]
+
+
+@before_spark
+def key_column_without_a_type(tmp):
+    path = parquet(tmp, frame().assign(tag=None))  # all null: Parquet stores the type "null"
+    return optimize(path, tmp), EXIT_ERROR, ["key column 'tag' has type null", path]
+
+
+@before_spark
+def nanosecond_timestamps(tmp):
+    path = str(tmp / "t.parquet")
+    pq.write_table(pa.Table.from_pandas(frame(), preserve_index=False), path)  # pandas' nanoseconds
+    return optimize(path, tmp), EXIT_ERROR, ["column 'ts'", path, "nanosecond", "coerce_timestamps"]
+
+
+@with_spark
+def all_empty_keys_in_json(tmp):
+    (tmp / "t.json").write_text("".join(json.dumps({"user": f"u{i}", "tag": ""}) + "\n" for i in range(20)))
+    return optimize(str(tmp / "t.json"), tmp), EXIT_ERROR, ["the trace is empty", "empty key in 'tag' 20"]
+
+
+@with_spark
+def all_weights_zero(tmp):
+    args = optimize(parquet(tmp, frame().assign(n=0.0)), tmp, "--weight", "n")
+    return args, EXIT_ERROR, ["the trace is empty", "60 with invalid weight"]
+
+
+@with_spark
+def csv_with_only_a_header(tmp):
+    (tmp / "t.csv").write_text("user,tag\n")
+    return optimize(str(tmp / "t.csv"), tmp), EXIT_ERROR, ["the trace is empty: 0 rows read"]
+
+
+@with_spark
+def time_range_holding_no_row(tmp):
+    args = optimize(parquet(tmp, frame()), tmp, "--ts", "ts", "--start", "2030-01-01")
+    return args, EXIT_ERROR, ["the trace is empty: 0 rows read"]
+
+
+@with_spark
+def latin1_beyond_the_checked_prefix(tmp):
+    # The first 64 KiB are plain ASCII: only the counting pass sees the Latin-1 key, and names file and column.
+    head = "".join(f"user{i % 50},tag{i % 9}\n" for i in range(8_000))
+    (tmp / "t.csv").write_bytes(("user,tag\n" + head).encode() + "Z\xfcrich,alps\n".encode("latin-1"))
+    return optimize(str(tmp / "t.csv"), tmp), EXIT_ERROR, ["key column 'user'", "t.csv", "U+FFFD", "--encoding"]
+
+
+@with_spark
+def malformed_json_beyond_the_checked_prefix(tmp):
+    lines = "".join(json.dumps({"user": f"u{i % 50}", "tag": f"t{i % 9}"}) + "\n" for i in range(3_000))
+    (tmp / "t.json").write_text(lines + "{not json\n")
+    return optimize(str(tmp / "t.json"), tmp), EXIT_ERROR, ["t.json", "not a JSON object", "{not json"]
+
+
+@before_spark
+def evaluate_with_other_operators(tmp):
+    ConfigStore(tmp / "store").publish(_config(), fingerprint="f")
+    (tmp / "t.csv").write_text("x,y,z\n1,2,3\n")
+    args = ["evaluate", str(tmp / "t.csv"), "--keys", "x,y,z", "--store", str(tmp / "store"), "-q"]
+    return args, EXIT_ERROR, ["routes 2 operators", "got 3 key columns"]
+
+
+@pytest.mark.parametrize("name", sorted(BEFORE_SPARK))
+def test_fails_before_spark_naming_the_culprit(name, tmp_path, capsys, monkeypatch):
+    def no_spark(master):
+        raise AssertionError("this input should have been refused before Spark starts")
+
+    monkeypatch.setattr(cli, "_session", no_spark)
+    args, expected, culprits = BEFORE_SPARK[name](tmp_path)
+    code = main(args)
+    out, err = capsys.readouterr()
+    assert code == expected, err
+    assert "Traceback" not in err and out == ""
+    for culprit in culprits:
+        assert culprit in err, f"{culprit!r} not in {err!r}"
+
+
+@pytest.mark.parametrize("name", sorted(WITH_SPARK))
+def test_fails_in_the_job_naming_the_culprit(name, spark, tmp_path, capsys):
+    args, expected, culprits = WITH_SPARK[name](tmp_path)
+    code = main(args)
+    _, err = capsys.readouterr()
+    assert code == expected, err
+    assert "Traceback" not in err
+    for culprit in culprits:
+        assert culprit in err, f"{culprit!r} not in {err!r}"
+    assert ConfigStore(tmp_path / "store").versions() == []  # nothing published
+
+
+# ---------------------------------------------------------------------- odd inputs that must work
+ODD_KEYS = [
+    "Zürich",
+    "東京",
+    "emoji 🚀",
+    "comma, inside",
+    'quote " inside',
+    "new\nline",
+    "tab\tkey",
+    "nul\x00byte",
+    " ",
+    "0007",
+    "x" * 100_000,  # a 100 kB key
+]
+
+
+def test_odd_keys_survive_read_count_and_store(spark, tmp_path, capsys):
+    rows = [(key, f"t{j}") for i, key in enumerate(ODD_KEYS) for j in range(i + 1)]
+    data = pd.DataFrame(rows, columns=["user", "tag"])
+    path = parquet(tmp_path, data)
+    counts = sketch_trace(read_trace(spark, TraceSpec(path, ["user", "tag"])), ["user", "tag"])
+    loads = counts.key_loads["user"].set_index("key")["weight"].to_dict()
+    assert loads == {key: i + 1 for i, key in enumerate(ODD_KEYS)}  # every key exactly, none mangled
+    assert main([*optimize(path, tmp_path), "--json"]) == EXIT_OK
+    capsys.readouterr()
+    config = ConfigStore(tmp_path / "store").get().config
+    assert set(config.tables["user"].entries.index) <= set(ODD_KEYS)
+    assert {config.route("user", key) for key in ODD_KEYS} <= {0, 1}
+
+
+def test_latin1_with_its_encoding_reads_the_real_keys(spark, tmp_path, capsys):
+    (tmp_path / "t.csv").write_bytes(LATIN1_CSV)
+    (tmp_path / "t.json").write_bytes('{"user": "Z\xfcrich", "tag": "alps"}\n'.encode("latin-1"))
+    for name in ("t.csv", "t.json"):
+        spec = TraceSpec(str(tmp_path / name), ["user", "tag"], encoding="latin-1")
+        counts = sketch_trace(read_trace(spark, spec), ["user", "tag"])
+        assert "Zürich" in set(counts.key_loads["user"]["key"])
+    assert main(optimize(str(tmp_path / "t.csv"), tmp_path, "--encoding", "latin-1", "--alpha", "3")) == EXIT_OK
+
+    capsys.readouterr()
+
+
+def test_integer_keys_at_the_int64_limits(spark, tmp_path, capsys):
+    limits = [-(2**63), -1, 0, 2**63 - 1]
+    data = pd.DataFrame({"user": np.array(limits * 3, dtype=np.int64), "tag": ["a", "b", "c"] * 4})
+    counts = sketch_trace(read_trace(spark, TraceSpec(parquet(tmp_path, data), ["user", "tag"])), ["user", "tag"])
+    assert sorted(counts.key_loads["user"]["key"]) == limits
+
+
+def test_a_store_left_half_written_by_the_old_publisher_takes_the_next_number(spark, tmp_path, capsys):
+    version = tmp_path / "store" / "versions" / "000001"
+    (version / "configuration").mkdir(parents=True)  # no manifest: never a version
+    (tmp_path / "store" / "versions" / ".tmp-0123").mkdir()
+    assert main(optimize(parquet(tmp_path, frame()), tmp_path)) == EXIT_OK
+    capsys.readouterr()
+    store = ConfigStore(tmp_path / "store")
+    assert store.versions() == [2] and store.current_version() == 2
+    assert not (tmp_path / "store" / "versions" / ".tmp-0123").exists()
+
+
+# ---------------------------------------------------------------------- library calls
+@pytest.mark.parametrize(
+    "build, error, message",
+    [
+        (lambda p: TraceSpec(p, ["a"]), TraceError, "at least two key columns"),
+        (lambda p: TraceSpec(p, ["a", "a"]), TraceError, "key columns must be distinct"),
+        (lambda p: TraceSpec(p, ["a", "b"], ts="ts", start="noon"), TraceError, "start time 'noon'"),
+        (lambda p: TraceSpec(p, ["a", "b"], format="xml"), TraceError, "unknown trace format 'xml'"),
+        (lambda p: TraceSpec(p, ["a", "b"], encoding="cp1252"), InvalidParameterError, "--encoding"),
+        (lambda p: TraceSpec(p, ["a", "b"], format="parquet", encoding="utf-8"), InvalidParameterError, "Parquet"),
+        (lambda p: TraceSpec(p, ["a", "b"], newest=0), InvalidParameterError, "'newest' parameter"),
+        (lambda p: check_trace(TraceSpec(p + "/*.csv", ["a", "b"])), TraceError, "no trace file at"),
+        (lambda p: ConfigStore(p + "/f").check_writable(), StoreError, "is a file, not a directory"),
+        (lambda p: ConfigStore(p + "/f").get(), StoreError, "is a file, not a directory"),
+        (
+            lambda p: OfflineParams(TraceSpec(p, ["a", "b"]), _topology(), p, capacity=0),
+            InvalidParameterError,
+            "'capacity' parameter of the offline job",
+        ),
+        (
+            lambda p: OnlineParams(TraceSpec(p, ["a", "b"]), p, min_gain=-1.0),
+            InvalidParameterError,
+            "'min_gain' parameter of the online job",
+        ),
+    ],
+)
+def test_library_calls_name_the_culprit(tmp_path, build, error, message):
+    (tmp_path / "f").write_text("a file")
+    with pytest.raises(error, match=message.replace("(", r"\(").replace("*", r"\*")):
+        build(str(tmp_path))
+
+
+def test_a_damaged_table_is_named_by_the_store_reader(tmp_path):
+    store = ConfigStore(tmp_path)
+    store.publish(_config(), fingerprint="f")
+    table = store.get().path / "configuration" / "tables" / "00.parquet"
+    data = bytearray(table.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size, one byte flipped
+    table.write_bytes(bytes(data))
+    with pytest.raises(SerializationError, match=f"{table} does not match its manifest's SHA-256"):
+        _ = store.get().config
+
+
+def _topology():
+    from locality.topology import Topology
+
+    return Topology.uniform(["a", "b"], 2)

@@ -1,0 +1,112 @@
+"""How the CLI ends: one exit code per outcome, one line on stderr, tracebacks only in a log file or with --debug."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+import pytest
+
+from locality.cli import EXIT_CRASH, EXIT_ERROR, EXIT_OK, ExitCode, main
+from locality.store import ConfigStore
+from tests._store_children import make_config
+from tests.conftest import REPO
+
+
+@pytest.fixture
+def store(tmp_path):
+    ConfigStore(tmp_path / "store").publish(make_config(0, 10), fingerprint="f0")
+    return tmp_path / "store"
+
+
+def test_exit_codes_are_defined_once():
+    assert {code.name: int(code) for code in ExitCode} == {
+        "OK": 0,
+        "INFEASIBLE": 1,
+        "BAD_INPUT": 2,
+        "CRASH": 70,
+        "BUSY": 75,
+        "INTERRUPTED": 130,
+    }
+
+
+def test_an_unexpected_failure_is_one_line_naming_its_log(store, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("LOCALITY_LOG_DIR", str(tmp_path / "logs"))
+
+    def broken(self):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(ConfigStore, "history", broken)
+    assert main(["show", "--store", str(store)]) == EXIT_CRASH
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("locality: unexpected failure: KeyError: 'a bug' (traceback in ")
+    log = err.split("traceback in ")[1].split(";")[0]
+    assert log.startswith(str(tmp_path / "logs" / "locality-"))
+    text = open(log).read()
+    assert "Traceback (most recent call last)" in text and "KeyError: 'a bug'" in text
+    # --debug prints the traceback instead of writing a log
+    assert main(["show", "--store", str(store), "--debug"]) == EXIT_CRASH
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "traceback in " not in err
+
+
+def test_bad_input_is_one_line_without_traceback_and_with_debug_a_traceback(tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    assert main(["show", "--store", str(tmp_path / "file")]) == EXIT_ERROR
+    assert capsys.readouterr().err == f"error: there is no store at {tmp_path / 'file'}: it is a file\n"
+    assert main(["show", "--store", str(tmp_path / "file"), "--debug"]) == EXIT_ERROR
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_interrupted(store, capsys, monkeypatch):
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ConfigStore, "history", interrupted)
+    assert main(["show", "--store", str(store)]) == ExitCode.INTERRUPTED
+    assert capsys.readouterr().err.strip() == "locality: interrupted"  # click adds a newline first
+
+
+def test_every_command_takes_debug_and_json(store, capsys):
+    for command in ("optimize", "evaluate", "reconfigure", "replay", "show", "rollback", "demo"):
+        assert main([command, "--help"]) == EXIT_OK
+        usage = capsys.readouterr().out
+        assert "--debug" in usage and "--json" in usage, command
+        if command not in ("show", "rollback"):
+            assert "-q, --quiet" in usage, command
+        if command in ("optimize", "reconfigure", "rollback"):
+            assert "--lock-timeout" in usage, command
+        if command in ("optimize", "evaluate", "reconfigure"):
+            assert "--encoding" in usage, command
+
+
+def test_the_jobs_never_import_the_cli():
+    for path in (REPO / "pipelines").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        imported = {
+            *(alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names),
+            *(node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module),
+        }
+        assert "locality.cli" not in imported, path
+
+
+def test_the_spark_submit_script_runs_the_one_parser(store):
+    done = subprocess.run(
+        [sys.executable, "locality_job.py", "show", "--store", str(store), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"current": 1' in done.stdout
+    done = subprocess.run(
+        [sys.executable, "locality_job.py", "rollback", "--store", str(store), "--to", "4"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert done.returncode == EXIT_ERROR and "has no version 4" in done.stderr

@@ -1,0 +1,226 @@
+"""The store's fault matrix: real processes publishing through the real ConfigStore, killed, racing, starved.
+
+Every case checks the same promise: the version that was current stays
+current (or a complete newer one took its place) and reads whole, and the
+next publish succeeds. Children come from a forkserver that imported
+``tests._store_children`` once (fast starts, no Spark threads inherited).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import signal
+import stat
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from locality.cli import EXIT_BUSY, EXIT_ERROR, main
+from locality.errors import SerializationError, StoreBusyError, StoreError
+from locality.store import ConfigStore
+from tests._store_children import (
+    hold_lock,
+    make_config,
+    publish_forever,
+    publish_range,
+    publish_read_only,
+    publish_under_file_size_limit,
+)
+from tests.conftest import trace_path
+
+KILLS = 25
+SEED = 20261123
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["tests._store_children"])
+    return context
+
+
+def leftovers(root: Path) -> list[Path]:
+    """The ``.tmp-*`` entries an interrupted writer left (in the store and its first-level directories)."""
+    return [p for d in [root, *(c for c in root.iterdir() if c.is_dir())] for p in d.glob(".tmp-*")]
+
+
+def assert_whole(store: ConfigStore, entries: int) -> int:
+    """CURRENT names a complete version whose tables are the ones published with its fingerprint; returns it."""
+    stored = store.get()
+    index = int(stored.manifest["fingerprint"][1:].split(":")[0])
+    assert stored.config.tables == make_config(index, entries).tables
+    for version in store.versions():  # every listed version is complete: manifest, checksums, tables
+        store.get(version).verify()
+    return stored.version
+
+
+def test_kill_9_at_random_moments_of_a_publish(ctx, tmp_path):
+    entries = 5_000  # a publish takes 50-100 ms here: a kill within 0.3 s lands in one of the first few
+    store = ConfigStore(tmp_path, lock_timeout=30)
+    store.publish(make_config(0, entries), fingerprint="f0")
+    rng = np.random.default_rng(SEED)
+    killed_mid_write = 0
+    next_index = 1
+    for _ in range(KILLS):
+        before = store.current_version()
+        ready = ctx.Event()
+        child = ctx.Process(target=publish_forever, args=(str(tmp_path), next_index, entries, ready))
+        child.start()
+        assert ready.wait(30)
+        time.sleep(rng.uniform(0.0, 0.3))
+        os.kill(child.pid, signal.SIGKILL)
+        child.join()
+        assert child.exitcode == -signal.SIGKILL
+        killed_mid_write += bool(leftovers(tmp_path))
+        # The previous version is current and whole, or a complete newer one replaced it.
+        assert assert_whole(store, entries) >= before
+        next_index += 1
+    # The next publish succeeds, cleans what the kills left, and the history ends at CURRENT.
+    result = store.publish(make_config(next_index, entries), fingerprint=f"f{next_index}")
+    assert result.created and store.current_version() == result.version
+    assert leftovers(tmp_path) == []
+    assert assert_whole(store, entries) == result.version
+    history = store.history()
+    assert history[-1]["version"] == result.version
+    assert {e["version"] for e in history} <= set(store.versions())
+    # The kills really hit publishes in the middle: some left a half-written version behind.
+    assert killed_mid_write >= 1
+
+
+def test_two_concurrent_publishers_make_80_complete_versions(ctx, tmp_path):
+    children = [ctx.Process(target=publish_range, args=(str(tmp_path), first, 40, 200)) for first in (0, 1000)]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(120)
+    assert [child.exitcode for child in children] == [0, 0]
+    store = ConfigStore(tmp_path)
+    assert store.versions() == list(range(1, 81))
+    fingerprints = {store.get(v).manifest["fingerprint"] for v in store.versions()}
+    assert fingerprints == {f"f{i}" for i in [*range(40), *range(1000, 1040)]}
+    for version in store.versions():
+        stored = store.get(version)
+        stored.verify()
+        assert stored.config.tables == make_config(int(stored.manifest["fingerprint"][1:]), 200).tables
+        assert stored.read_json("report.json") == {"i": int(stored.manifest["fingerprint"][1:])}
+    history = store.history()
+    assert [e["version"] for e in history] == list(range(1, 81))
+    assert [e["previous"] for e in history] == [None, *range(1, 80)]
+    assert store.current_version() == 80 and leftovers(tmp_path) == []
+
+
+def test_a_writer_in_another_process_makes_the_next_wait_then_fail(ctx, tmp_path, capsys):
+    store = ConfigStore(tmp_path, lock_timeout=0.5)
+    store.publish(make_config(0, 100), fingerprint="f0")
+    ready, release = ctx.Event(), ctx.Event()
+    child = ctx.Process(target=hold_lock, args=(str(tmp_path), ready, release))
+    child.start()
+    assert ready.wait(30)
+    started = time.monotonic()
+    busy = f"store busy: held by pid {child.pid} \\(locality optimize, host .*\\) since 20"
+    with pytest.raises(StoreBusyError, match=busy):
+        store.publish(make_config(1, 100), fingerprint="f1")
+    assert time.monotonic() - started >= 0.5  # it waited for the timeout
+    assert main(["rollback", "--store", str(tmp_path), "--to", "1", "--lock-timeout", "0"]) == EXIT_BUSY
+    assert f"store busy: held by pid {child.pid}" in capsys.readouterr().err
+    assert store.get().config.tables == make_config(0, 100).tables  # readers never wait
+    release.set()
+    child.join()
+    assert store.publish(make_config(1, 100), fingerprint="f1").version == 2
+
+
+def test_a_write_that_fails_midway_publishes_nothing(ctx, tmp_path):
+    store = ConfigStore(tmp_path)
+    store.publish(make_config(0, 100), fingerprint="f0")
+    results = ctx.Queue()
+    # 200 kB per file: the manifest and small files fit, the 20,000-entry tables (~300 kB) do not.
+    child = ctx.Process(target=publish_under_file_size_limit, args=(str(tmp_path), 1, 20_000, 200_000, results))
+    child.start()
+    kind, message = results.get(timeout=60)
+    child.join()
+    assert kind == "StoreError"
+    assert "File too large" in message and "nothing was published" in message and str(tmp_path) in message
+    assert store.versions() == [1] and store.current_version() == 1
+    assert store.get().config.tables == make_config(0, 100).tables
+    assert leftovers(tmp_path) == []  # the failing writer removed its own half-written version
+    assert store.publish(make_config(1, 20_000), fingerprint="f1").version == 2  # the next run succeeds
+
+
+@pytest.fixture
+def open_dir():
+    """A directory another user can traverse (pytest's tmp_path is private to its owner)."""
+    path = Path(tempfile.mkdtemp(prefix="locality-store-"))
+    path.chmod(0o755)
+    yield path
+    for p in [path, *path.rglob("*")]:
+        if p.is_dir():
+            p.chmod(0o755)
+    shutil.rmtree(path)
+
+
+def test_a_read_only_store_fails_clearly_and_stays_readable(ctx, open_dir):
+    root = open_dir / "store"
+    store = ConfigStore(root)
+    store.publish(make_config(0, 100), fingerprint="f0")
+    read_only = stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH
+    for path in (root, root / "versions"):
+        path.chmod(read_only)
+    results = ctx.Queue()
+    child = ctx.Process(target=publish_read_only, args=(str(root), 1, str(trace_path("geotweets")), results))
+    child.start()
+    (check_kind, check_message), (publish_kind, publish_message), (code, stderr) = results.get(timeout=120)
+    child.join()
+    assert check_kind == "StoreError" and f"the store {root} is not writable" in check_message
+    assert publish_kind == "StoreError" and str(root) in publish_message
+    assert code == EXIT_ERROR and f"the store {root} is not writable" in stderr and "Traceback" not in stderr, stderr
+    assert store.versions() == [1] and store.get().config.tables == make_config(0, 100).tables
+    for path in (root, root / "versions"):
+        path.chmod(0o755)
+    assert store.publish(make_config(1, 100), fingerprint="f1").version == 2
+
+
+@pytest.mark.parametrize("content", ["garbage\n", "7\n", ""])
+def test_current_holding_garbage_or_a_missing_version(tmp_path, capsys, content):
+    store = ConfigStore(tmp_path)
+    store.publish(make_config(0, 100), fingerprint="f0")
+    (tmp_path / "CURRENT").write_text(content)
+    expected = "is not a version number" if content != "7\n" else "names version 7, which the store does not have"
+    with pytest.raises(StoreError, match=expected):
+        store.get()
+    assert main(["show", "--store", str(tmp_path)]) == EXIT_ERROR
+    out, err = capsys.readouterr()
+    assert expected in err and str(tmp_path / "CURRENT") in err and "current DAMAGED" in out
+    assert "Traceback" not in err
+    assert store.get(1).config.tables == make_config(0, 100).tables  # the version itself is untouched
+    # the next publish repairs CURRENT and records where it came from
+    assert store.publish(make_config(1, 100), fingerprint="f1").version == 2
+    assert store.current_version() == 2 and store.history()[-1]["version"] == 2
+
+
+def test_a_truncated_table_in_the_current_version_is_named(tmp_path, capsys):
+    store = ConfigStore(tmp_path)
+    store.publish(make_config(0, 500), fingerprint="f0")
+    store.publish(make_config(1, 500), fingerprint="f1")
+    table = store.get().path / "configuration" / "tables" / "01.parquet"
+    table.write_bytes(table.read_bytes()[:300])
+    with pytest.raises(SerializationError, match=f"{table}.*truncated"):
+        _ = store.get().config  # what the Router reads
+    assert main(["show", "--store", str(tmp_path)]) == EXIT_ERROR
+    _, err = capsys.readouterr()
+    assert str(table) in err and "Traceback" not in err
+    args = ["evaluate", str(trace_path("flights")), "--keys", "tailnum,dest", "--store", str(tmp_path), "-q"]
+    assert main(args) == EXIT_ERROR  # fails before Spark starts
+    _, err = capsys.readouterr()
+    assert str(table) in err
+    # a damaged version cannot be made current, the previous one can, explicitly
+    with pytest.raises(SerializationError, match=str(table)):
+        store.rollback(2)
+    assert main(["rollback", "--store", str(tmp_path), "--to", "1", "--reason", "table 01 truncated"]) == 0
+    assert store.current_version() == 1 and store.get().config.tables == make_config(0, 500).tables
+    assert store.history()[-1] == {**store.history()[-1], "version": 1, "action": "rollback"}
+    assert store.publish(make_config(2, 500), fingerprint="f2").version == 3
