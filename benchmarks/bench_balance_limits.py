@@ -59,6 +59,7 @@ def oracle_replay(frame: pd.DataFrame, topology: Topology, period: str):
     def next_window(counts, past, method, **params):
         return forecast_counts(counts, [actual[len(past)]], "last")
 
+    # The replay takes its forecast by name (a user has no oracle): the bound swaps in the coming window's counts.
     with mock.patch.object(locality.replay, "forecast_counts", next_window):
         return locality.replay.replay_trace(frame, topology, period=period, history=None, decay=0.85, forecast="last")
 

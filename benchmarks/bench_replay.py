@@ -58,6 +58,10 @@ STRATEGIES = {
     "online-d0.85-local-1h-sw0": online(RebalanceSchedule(every="1h", state_weight=0.0)),
     "online-d0.85-local-1h-sw0.1": online(RebalanceSchedule(every="1h", state_weight=0.1)),
     "online-d0.85-local-budget1": online(RebalanceSchedule(options={"max_cost": 1.0})),
+    "online-d0.85-local-budget3": online(RebalanceSchedule(options={"max_cost": 3.0})),
+    "online-d0.85-local-split0.25-budget1": online(
+        RebalanceSchedule(split_hot_keys=True, split_share=0.25, options={"max_cost": 1.0})
+    ),
     "online-d0.85-local-daily": online(
         RebalanceSchedule(every="30min", balance_window="1D", forecast="decay:0.9", history="1D")
     ),

@@ -50,6 +50,15 @@ def test_without_a_schedule_every_row_goes_where_the_tables_say(weeks):
     assert routed.config is fitted.config_ and routed.moved_keys == 0
 
 
+@pytest.mark.parametrize("schedule", [None, RebalanceSchedule(every="6h")])
+def test_a_router_routes_its_window_once(weeks, schedule):
+    # rebalancing moves the router's keys: a second pass would start from the window's end, not its start
+    once = router(weeks)
+    once.route(schedule)
+    with pytest.raises(RuntimeError, match="already routed its window"):
+        once.route(schedule)
+
+
 def test_rebalancing_balances_the_window_and_accounts_for_every_move(weeks):
     _, second, fitted = weeks
     routed = router(weeks).route(RebalanceSchedule(every="6h"))

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_interval, check_option
+from locality._validation import check_duration, check_interval, check_option
 from locality.errors import InvalidParameterError
 from locality.forecast import forecast_matrix, parse_forecast
 from locality.graph import KeyGraph
@@ -110,7 +110,7 @@ class RebalanceSchedule:
             check_interval(self.split_share, "split_share", owner, lower=0.0, closed="neither")
         for name in ("every", "balance_window", "history"):
             if getattr(self, name) is not None:
-                _duration(getattr(self, name), name, owner)
+                check_duration(getattr(self, name), name, owner)
         if pd.Timedelta(self.history) < pd.Timedelta(self.every):
             raise InvalidParameterError(
                 f"the 'history' of {owner} ({self.history}) must cover at least one interval ({self.every})"
@@ -221,6 +221,7 @@ class WindowRouter:
                 state.previous = previous[op].reindex(keys).fillna(0.0).to_numpy(dtype=float)
             self.operators.append(state)
         self.consumed = 0
+        self.routed = False
 
     # ------------------------------------------------------------------ routing
     def route(self, schedule: RebalanceSchedule | None = None) -> WindowRoutes:
@@ -228,8 +229,9 @@ class WindowRouter:
 
         A router routes its window once (rebalancing changes where its keys are).
         """
-        if self.consumed:
+        if self.routed:
             raise RuntimeError("this WindowRouter already routed its window; build a new one")
+        self.routed = True
         routes = {o.name: np.empty(self.n_rows, dtype=np.int64) for o in self.operators}
         hashed = {o.name: o.fallback[o.codes] for o in self.operators}
         out = WindowRoutes(routes, hashed, self.config)
@@ -435,19 +437,6 @@ class WindowRouter:
             table = self.config.tables[o.name]
             tables[o.name] = RoutingTable(o.name, table.fallback, pd.Series(o.instance, index=o.keys))
         return RoutingConfiguration(self.config.topology, tables, self.config.parameters)
-
-
-def _duration(value: str, name: str, owner: str) -> pd.Timedelta:
-    """``value`` as a positive ``Timedelta``, or an error naming the parameter."""
-    try:
-        duration = pd.Timedelta(value)
-    except (TypeError, ValueError):
-        duration = None
-    if duration is None or duration <= pd.Timedelta(0):
-        raise InvalidParameterError(
-            f"the {name!r} parameter of {owner} must be a positive duration such as '6h' or '1D'; got {value!r}"
-        )
-    return duration
 
 
 def _times(column: pd.Series) -> np.ndarray:
