@@ -1,10 +1,12 @@
 """Online vs offline vs hash on timed traces, window by window (the paper's Figure 11 on our data).
 
 For each strategy: mean locality over the windows after the first (each
-judged with tables built before it), the per-operator next-window imbalance,
-the share of state each reconfiguration moves (and what publishing METIS's
-labels as they come would have moved), and the mean per quarter, so that
-"online above offline every quarter" can be read off.
+judged with tables built before it), the per-operator next-window imbalance
+and the worst operator's, judged per window and per day (mean over days), the
+share of state each reconfiguration moves (and what publishing METIS's labels
+as they come would have moved), the share of state moved per window in all
+(reconfiguration + rebalancing), and the mean per quarter, so that "online
+above offline every quarter" can be read off.
 
     .venv/bin/python benchmarks/bench_replay.py                                   # weekly flights
     .venv/bin/python benchmarks/bench_replay.py --trace ira_troll_hashtags \\
@@ -26,8 +28,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from locality.datasets.catalog import load  # noqa: E402
+from locality.rebalance.window import RebalanceSchedule  # noqa: E402
 from locality.replay import replay_trace  # noqa: E402
 from locality.topology import Topology  # noqa: E402
+
+
+def online(schedule: RebalanceSchedule) -> dict:
+    """The default online replay (all weeks decayed 0.85) with a rebalancer schedule."""
+    return dict(mode="online", history=None, decay=0.85, rebalancer=schedule)
+
 
 STRATEGIES = {
     "hash": dict(mode="hash"),
@@ -39,6 +48,29 @@ STRATEGIES = {
     "online-d0.85": dict(mode="online", history=None, decay=0.85),
     "online-d0.85-gain0.1": dict(mode="online", history=None, decay=0.85, min_gain=0.1, max_imbalance=1.1),
     "online-d0.85-mixed": dict(mode="online", history=None, decay=0.85, rebalancer="mixed"),
+    "online-d0.85-mixed-6h": dict(mode="online", history=None, decay=0.85, rebalancer="mixed", rebalance_every="6h"),
+    "online-d0.85-forecast-decay0.5": dict(mode="online", history=None, decay=0.85, forecast="decay:0.5"),
+    # the locality-aware rebalancer (issue 11), every 6 hours: each window's load (served + forecast of the
+    # rest from the mean rate of the last 2 days) within 1 + theta_max, moves chosen by the locality they
+    # lose + the state they move per unit of load relieved
+    "online-d0.85-local": online(RebalanceSchedule()),
+    "online-d0.85-local-sw0.1": online(RebalanceSchedule(state_weight=0.1)),
+    "online-d0.85-local-1h-sw0": online(RebalanceSchedule(every="1h", state_weight=0.0)),
+    "online-d0.85-local-1h-sw0.1": online(RebalanceSchedule(every="1h", state_weight=0.1)),
+    "online-d0.85-local-budget1": online(RebalanceSchedule(options={"max_cost": 1.0})),
+    "online-d0.85-local-budget3": online(RebalanceSchedule(options={"max_cost": 3.0})),
+    "online-d0.85-local-split0.25-budget1": online(
+        RebalanceSchedule(split_hot_keys=True, split_share=0.25, options={"max_cost": 1.0})
+    ),
+    "online-d0.85-local-daily": online(
+        RebalanceSchedule(every="30min", balance_window="1D", forecast="decay:0.9", history="1D")
+    ),
+    "online-d0.85-local-split": online(RebalanceSchedule(split_hot_keys=True)),
+    "online-d0.85-local-split0.25": online(RebalanceSchedule(split_hot_keys=True, split_share=0.25)),
+    "online-d0.85-forecast-local": dict(online(RebalanceSchedule()), forecast="decay:0.5"),
+    "online-d0.85-forecast-local-split0.25": dict(
+        online(RebalanceSchedule(split_hot_keys=True, split_share=0.25)), forecast="decay:0.5"
+    ),
 }
 
 
@@ -65,14 +97,19 @@ def main() -> None:
         started = time.perf_counter()
         result = replay_trace(trace, topology, period=args.period, **STRATEGIES[name])
         frame = result.frame().iloc[1:]
+        frame["split"] = [sum(w.split_keys.values()) for w in result.windows[1:]]
         raw = frame["migration_cost_without_relabeling"].dropna()
         imbalance = ", ".join(f"{op} {v:.3f}" for op, v in result.mean_imbalance().items())
         print(
             f"  {name:<22} locality {result.mean_locality:.4f} (hash {result.mean_hash_locality:.4f}); "
             f"imbalance {imbalance}; worst {result.mean_worst_imbalance():.3f}; "
+            f"daily worst {result.mean_daily_worst_imbalance():.3f} "
+            f"(hash {result.mean_daily_worst_imbalance(hashed=True):.3f}); "
             f"state moved/reconfiguration {frame['migration_cost'].mean():.3f}"
             + (f" (raw METIS labels {raw.mean():.3f})" if len(raw) else "")
             + (f"; rebalancing moved {frame['rebalance_cost'].mean():.3f}" if frame["rebalance_cost"].any() else "")
+            + f"; state moved/window {result.mean_state_moved():.3f}"
+            + (f"; split keys/window {frame['split'].mean():.1f}" if frame["split"].any() else "")
             + (f"; published {int(frame['published'].sum())}/{len(frame)}" if "gain" in name else "")
             + f"; {time.perf_counter() - started:.0f} s",
             flush=True,

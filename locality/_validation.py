@@ -11,6 +11,7 @@ import numbers
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+import pandas as pd
 
 from locality.errors import InvalidParameterError, TraceError
 
@@ -18,6 +19,7 @@ __all__ = [
     "check_interval",
     "check_integer",
     "check_option",
+    "check_duration",
     "check_columns",
     "check_random_state",
 ]
@@ -89,6 +91,19 @@ def check_option(value: object, name: str, owner: str, options: Iterable[str]) -
     if not isinstance(value, str) or value not in allowed:
         raise InvalidParameterError(f"the {name!r} parameter of {owner} must be one of {allowed}; got {value!r}")
     return value
+
+
+def check_duration(value: object, name: str, owner: str) -> pd.Timedelta:
+    """Return ``value`` (a pandas offset such as ``"6h"`` or ``"1D"``) as a positive ``Timedelta``."""
+    try:
+        duration = pd.Timedelta(value)
+    except (TypeError, ValueError):
+        duration = None
+    if duration is None or duration is pd.NaT or duration <= pd.Timedelta(0):
+        raise InvalidParameterError(
+            f"the {name!r} parameter of {owner} must be a positive duration such as '6h' or '1D'; got {value!r}"
+        )
+    return duration
 
 
 def check_columns(present: Sequence[str], required: Iterable[str | None], what: str) -> None:

@@ -368,6 +368,16 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
 )
 @click.option("--decay", type=float, default=None, help="Weight of each older window (default 0.85; 0 forgets).")
 @click.option("--state", "state_column", help="Column whose sum per key is its state size (default: its load).")
+@click.option(
+    "--rebalance",
+    "rebalancer",
+    help="Rebalance the tables in force on the window's loads instead of reconfiguring (local, mixed, ...): "
+    "the finer cadence between two reconfigurations, e.g. every 6h with --window 6h.",
+)
+@click.option("--theta-max", type=float, default=0.08, show_default=True, help="With --rebalance: the bound.")
+@click.option(
+    "--state-weight", type=float, default=1.0, show_default=True, help="With --rebalance local: hops per unit of state."
+)
 @optimizer_options
 @output_options
 def reconfigure(
@@ -386,6 +396,9 @@ def reconfigure(
     max_imbalance,
     decay,
     state_column,
+    rebalancer,
+    theta_max,
+    state_weight,
     servers,
     instances_per_server,
     topology_file,
@@ -404,7 +417,9 @@ def reconfigure(
     """Reconfigure from the latest window of TRACE: new tables and a migration plan, published if it pays.
 
     --servers, --instances-per-server, --topology and --hash only matter on the first run into an
-    empty store; later runs keep the current version's topology and fallback hash.
+    empty store; later runs keep the current version's topology and fallback hash. With --rebalance the
+    run adjusts the tables in force to the window's loads (no METIS, no new statistics) and publishes
+    when a key moves.
     """
     import dataclasses
 
@@ -430,6 +445,9 @@ def reconfigure(
         min_gain=min_gain,
         max_imbalance=max_imbalance,
         seed=seed,
+        rebalance=rebalancer,
+        theta_max=theta_max,
+        state_weight=state_weight,
         lock_timeout=lock_timeout,
     )
     if window:
@@ -463,9 +481,42 @@ def reconfigure(
 @click.option("--decay", type=float, help="Online: weight of each older window (default 0.85).")
 @click.option("--min-gain", type=float, help="Online: publish only when the gain pays (default: every window).")
 @click.option("--max-imbalance", type=float, help="Online, with --min-gain: publish when in-force tables exceed this.")
-@click.option("--rebalance", "rebalancer", help="Skew rebalancer run within windows (mixed, minmig, readj, ...).")
+@click.option("--start", help="Keep rows with ts >= START (ISO 8601, UTC).")
+@click.option("--end", help="Keep rows with ts < END (ISO 8601, UTC).")
+@click.option(
+    "--rebalance", "rebalancer", help="Rebalancer run within windows: local (locality-aware), mixed, minmig, readj, ..."
+)
 @click.option("--rebalance-every", default="1D", show_default=True)
 @click.option("--theta-max", type=float, default=0.08, show_default=True)
+@click.option(
+    "--balance-window",
+    help="--rebalance local: balance the load of each BALANCE_WINDOW (e.g. 1D) instead of the whole window.",
+)
+@click.option(
+    "--rebalance-forecast",
+    default="mean",
+    show_default=True,
+    help="--rebalance local: per-key load forecast over --rebalance-history (last, decay:D, mean, percentile:N:Q...).",
+)
+@click.option("--rebalance-history", default="2D", show_default=True, help="What --rebalance-forecast reads.")
+@click.option(
+    "--state-weight", type=float, default=1.0, show_default=True, help="--rebalance local: hops per unit of state."
+)
+@click.option(
+    "--split-hot-keys",
+    is_flag=True,
+    help="--rebalance local, associative state only: split keys too heavy for any instance by neighbour server "
+    "(each part keeps a partial state; merge them downstream).",
+)
+@click.option(
+    "--split-share",
+    type=float,
+    help="With --split-hot-keys: also split keys whose forecast exceeds this share of an instance's fair share.",
+)
+@click.option(
+    "--forecast",
+    help="Online: balance each reconfiguration on this forecast of next window's key loads (e.g. decay:0.5).",
+)
 @click.option("--alpha", type=float, default=1.03, show_default=True)
 @hash_option
 @json_option
@@ -483,9 +534,18 @@ def replay_command(
     decay,
     min_gain,
     max_imbalance,
+    start,
+    end,
     rebalancer,
     rebalance_every,
     theta_max,
+    balance_window,
+    rebalance_forecast,
+    rebalance_history,
+    state_weight,
+    split_hot_keys,
+    split_share,
+    forecast,
     alpha,
     hash_engine,
     as_json,
@@ -496,6 +556,7 @@ def replay_command(
     import pyarrow.parquet as pq
 
     from locality.errors import TraceError
+    from locality.rebalance.window import RebalanceSchedule
     from locality.replay import replay_trace
     from pipelines.online import DEFAULT_DECAY
     from pipelines.progress import Stages
@@ -508,8 +569,28 @@ def replay_command(
         raise TraceError(f"cannot read {operators + [ts]} from the trace at {trace!r}: {exc}") from None
     if not pd.api.types.is_datetime64_any_dtype(frame[ts]):
         raise TraceError(f"timestamp column {ts!r} has type {frame[ts].dtype}; it must be a timestamp")
+    bounds = [pd.Timestamp(b) if b else None for b in (start, end)]
+    if frame[ts].dt.tz is not None:
+        bounds = [b.tz_localize("UTC") if b is not None and b.tzinfo is None else b for b in bounds]
+    if bounds[0] is not None:
+        frame = frame[frame[ts] >= bounds[0]]
+    if bounds[1] is not None:
+        frame = frame[frame[ts] < bounds[1]]
     if history is None and decay is None:
         decay = DEFAULT_DECAY
+    schedule = None
+    if rebalancer is not None:
+        schedule = RebalanceSchedule(
+            method=rebalancer,
+            every=rebalance_every,
+            balance_window=balance_window,
+            forecast=rebalance_forecast,
+            history=rebalance_history,
+            theta_max=theta_max,
+            state_weight=state_weight,
+            split_hot_keys=split_hot_keys,
+            split_share=split_share,
+        )
     with Stages(show=not quiet) as stages, stages.stage(f"{mode} replay"):
         result = replay_trace(
             frame,
@@ -523,9 +604,8 @@ def replay_command(
             decay=decay,
             min_gain=min_gain,
             max_imbalance=max_imbalance,
-            rebalancer=rebalancer,
-            rebalance_every=rebalance_every,
-            theta_max=theta_max,
+            rebalancer=schedule,
+            forecast=forecast,
         )
     doc = result.to_dict()
     lines = [f"{mode} replay, {len(result.windows)} windows of {period}:"]
@@ -538,7 +618,8 @@ def replay_command(
     lines.append(
         f"mean over windows after the first: locality {doc['mean_locality']:.1%} "
         f"(hash {doc['mean_hash_locality']:.1%}),"
-        f" worst imbalance {doc['mean_worst_imbalance']:.3f}"
+        f" worst imbalance {doc['mean_worst_imbalance']:.3f} (per day {doc['mean_daily_worst_imbalance']:.3f}),"
+        f" state moved per window {doc['mean_state_moved']:.1%}"
     )
     _emit(as_json, doc, "\n".join(lines))
 

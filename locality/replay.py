@@ -10,11 +10,21 @@ This is the paper's Figure 11 experiment [1]_ on any trace with a timestamp:
   little state moves, published when :func:`~locality.reconfiguration.decide`
   says so (always, by default).
 
-Every window after the first is judged with the tables built *before* it.
-Between two reconfigurations a skew rebalancer (``rebalancer="mixed"``, any
-of :data:`locality.rebalance.METHODS`) can run every ``rebalance_every``
-(e.g. daily) on each operator, from the loads seen since the window began,
-to keep instances within ``1 + theta_max`` of the mean as key frequencies drift.
+Every window after the first is judged with the tables built *before* it,
+on the window as a whole and day by day (a week hides the bursts an operator
+suffers within it). The reconfiguration can balance a *forecast* of next
+window's key loads (``forecast``, :mod:`locality.forecast`) instead of the
+blended history its edges come from.
+
+Between two reconfigurations a rebalancer (``rebalancer``, any of
+:data:`locality.rebalance.METHODS`, or a whole
+:class:`~locality.rebalance.window.RebalanceSchedule`) can run every
+``rebalance_every`` on each operator (:class:`~locality.rebalance.window.WindowRouter`): the
+locality-aware ``"local"`` balances each balance window's load (what was
+served plus the forecast of the rest), the load-only ones (``"mixed"``...)
+the loads seen since the window began, to keep instances within
+``1 + theta_max`` of the mean as key frequencies drift. ``split_hot_keys``
+splits keys too heavy for any instance (associative state only).
 
 References
 ----------
@@ -25,6 +35,7 @@ References
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -32,9 +43,10 @@ import pandas as pd
 
 from locality._validation import check_interval, check_option
 from locality.counts import KeyCounts, blend, count_keys
-from locality.evaluation import estimate_from_counts, replay, report_from_totals
+from locality.evaluation import ReplayTotals, estimate_from_counts, hop_name
+from locality.forecast import forecast_counts, parse_forecast
 from locality.optimizer import make_fallbacks, optimize
-from locality.rebalance.tables import rebalance_tables
+from locality.rebalance.window import RebalanceSchedule, WindowRouter, WindowRoutes
 from locality.reconfiguration import decide, reconfigure
 from locality.routing import RoutingConfiguration
 from locality.topology import Topology
@@ -66,6 +78,20 @@ class WindowResult:
     table_entries: dict[str, int]
     published: bool
     reason: str
+    daily_worst_imbalance: list[float] = field(default_factory=list)
+    hash_daily_worst_imbalance: list[float] = field(default_factory=list)
+    rebalance_moved_keys: int = 0
+    hot_keys: dict[str, int] = field(default_factory=dict)
+    split_keys: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def worst_imbalance(self) -> float:
+        return max(self.imbalance.values())
+
+    @property
+    def state_moved(self) -> float:
+        """Share of the window's state moved: by the reconfiguration, then by the rebalancer."""
+        return self.migration_cost + self.rebalance_cost
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -103,7 +129,18 @@ class ReplayResult:
 
     def mean_worst_imbalance(self) -> float:
         """Mean over windows of the worst operator's imbalance."""
-        return float(np.mean([max(w.imbalance.values()) for w in self.windows[1:]]))
+        return float(np.mean([w.worst_imbalance for w in self.windows[1:]]))
+
+    def mean_daily_worst_imbalance(self, hashed: bool = False) -> float:
+        """Mean over the days of the windows after the first of the worst operator's imbalance that day."""
+        days = [
+            d for w in self.windows[1:] for d in (w.hash_daily_worst_imbalance if hashed else w.daily_worst_imbalance)
+        ]
+        return float(np.mean(days)) if days else float("nan")
+
+    def mean_state_moved(self) -> float:
+        """Mean over the windows after the first of the share of state moved (reconfiguration + rebalancing)."""
+        return self._mean("state_moved")
 
     def to_dict(self) -> dict:
         return {
@@ -113,8 +150,11 @@ class ReplayResult:
             "mean_hash_locality": self.mean_hash_locality,
             "mean_imbalance": self.mean_imbalance(),
             "mean_worst_imbalance": self.mean_worst_imbalance(),
+            "mean_daily_worst_imbalance": self.mean_daily_worst_imbalance(),
+            "mean_hash_daily_worst_imbalance": self.mean_daily_worst_imbalance(hashed=True),
             "mean_migration_cost": self.mean_migration_cost(),
             "mean_rebalance_cost": self._mean("rebalance_cost"),
+            "mean_state_moved": self.mean_state_moved(),
             "windows": [w.to_dict() for w in self.windows],
         }
 
@@ -122,7 +162,10 @@ class ReplayResult:
         """One row per window (imbalance per operator as ``imbalance_<op>`` columns)."""
         rows = []
         for w in self.windows:
-            row = {k: v for k, v in w.to_dict().items() if not isinstance(v, dict)}
+            row = {k: v for k, v in w.to_dict().items() if not isinstance(v, (dict, list))}
+            row["worst_imbalance"] = w.worst_imbalance
+            row["daily_worst_imbalance"] = float(np.mean(w.daily_worst_imbalance)) if w.daily_worst_imbalance else None
+            row["state_moved"] = w.state_moved
             row.update({f"imbalance_{op}": v for op, v in w.imbalance.items()})
             row.update({f"hash_imbalance_{op}": v for op, v in w.hash_imbalance.items()})
             rows.append(row)
@@ -145,36 +188,30 @@ def windows_of(
     return bounds
 
 
-def _window_figures(
-    config: RoutingConfiguration,
-    frame: pd.DataFrame,
-    ops: list[str],
-    rebalancer: str | None,
-    rebalance_every: str,
-    theta_max: float,
-    table_cap: int | None,
-    ts: str,
-) -> tuple[object, RoutingConfiguration, float]:
-    """The window's evaluation, rebalancing every ``rebalance_every`` if asked; also the final config."""
-    if rebalancer is None:
-        optimized, hashed = replay(frame, config)
-        return report_from_totals(config, optimized, hashed), config, 0.0
-    optimized = hashed = None
-    cost = 0.0
-    for start, end in windows_of(frame[ts], rebalance_every, frame[ts].min().floor("D")):
-        part = frame[(frame[ts] >= start) & (frame[ts] < end)]
-        if optimized is not None:
-            seen = frame[frame[ts] < start]
-            config, moved, _ = rebalance_tables(
-                config, seen[ops], method=rebalancer, theta_max=theta_max, table_cap=table_cap
-            )
-            cost += moved
-        if len(part) == 0:
+def _figures(config: RoutingConfiguration, routes: Mapping[str, np.ndarray], rows: int) -> ReplayTotals:
+    """Replay totals of rows routed to ``routes`` (an instance per row and operator; every row weighs 1)."""
+    topo = config.topology
+    ops = list(topo.operators)
+    servers = {op: topo.instance_servers(op)[routes[op]] for op in ops}
+    local = {hop_name(a, b): float(np.count_nonzero(servers[a] == servers[b])) for a, b in zip(ops, ops[1:])}
+    loads = {op: np.bincount(routes[op], minlength=topo.n_instances(op)).astype(float) for op in ops}
+    return ReplayTotals(rows, 0, float(rows), loads, local)
+
+
+def _daily_worst(topology: Topology, routes: Mapping[str, np.ndarray], day: np.ndarray) -> list[float]:
+    """Worst operator's imbalance on each day (``day`` numbers the rows' days, 0 first)."""
+    out = []
+    for d in range(int(day.max()) + 1 if day.size else 0):
+        rows = day == d
+        total = float(np.count_nonzero(rows))
+        if total == 0:
             continue
-        o, h = replay(part, config)
-        optimized = o if optimized is None else optimized + o
-        hashed = h if hashed is None else hashed + h
-    return report_from_totals(config, optimized, hashed), config, cost
+        worst = 0.0
+        for op, r in routes.items():
+            fair = topology.instance_shares(op) * total
+            worst = max(worst, float((np.bincount(r[rows], minlength=fair.shape[0]) / fair).max()))
+        out.append(worst)
+    return out
 
 
 def replay_trace(
@@ -190,10 +227,11 @@ def replay_trace(
     decay: float | None = None,
     min_gain: float | None = None,
     max_imbalance: float | None = None,
-    rebalancer: str | None = None,
+    rebalancer: str | RebalanceSchedule | None = None,
     rebalance_every: str = "1D",
     theta_max: float = 0.08,
     table_cap: int | None = None,
+    forecast: str | None = None,
     seed: int = 0,
 ) -> ReplayResult:
     """Replay ``trace`` window by window under one routing strategy.
@@ -215,10 +253,18 @@ def replay_trace(
     min_gain, max_imbalance : float, optional
         Online: publish only when :func:`~locality.reconfiguration.decide`
         agrees with these thresholds (default: publish every window).
-    rebalancer : str, optional
-        A skew rebalancer run every ``rebalance_every`` within each window.
-    theta_max, table_cap
-        The rebalancer's bound and table cap.
+    rebalancer : str or RebalanceSchedule, optional
+        A rebalancer run within each window: its name (run every
+        ``rebalance_every`` with ``theta_max`` and ``table_cap``), or a whole
+        :class:`~locality.rebalance.window.RebalanceSchedule` (forecast,
+        balance window, hot-key splitting...).
+    rebalance_every, theta_max, table_cap
+        With a rebalancer named by a string: its interval, bound and table cap.
+    forecast : str, optional
+        Online: balance the reconfiguration on this forecast of each key's
+        next-window load (:func:`locality.forecast.parse_forecast` form, e.g.
+        ``"decay:0.3"``) instead of the blended history; the edges keep the
+        blended history.
 
     Returns
     -------
@@ -226,11 +272,15 @@ def replay_trace(
     """
     check_option(mode, "mode", "replay_trace", MODES)
     check_interval(alpha, "alpha", "replay_trace", lower=1.0)
+    schedule = rebalancer
+    if isinstance(rebalancer, str):
+        schedule = RebalanceSchedule(method=rebalancer, every=rebalance_every, theta_max=theta_max, table_cap=table_cap)
+    load_forecast = parse_forecast(forecast) if forecast is not None else None
     ops = list(topology.operators)
     frame = trace.dropna(subset=ops).sort_values(ts, kind="stable")
     fallbacks = make_fallbacks(topology, fallback)
     hashed = RoutingConfiguration.hash_routing(topology, fallbacks, {"mode": "hash"})
-    config = hashed
+    config, graph = hashed, None
     past: list[KeyCounts] = []  # counts of every window so far, oldest first
     result = ReplayResult(mode, period)
     for start, end in windows_of(frame[ts], period):
@@ -238,39 +288,64 @@ def replay_trace(
         step = _Step(0.0, 0, None, False, "hash routing" if mode == "hash" else "first window: no tables yet")
         if mode == "online" and past and config is not hashed:
             counts = blend(past, windows=history, decay=decay, min_weight=_MIN_BLENDED_WEIGHT)
-            config, step = _reconfigure(config, counts, past[-1], fallbacks, alpha, seed, min_gain, max_imbalance)
+            if load_forecast is not None:
+                counts = forecast_counts(counts, past, load_forecast[0], **load_forecast[1])
+            config, graph, step = _reconfigure(
+                config, graph, counts, past[-1], fallbacks, alpha, seed, min_gain, max_imbalance
+            )
         elif mode != "hash" and past and config is hashed:
-            config = optimize(past[0].graph(), topology, fallbacks, alpha=alpha, seed=seed).config
-            step = _Step(0.0, 0, None, True, "first configuration")
+            graph = past[0].graph()
+            built = optimize(graph, topology, fallbacks, alpha=alpha, seed=seed)
+            config = built.config
+            step = _Step(0.0, 0, None, True, "first configuration", _hot(built))
         elif mode == "offline" and past:
             step = _Step(0.0, 0, None, False, "offline: tables built once from the first window")
         if len(window) == 0:
             continue
-        rebalance = rebalancer if config is not hashed else None
-        report, config, rebalance_cost = _window_figures(
-            config, window, ops, rebalance, rebalance_every, theta_max, table_cap, ts
+        previous = {op: past[-1].key_loads[op].set_index("key")["weight"] for op in ops} if past else None
+        warmup = None
+        if schedule is not None:
+            opened = start - pd.Timedelta(schedule.history)
+            warmup = frame.loc[(frame[ts] >= opened) & (frame[ts] < start), [*ops, ts]]
+        router = WindowRouter(
+            config, window[[*ops, ts]], ts=ts, start=start, end=end, graph=graph, previous=previous, warmup=warmup
         )
-        result.windows.append(
-            WindowResult(
-                start=str(start),
-                end=str(end),
-                tuples=report.optimized.tuples,
-                locality=report.optimized.locality,
-                hash_locality=report.hash.locality,
-                imbalance=report.optimized.imbalance,
-                hash_imbalance=report.hash.imbalance,
-                migration_cost=step.moved_share,
-                moved_keys=step.moved_keys,
-                migration_cost_without_relabeling=step.raw_share,
-                rebalance_cost=rebalance_cost,
-                table_entries=config.table_sizes(),
-                published=step.published,
-                reason=step.reason,
-            )
-        )
+        routed = router.route(schedule if config is not hashed else None)
+        config = routed.config
+        result.windows.append(_window_result(start, end, config, routed, window[ts], step))
         past.append(count_keys(window, ops))
-        logger.info("window [%s, %s): %d tuples, locality %.3f", start, end, len(window), report.optimized.locality)
+        logger.info("window [%s, %s): %d tuples, locality %.3f", start, end, len(window), result.windows[-1].locality)
     return result
+
+
+def _window_result(start, end, config: RoutingConfiguration, routed: WindowRoutes, ts: pd.Series, step) -> WindowResult:
+    """The figures of one window from what its rows were routed to."""
+    rows = len(ts)
+    optimized = _figures(config, routed.routes, rows).figures(config, config.table_sizes())
+    hashed = _figures(config, routed.hash_routes, rows).figures(config, dict.fromkeys(routed.routes, 0))
+    day = ((ts - pd.Timestamp(start)) // pd.Timedelta("1D")).to_numpy(dtype=np.int64)
+    n_ops = len(routed.routes)
+    return WindowResult(
+        start=str(start),
+        end=str(end),
+        tuples=rows,
+        locality=optimized.locality,
+        hash_locality=hashed.locality,
+        imbalance=optimized.imbalance,
+        hash_imbalance=hashed.imbalance,
+        migration_cost=step.moved_share,
+        moved_keys=step.moved_keys,
+        migration_cost_without_relabeling=step.raw_share,
+        rebalance_cost=routed.moved_state / (rows * n_ops) if rows else 0.0,
+        table_entries=config.table_sizes(),
+        published=step.published,
+        reason=step.reason,
+        daily_worst_imbalance=_daily_worst(config.topology, routed.routes, day),
+        hash_daily_worst_imbalance=_daily_worst(config.topology, routed.hash_routes, day),
+        rebalance_moved_keys=routed.moved_keys,
+        hot_keys=step.hot_keys,
+        split_keys={op: len(keys) for op, keys in routed.split.items() if keys},
+    )
 
 
 @dataclass(frozen=True)
@@ -282,13 +357,28 @@ class _Step:
     raw_share: float | None
     published: bool
     reason: str
+    hot_keys: dict[str, int] = field(default_factory=dict)
 
 
-def _reconfigure(config, counts, latest, fallbacks, alpha, seed, min_gain, max_imbalance):
-    """The online step: new tables from ``counts`` relabeled against ``config``, kept or published."""
+def _hot(optimization) -> dict[str, int]:
+    """Keys of each operator too heavy for the bound when the tables were built (placed first, reported)."""
+    out: dict[str, int] = {}
+    for h in optimization.partition.hot_keys:
+        out[h.operator] = out.get(h.operator, 0) + 1
+    return out
+
+
+def _reconfigure(config, graph, counts, latest, fallbacks, alpha, seed, min_gain, max_imbalance):
+    """The online step: new tables from ``counts`` relabeled against ``config``, kept or published.
+
+    Returns the configuration in force afterwards, the key graph it was built
+    from (the rebalancer's locality) and what the step did.
+    """
     topology = config.topology
     state = {op: latest.key_loads[op].set_index("key")["weight"] for op in topology.operators}
-    step = reconfigure(counts.graph(), topology, config, fallbacks, alpha=alpha, seed=seed, state=state)
+    new_graph = counts.graph()
+    step = reconfigure(new_graph, topology, config, fallbacks, alpha=alpha, seed=seed, state=state)
+    hot = _hot(step.optimization)
     if min_gain is None:
         reason = "every window (no min_gain)"
     else:
@@ -301,9 +391,10 @@ def _reconfigure(config, counts, latest, fallbacks, alpha, seed, min_gain, max_i
             max_imbalance=max_imbalance,
         )
         if not verdict.publish:
-            return config, _Step(0.0, 0, None, False, verdict.reason)
+            return config, graph, _Step(0.0, 0, None, False, verdict.reason, hot)
         reason = verdict.reason
-    return step.config, _Step(step.plan.cost_share, step.plan.moved_keys, step.unrelabeled_cost, True, reason)
+    moved = _Step(step.plan.cost_share, step.plan.moved_keys, step.unrelabeled_cost, True, reason, hot)
+    return step.config, new_graph, moved
 
 
 def _estimate(config: RoutingConfiguration, counts: KeyCounts):

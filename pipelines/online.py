@@ -11,6 +11,13 @@ gained on the window pays for the state that moves (or when balance is
 broken). Every run records its decision, so rerunning a window returns the
 same answer without publishing twice.
 
+With ``rebalance`` set, a run is a rebalancing step instead, meant for a
+finer cadence between two reconfigurations (e.g. every 6 hours on the last
+6 hours): no METIS, no new statistics; the tables in force are adjusted to
+the window's key loads by a rebalancer (``"local"`` weighs each move's
+locality on the key graph of the stored statistics plus the window's pairs),
+and the result is published with its migration plan when a key moves.
+
 Store layout added by this job (beside ``versions/`` and ``CURRENT``)::
 
     ROOT/statistics/<window>/          # blended counts after that window (KeyCounts.write)
@@ -39,9 +46,12 @@ from locality.counts import KeyCounts, blend
 from locality.engines import ENGINES
 from locality.errors import TopologyError
 from locality.evaluation import estimate_from_counts
+from locality.migration import plan_migration
 from locality.optimizer import make_fallbacks, optimize
 from locality.plots import figure_png, instance_load_figure
-from locality.reconfiguration import decide, reconfigure
+from locality.rebalance import METHODS
+from locality.rebalance.tables import rebalance_configuration
+from locality.reconfiguration import Decision, decide, reconfigure
 from locality.report import format_summary
 from locality.routing import RoutingConfiguration
 from locality.store import DEFAULT_LOCK_TIMEOUT, ConfigStore, fingerprint
@@ -87,10 +97,17 @@ class OnlineParams:
     min_gain: float = DEFAULT_MIN_GAIN
     max_imbalance: float = DEFAULT_MAX_IMBALANCE
     seed: int = 0
+    rebalance: str | None = None
+    theta_max: float = 0.08
+    state_weight: float = 1.0
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 
     def __post_init__(self) -> None:
         owner = "the online job"
+        if self.rebalance is not None:
+            check_option(self.rebalance, "rebalance", owner, METHODS)
+            check_interval(self.theta_max, "theta_max", owner, lower=0.0)
+            check_interval(self.state_weight, "state_weight", owner, lower=0.0)
         check_interval(self.alpha, "alpha", owner, lower=1.0)
         check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0)
         check_integer(self.seed, "seed", owner, lower=0)
@@ -131,7 +148,7 @@ class _History:
         target = self.dir / window
         if target.is_dir():
             return KeyCounts.read(target)
-        latest = self._latest()
+        latest = self.latest()
         if decay is not None and latest is not None and latest != window and (self.dir / latest).is_dir():
             result = blend(
                 [KeyCounts.read(self.dir / latest), counts], windows=None, decay=decay, min_weight=0.1, limit=limit
@@ -142,7 +159,8 @@ class _History:
         self.store.write_atomically("statistics/LATEST", lambda p: p.write_text(window))
         return result
 
-    def _latest(self) -> str | None:
+    def latest(self) -> str | None:
+        """The window whose blended counts the next run blends with (None before the first)."""
         try:
             return (self.dir / "LATEST").read_text().strip()
         except FileNotFoundError:
@@ -239,48 +257,29 @@ def _decide_and_publish(store: ConfigStore, params: OnlineParams, window: str, c
     previous_version = store.current_version()
     current = store.get(previous_version).config if previous_version is not None else None
     topology, fallbacks = _topology_and_fallbacks(params, current)
-    with stages.stage("blend with earlier windows"):
-        blended = _History(store).blended(window, counts, params.decay, params.capacity)
-
-    with stages.stage("partition (METIS), relabel and plan"):
-        graph = blended.graph(params.top_pairs)
-        engine = next(iter(fallbacks.values())).engine
-        parameters = {"hash": engine, "decay": params.decay, "capacity": params.capacity, "window": window}
-        if current is None:
-            result = optimize(
-                graph,
-                topology,
-                fallbacks,
-                alpha=params.alpha,
-                seed=params.seed,
-                max_entries=params.max_entries,
-                parameters=parameters,
-            )
-            new, plan, raw_cost = result.config, None, None
-        else:
-            step = reconfigure(
-                graph,
-                topology,
-                current,
-                fallbacks,
-                alpha=params.alpha,
-                seed=params.seed,
-                state=state,
-                max_entries=params.max_entries,
-                parameters=parameters,
-            )
-            new, plan, raw_cost = step.config, step.plan, step.unrelabeled_cost
-            plan.from_version = previous_version
+    if params.rebalance is not None:
+        with stages.stage(f"rebalance ({params.rebalance})"):
+            new, plan, raw_cost = _rebalanced(store, params, current, counts, state)
+    else:
+        with stages.stage("blend with earlier windows"):
+            blended = _History(store).blended(window, counts, params.decay, params.capacity)
+        with stages.stage("partition (METIS), relabel and plan"):
+            new, plan, raw_cost = _reconfigured(params, current, topology, fallbacks, blended, state, window)
+    if plan is not None:
+        plan.from_version = previous_version
     before = estimate_from_counts(current, counts, counts.usable_rows) if current is not None else None
     after = estimate_from_counts(new, counts, counts.usable_rows)
-    verdict = decide(
-        before.optimized if before else None,
-        after.optimized,
-        plan,
-        alpha=params.alpha,
-        min_gain=params.min_gain,
-        max_imbalance=params.max_imbalance,
-    )
+    if params.rebalance is not None:
+        verdict = _rebalance_decision(before.optimized, after.optimized, plan)
+    else:
+        verdict = decide(
+            before.optimized if before else None,
+            after.optimized,
+            plan,
+            alpha=params.alpha,
+            min_gain=params.min_gain,
+            max_imbalance=params.max_imbalance,
+        )
 
     outcome = {
         "published": verdict.publish,
@@ -329,6 +328,71 @@ def _decide_and_publish(store: ConfigStore, params: OnlineParams, window: str, c
             )
         outcome["version"] = published.version
     return outcome
+
+
+def _reconfigured(params: OnlineParams, current, topology, fallbacks, blended: KeyCounts, state, window: str):
+    """New tables from the blended counts: the first configuration, or one relabeled against ``current``."""
+    graph = blended.graph(params.top_pairs)
+    engine = next(iter(fallbacks.values())).engine
+    parameters = {"hash": engine, "decay": params.decay, "capacity": params.capacity, "window": window}
+    if current is None:
+        result = optimize(
+            graph,
+            topology,
+            fallbacks,
+            alpha=params.alpha,
+            seed=params.seed,
+            max_entries=params.max_entries,
+            parameters=parameters,
+        )
+        return result.config, None, None
+    step = reconfigure(
+        graph,
+        topology,
+        current,
+        fallbacks,
+        alpha=params.alpha,
+        seed=params.seed,
+        state=state,
+        max_entries=params.max_entries,
+        parameters=parameters,
+    )
+    return step.config, step.plan, step.unrelabeled_cost
+
+
+def _rebalanced(store: ConfigStore, params: OnlineParams, current, counts: KeyCounts, state):
+    """The tables in force adjusted to the window's key loads (locality from the stored statistics + the window)."""
+    if current is None:
+        raise TopologyError("the store is empty: rebalancing adjusts the tables in force; reconfigure first")
+    history = _History(store)
+    latest = history.latest()
+    pairs = [KeyCounts.read(history.dir / latest)] if latest and (history.dir / latest).is_dir() else []
+    graph = blend([*pairs, counts], windows=None).graph(params.top_pairs)
+    loads = {op: counts.key_loads[op].set_index("key")["weight"] for op in counts.operators}
+    options = {"state_weight": params.state_weight} if params.rebalance == "local" else {}
+    new, _, _ = rebalance_configuration(
+        current,
+        loads,
+        state=state,
+        graph=graph,
+        method=params.rebalance,
+        theta_max=params.theta_max,
+        table_cap=params.max_entries,
+        **options,
+    )
+    return new, plan_migration(current, new, state), None
+
+
+def _rebalance_decision(before, after, plan) -> Decision:
+    """A rebalancing step publishes whenever it moves a key (balance is its purpose, not the gain)."""
+    worst_before, worst_after = max(before.imbalance.values()), max(after.imbalance.values())
+    if plan.moved_keys == 0:
+        return Decision(False, f"nothing to rebalance: worst imbalance {worst_before:.3f} on the window", 0.0, None)
+    reason = (
+        f"rebalanced: worst imbalance {worst_before:.3f} -> {worst_after:.3f} on the window, "
+        f"locality {before.locality:.1%} -> {after.locality:.1%}"
+    )
+    return Decision(True, reason, after.locality - before.locality, None)
 
 
 def _state_sizes(df, keys: list[str], column: str) -> dict:

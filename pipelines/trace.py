@@ -469,19 +469,11 @@ def _check_json(spec: TraceSpec, name: str, lines: list[str]) -> None:
 
 def window_length(spec: TraceSpec, length: str):
     """``length`` as a positive ``pandas.Timedelta`` (checked before Spark starts); ``spec`` must have ``ts``."""
-    import pandas as pd
+    from locality._validation import check_duration
 
     if not spec.ts:
         raise TraceError("a window length needs the timestamp column (ts)")
-    try:
-        span = pd.Timedelta(length)
-    except (TypeError, ValueError):
-        span = None
-    if span is None or span <= pd.Timedelta(0):
-        raise InvalidParameterError(
-            f"the 'window' parameter (--window) must be a positive duration such as 7D, 24h or 30min; got {length!r}"
-        )
-    return span
+    return check_duration(length, "window", "the online job (--window)")
 
 
 def last_window(spark, spec: TraceSpec, length: str) -> TraceSpec:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from locality.errors import InvalidParameterError
+from locality.optimizer import LocalityOptimizer
 from locality.rebalance import RebalanceProblem, rebalance
-from locality.rebalance.split import find_hot_keys, split_hot_keys
+from locality.rebalance.split import find_hot_keys, split_hot_keys, split_locally
+from locality.rebalance.window import RebalanceSchedule, WindowRouter
+from locality.topology import Topology
 
 
 def water_levels(base: np.ndarray, problem: RebalanceProblem, split: dict[int, list[int]]) -> np.ndarray:
@@ -116,3 +120,84 @@ def test_split_rejects_bad_input():
     short = RebalanceProblem(other.loads[:10], other.loads[:10], other.current[:10], other.fallback[:10], 6)
     with pytest.raises(InvalidParameterError, match="'result' parameter of split_hot_keys"):
         split_hot_keys(short, result)
+
+
+# ------------------------------------------------------------------ splitting by neighbour server
+
+
+def test_split_locally_keeps_each_servers_flow_local_while_there_is_room():
+    # 3 servers, one instance each, bound 10; the key brings 12: 6 from server 0, 4 from server 1, 2 from server 2
+    loads = np.array([6.0, 2.0, 1.0])
+    split = split_locally(7, 12.0, np.array([3.0, 2.0, 1.0]), loads, np.array([0, 1, 2]), 10.0)
+    # server 0's flow does not fit next to its 6 (12 > 10): it goes where there is the most room (instance 2);
+    # the flows of servers 1 and 2 stay local
+    assert split.route.tolist() == [2, 1, 2] and split.parts == [1, 2]
+    assert loads.tolist() == [6.0, 6.0, 9.0]
+    assert split.local_share(np.array([0, 1, 2])) == pytest.approx(6 / 12)
+    # without edges the load comes evenly from every server, and each flow stays local
+    even = split_locally(7, 3.0, None, np.zeros(3), np.array([0, 1, 2]), 10.0)
+    assert even.route.tolist() == [0, 1, 2] and even.local_share(np.array([0, 1, 2])) == 1.0
+
+
+@pytest.fixture(scope="module")
+def hot_window():
+    rng = np.random.default_rng(1)
+    n = 12_000
+    location = rng.integers(0, 60, 2 * n)
+    tags = np.array([f"t{loc % 12}-{i}" for loc, i in zip(location, rng.integers(0, 30, 2 * n))], dtype=object)
+    tags[n:][rng.random(n) < 0.3] = "hot"
+    days = np.concatenate([np.sort(rng.uniform(0, 7, n)), np.sort(rng.uniform(7, 14, n))])
+    trace = pd.DataFrame(
+        {
+            "ts": pd.Timestamp("2015-06-01", tz="UTC") + pd.to_timedelta(days, unit="D"),
+            "location": [f"l{v}" for v in location],
+            "hashtag": tags,
+            "value": np.arange(2 * n),
+        }
+    )
+    first, second = trace.iloc[:n], trace.iloc[n:].reset_index(drop=True)
+    fitted = LocalityOptimizer(Topology.uniform(["location", "hashtag"], 6), alpha=1.03).fit(first)
+    start, end = pd.Timestamp("2015-06-08", tz="UTC"), pd.Timestamp("2015-06-15", tz="UTC")
+
+    def route(split: bool):
+        router = WindowRouter(
+            fitted.config_, second, ts="ts", start=start, end=end, graph=fitted.graph_, warmup=first.iloc[-2000:]
+        )
+        return router.route(RebalanceSchedule(every="6h", split_hot_keys=split))
+
+    return second, fitted, route(True), route(False)
+
+
+def test_a_split_key_reaches_only_instances_holding_its_state_and_merges_to_the_unsplit_result(hot_window):
+    second, fitted, split, plain = hot_window
+    assert set(split.split["hashtag"]) == {"hot"} and not split.split["location"]
+    info = split.split["hashtag"]["hot"]
+    rows = (second["hashtag"] == "hot").to_numpy()
+    reached = split.routes["hashtag"][rows]
+    # every tuple of the key went to an instance reported as holding a part of its state
+    assert set(reached.tolist()) == set(info["holders"]) and len(info["holders"]) >= 3
+
+    # an associative state (count, sum and max per key) kept in parts on each instance: the merge step reads
+    # the partials of the holders the replay reports, and equals the state of the unsplit run
+    def state(routed):
+        frame = second.assign(instance=routed.routes["hashtag"])
+        return frame.groupby(["hashtag", "instance"])["value"].agg(["count", "sum", "max"])
+
+    held = state(split).loc["hot"].reindex(info["holders"])
+    merged = [held["count"].sum(), held["sum"].sum(), held["max"].max()]
+    unsplit = state(plain).loc["hot"]
+    assert merged == [unsplit["count"].sum(), unsplit["sum"].sum(), unsplit["max"].max()]
+    assert merged == [rows.sum(), second["value"][rows].sum(), second["value"][rows].max()]
+    # the key follows its neighbours: most of its hops stay on one server (a hash split would keep 1/6)
+    servers = fitted.config_.topology
+    local = (
+        servers.instance_servers("hashtag")[reached]
+        == servers.instance_servers("location")[split.routes["location"][rows]]
+    )
+    assert local.mean() > 0.6
+    # balanced without migrating the key: unsplit, the rebalancer balances only by moving the hot key (and its
+    # state) to the least-loaded instance again and again
+    for routed in (split, plain):
+        loads = np.bincount(routed.routes["hashtag"], minlength=6)
+        assert loads.max() / loads.mean() < 1.1
+    assert split.moved_state < 0.5 * plain.moved_state

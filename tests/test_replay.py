@@ -1,5 +1,6 @@
 """The online reconfiguration replayed on the weekly flights (tailnum -> dest, 6 servers, alpha 1.03)."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -60,3 +61,40 @@ def test_windows_cover_the_trace():
     ts = pd.Series(pd.to_datetime(["2013-01-01 10:00:00", "2013-01-09 00:00:00", "2013-01-15 23:59:00"], utc=True))
     bounds = windows_of(ts, "7D")
     assert [str(a.date()) for a, _ in bounds] == ["2013-01-01", "2013-01-08", "2013-01-15"]
+
+
+def test_daily_figures_and_state_moved_on_a_generated_trace():
+    from locality.datasets.synthetic import twitter_like
+
+    trace = twitter_like(30_000, n_locations=120, n_hashtags=3_000, days=21, drift=0.5, seed=5)
+    topo = Topology.uniform(["location", "hashtag"], 6)
+    hashed = replay_trace(trace, topo, period="7D", mode="hash")
+    # the hash's daily worst imbalance, recomputed by hand for the second week
+    week = trace[(trace.ts >= "2015-06-08") & (trace.ts < "2015-06-15")]
+    fallbacks = {op: hashed_fallback(topo, op) for op in topo.operators}
+    manual = []
+    for _, day in week.groupby(week.ts.dt.floor("D")):
+        worst = 0.0
+        for op in topo.operators:
+            loads = np.bincount(fallbacks[op].instances_of(day[op].to_numpy(dtype=object)), minlength=6)
+            worst = max(worst, loads.max() / loads.mean())
+        manual.append(worst)
+    assert hashed.windows[1].daily_worst_imbalance == pytest.approx(manual)
+    assert hashed.windows[1].hash_daily_worst_imbalance == pytest.approx(manual)
+    online = replay_trace(trace, topo, period="7D", mode="online", decay=0.85, history=None)
+    local = replay_trace(
+        trace, topo, period="7D", mode="online", decay=0.85, history=None, rebalancer="local", rebalance_every="6h"
+    )
+    doc = local.to_dict()
+    assert {"mean_daily_worst_imbalance", "mean_hash_daily_worst_imbalance", "mean_state_moved"} <= set(doc)
+    for w in local.windows[1:]:
+        assert len(w.daily_worst_imbalance) == 7 and w.state_moved == pytest.approx(w.migration_cost + w.rebalance_cost)
+        assert w.rebalance_cost > 0 and w.rebalance_moved_keys > 0
+    assert local.mean_worst_imbalance() < online.mean_worst_imbalance()
+    assert local.mean_state_moved() > online.mean_state_moved()  # balance is paid for in moved state
+
+
+def hashed_fallback(topology, op):
+    from locality.optimizer import make_fallbacks
+
+    return make_fallbacks(topology, "kafka")[op]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 
 from locality._validation import check_option
+from locality.errors import InvalidParameterError
 from locality.rebalance._base import RebalanceProblem, RebalanceResult, imbalance, instance_loads, theta
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "rebalance",
     "METHODS",
     "DEFAULT_METHOD",
+    "BASE_AWARE",
     "instance_loads",
     "theta",
     "imbalance",
@@ -36,8 +38,11 @@ METHODS = {
     "redist": "locality.rebalance.redist:redist",
     "readj": "locality.rebalance.readj:readj",
     "ssm": "locality.rebalance.ssm:ssm",
+    "local": "locality.rebalance.local:local",
 }
 DEFAULT_METHOD = "mixed"
+#: Rebalancers that take ``RebalanceProblem.base_loads`` (load an instance carries whatever the keys do).
+BASE_AWARE = frozenset({"local"})
 
 
 def rebalance(problem: RebalanceProblem, method: str = DEFAULT_METHOD, **options) -> RebalanceResult:
@@ -50,8 +55,12 @@ def rebalance(problem: RebalanceProblem, method: str = DEFAULT_METHOD, **options
     method : str
         One of :data:`METHODS` (default ``"mixed"``).
     **options
-        Passed to the rebalancer (e.g. ``beta`` for MinMig and Mixed).
+        Passed to the rebalancer (e.g. ``beta`` for MinMig and Mixed, ``affinity`` for ``local``).
     """
     check_option(method, "method", "rebalance", METHODS)
+    if getattr(problem, "base_loads", None) is not None and method not in BASE_AWARE:
+        raise InvalidParameterError(
+            f"the {method!r} rebalancer does not take base_loads; use one of {sorted(BASE_AWARE)}"
+        )
     module, function = METHODS[method].split(":")
     return getattr(importlib.import_module(module), function)(problem, **options)

@@ -48,6 +48,11 @@ class RebalanceProblem:
         Tolerated relative deviation of an instance's load from the mean.
     table_cap : int or None
         ``A_max``: most explicit entries the routing table may hold.
+    base_loads : ndarray of float, shape (n_instances,), or None
+        Load each instance carries whatever the keys do (what it already
+        served in the balance window, or keys outside the problem). Every
+        figure (mean, theta, imbalance, hot keys) is on ``base_loads`` plus
+        the keys' loads. Only rebalancers in :data:`BASE_AWARE` accept it.
     """
 
     loads: np.ndarray
@@ -57,6 +62,7 @@ class RebalanceProblem:
     n_instances: int
     theta_max: float = 0.08
     table_cap: int | None = None
+    base_loads: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         owner = "RebalanceProblem"
@@ -83,6 +89,13 @@ class RebalanceProblem:
         for name in ("current", "fallback"):
             if size and (arrays[name].min() < 0 or arrays[name].max() >= n):
                 raise InvalidParameterError(f"the {name!r} parameter of {owner} must hold instances in [0, {n - 1}]")
+        if self.base_loads is not None:
+            base = np.asarray(self.base_loads, dtype=float)
+            if base.shape != (n,) or not np.all(np.isfinite(base)) or np.any(base < 0):
+                raise InvalidParameterError(
+                    f"the 'base_loads' parameter of {owner} must hold {n} finite values >= 0; got shape {base.shape}"
+                )
+            arrays["base_loads"] = base
         for name, arr in arrays.items():
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
@@ -90,6 +103,17 @@ class RebalanceProblem:
     @property
     def n_keys(self) -> int:
         return int(self.loads.shape[0])
+
+    def instance_loads(self, assignment: np.ndarray) -> np.ndarray:
+        """Load of each instance under ``assignment``, ``base_loads`` included."""
+        loads = instance_loads(self.loads, assignment, self.n_instances)
+        return loads if self.base_loads is None else loads + self.base_loads
+
+    @property
+    def mean_load(self) -> float:
+        """Mean instance load, ``base_loads`` included."""
+        base = 0.0 if self.base_loads is None else float(self.base_loads.sum())
+        return (float(self.loads.sum()) + base) / self.n_instances
 
 
 @dataclass
@@ -166,8 +190,8 @@ def finish(
     ``started`` is the ``time.perf_counter()`` reading taken when planning began.
     """
     assignment = np.asarray(assignment, dtype=np.int64)
-    before = instance_loads(problem.loads, problem.current, problem.n_instances)
-    after = instance_loads(problem.loads, assignment, problem.n_instances)
+    before = problem.instance_loads(problem.current)
+    after = problem.instance_loads(assignment)
     moved = np.flatnonzero(assignment != problem.current)
     table = np.flatnonzero(assignment != problem.fallback)
     total_state = problem.state_sizes.sum()

@@ -776,8 +776,7 @@ def conclude(
     ``hot_keys`` lists the keys whose cost alone exceeds ``(1 + theta_max) * mean``;
     any one of them makes the first bound unreachable.
     """
-    mean = problem.loads.sum() / problem.n_instances
-    hot = np.flatnonzero(problem.loads > (1.0 + problem.theta_max) * mean)
+    hot = np.flatnonzero(problem.loads > (1.0 + problem.theta_max) * problem.mean_load)
     if hot.size:
         logger.info("%s: %d hot key(s) make theta_max=%g unreachable", method, hot.size, problem.theta_max)
     result = finish(problem, assignment, method, started, hot_keys=hot, **extra)

@@ -6,7 +6,22 @@ instance holds it, so every rebalancer reports it (``feasible=False``,
 such a key can be *split*: its tuples are spread over ``d`` instances, each
 keeping a partial state, as Partial Key Grouping [1]_ (``d = 2``) and
 D-Choices [2]_ (``d`` chosen from the key's load) do. :func:`split_hot_keys`
-does this as a post-step of any rebalancer.
+does this as a post-step of any rebalancer, choosing the least-loaded
+instances as they do; like them it ignores where the key's tuples come from,
+so most of its hops cross the network.
+
+:func:`split_locally` splits by *neighbour server* instead: a tuple of the hot
+key goes to the key's part on the server of the tuple's neighbouring key (the
+upstream key; for the first operator of a chain, the downstream one), when
+that part has room. The hops that were local to the key's old instance stay
+local, and so do those from every other server that gets a part.
+
+The merge step an operator needs: each part holds a partial state of the key
+(a partial count, sum, max, top-k...). A consumer of the key's result must
+combine the parts, either downstream (a final aggregation keyed by the key,
+as with Partial Key Grouping) or when the parts are folded back into one
+instance (at the next reconfiguration, whose migration moves the partial
+states to the key's single instance and merges them there).
 """
 
 from __future__ import annotations
@@ -14,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,7 +37,7 @@ from locality._validation import check_integer
 from locality.errors import InvalidParameterError
 from locality.rebalance._base import RebalanceProblem, RebalanceResult, imbalance, instance_loads, theta
 
-__all__ = ["find_hot_keys", "split_hot_keys"]
+__all__ = ["find_hot_keys", "split_hot_keys", "LocalSplit", "split_locally"]
 
 logger = logging.getLogger(__name__)
 
@@ -163,3 +179,105 @@ def split_hot_keys(
         hot_keys=hot,
         split_keys=split,
     )
+
+
+@dataclass
+class LocalSplit:
+    """A hot key spread over instances by neighbour server.
+
+    ``route[s]`` is the instance that receives the key's tuples whose
+    neighbouring key sits on server ``s``; the instances in ``route`` that
+    receive load hold the partial states (:attr:`parts`).
+    """
+
+    key: int
+    route: np.ndarray
+    load: float
+    flows: np.ndarray
+
+    @property
+    def parts(self) -> list[int]:
+        """Instances that receive some of the key's expected load (they hold partial states)."""
+        return sorted({int(i) for i in self.route[self.flows > 0]}) or [int(self.route[0])]
+
+    def route_rows(self, neighbour_servers: np.ndarray) -> np.ndarray:
+        """Instance of each tuple of the key, from the server of its neighbouring key."""
+        return self.route[neighbour_servers]
+
+    def local_share(self, instance_servers: np.ndarray) -> float:
+        """Share of the key's expected load whose hop stays on one server."""
+        total = float(self.flows.sum())
+        local = instance_servers[self.route] == np.arange(self.route.shape[0])
+        return float(self.flows[local].sum() / total) if total > 0 else 1.0
+
+    def to_dict(self) -> dict:
+        return {"route": self.route.tolist(), "parts": self.parts, "load": self.load}
+
+
+def split_locally(
+    key: int,
+    load: float,
+    affinity: np.ndarray | None,
+    loads: np.ndarray,
+    servers: np.ndarray,
+    bound: float,
+) -> LocalSplit:
+    """Split a hot key over instances so that its tuples stay on their neighbour's server where there is room.
+
+    The key's expected ``load`` arrives from each server in proportion to its
+    ``affinity`` (edge weight to keys on that server; uniform without edges).
+    Heaviest flow first, each server's flow goes to the least-loaded instance
+    on that server if it stays within ``bound`` there, else to the instance
+    with the most room (one already holding a part when it fits, so that the
+    key is split over few instances). ``loads`` (per instance, without the
+    key) are updated in place with the flows.
+
+    Parameters
+    ----------
+    key : int
+        The key's position in the caller's numbering (recorded in the result).
+    load : float
+        The key's expected load.
+    affinity : ndarray of float, shape (n_servers,), or None
+        Edge weight from the key to the keys on each server.
+    loads : ndarray of float, shape (n_instances,)
+        Instance loads without the key (updated in place).
+    servers : ndarray of int, shape (n_instances,)
+        Server of each instance.
+    bound : float
+        The most an instance should carry.
+
+    Returns
+    -------
+    LocalSplit
+
+    Examples
+    --------
+    A key of load 9 whose neighbours are mostly on server 0; two servers, one
+    instance each, bound 7: server 0's flow (6) stays local, server 1's (3) too.
+
+    >>> import numpy as np
+    >>> s = split_locally(0, 9.0, np.array([2.0, 1.0]), np.array([1.0, 3.0]), np.array([0, 1]), 7.0)
+    >>> s.route.tolist(), s.parts
+    ([0, 1], [0, 1])
+    """
+    n_servers = int(servers.max()) + 1
+    share = np.full(n_servers, 1.0 / n_servers)
+    if affinity is not None and float(np.sum(affinity)) > 0:
+        share = np.asarray(affinity, dtype=float) / float(np.sum(affinity))
+    flows = load * share
+    route = np.empty(n_servers, dtype=np.int64)
+    used: set[int] = set()
+    for s in np.argsort(-flows, kind="stable").tolist():
+        here = np.flatnonzero(servers == s)
+        best = int(here[np.argmin(loads[here])])
+        if loads[best] + flows[s] > bound * (1 + _REL_TOL) and flows[s] > 0:
+            room = bound - loads
+            fits = np.flatnonzero(room + _REL_TOL * bound >= flows[s])
+            in_use = [i for i in fits.tolist() if i in used]
+            best = in_use[int(np.argmax(room[in_use]))] if in_use else int(np.argmax(room))
+        route[s] = best
+        loads[best] += flows[s]
+        if flows[s] > 0:
+            used.add(best)
+    return LocalSplit(key, route, float(load), flows)

@@ -1,19 +1,114 @@
-"""Apply a skew rebalancer to the routing tables of a whole configuration.
+"""Apply a rebalancer to the routing tables of a whole configuration.
 
 Between two locality reconfigurations, each operator's table is adjusted to
 the key loads seen lately: the rebalancer sees the keys observed (their load
-as computation cost and as state size), where the tables send them now and
+as computation cost, their state size), where the tables send them now and
 where the fallback hash would; entries of keys not seen are kept as they are.
+Given the key graph of the tables in force, the locality-aware rebalancer
+(``method="local"``) also sees each key's affinity to every server (the weight
+of its edges to keys routed there).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+import numpy as np
 import pandas as pd
 
+from locality.graph import KeyGraph
+from locality.placement import server_connections
 from locality.rebalance import DEFAULT_METHOD, RebalanceProblem, rebalance
 from locality.routing import RoutingConfiguration, RoutingTable
 
-__all__ = ["rebalance_tables"]
+__all__ = ["rebalance_tables", "rebalance_configuration", "key_affinity"]
+
+
+def key_affinity(config: RoutingConfiguration, graph: KeyGraph, op: str, keys: np.ndarray) -> np.ndarray:
+    """Edge weight from each of ``keys`` (of operator ``op``) to the keys ``config`` routes to each server.
+
+    Keys absent from ``graph`` have no edges (a row of zeros).
+
+    Returns
+    -------
+    ndarray of float, shape (len(keys), n_servers)
+    """
+    topology = config.topology
+    servers = np.concatenate(
+        [
+            topology.instance_servers(o)[config.route_many(o, graph.keys[o].to_numpy(dtype=object))]
+            for o in graph.operators
+        ]
+    ).astype(np.int64)
+    out = np.zeros((len(keys), len(topology.servers)))
+    positions = graph.keys[op].get_indexer(pd.Index(keys, dtype=object))
+    known = np.flatnonzero(positions >= 0)
+    if known.size:
+        vertices = positions[known].astype(np.int64) + graph.offsets[op]
+        out[known] = server_connections(graph, vertices, servers, len(topology.servers))
+    return out
+
+
+def rebalance_configuration(
+    config: RoutingConfiguration,
+    loads: Mapping[str, pd.Series],
+    *,
+    state: Mapping[str, pd.Series] | None = None,
+    graph: KeyGraph | None = None,
+    method: str = DEFAULT_METHOD,
+    theta_max: float = 0.08,
+    table_cap: int | None = None,
+    **options,
+) -> tuple[RoutingConfiguration, float, float]:
+    """Rebalance every operator's table on the key loads ``loads``.
+
+    Parameters
+    ----------
+    config : RoutingConfiguration
+    loads : mapping of operator -> Series (key -> load)
+        Recent load of the keys of each operator.
+    state : mapping of operator -> Series (key -> state size), optional
+        State of each key (default: its load).
+    graph : KeyGraph, optional
+        The key graph of the tables in force; with it, ``method="local"``
+        weighs the locality each move loses.
+    method, theta_max, table_cap
+        The rebalancer (:data:`locality.rebalance.METHODS`), its bound and table cap.
+    **options
+        Passed to the rebalancer (e.g. ``state_weight`` for ``local``).
+
+    Returns
+    -------
+    (RoutingConfiguration, float, float)
+        The adjusted configuration, the share of the seen keys' state that
+        moves, and the planning time in seconds.
+    """
+    tables, moved, total, seconds = {}, 0.0, 0.0, 0.0
+    for op in config.topology.operators:
+        series = loads[op]
+        keys = series.index.to_numpy(dtype=object)
+        sizes = series if state is None or op not in state else state[op].reindex(series.index).fillna(series)
+        table = config.tables[op]
+        problem = RebalanceProblem(
+            loads=series.to_numpy(dtype=float),
+            state_sizes=sizes.to_numpy(dtype=float),
+            current=table.route_many(keys),
+            fallback=table.fallback.instances_of(keys),
+            n_instances=config.topology.n_instances(op),
+            theta_max=theta_max,
+            table_cap=table_cap,
+        )
+        extra = dict(options)
+        if method == "local" and graph is not None:
+            extra.update(affinity=key_affinity(config, graph, op, keys), servers=config.topology.instance_servers(op))
+        result = rebalance(problem, method=method, **extra)
+        kept = table.entries[~table.entries.index.isin(series.index)]
+        assigned = pd.Series(result.assignment, index=pd.Index(keys, dtype=object))
+        tables[op] = RoutingTable(op, table.fallback, pd.concat([kept, assigned]))
+        moved += float(problem.state_sizes[result.moved].sum())
+        total += float(problem.state_sizes.sum())
+        seconds += result.planning_seconds
+    return RoutingConfiguration(config.topology, tables, config.parameters), (moved / total if total else 0.0), seconds
 
 
 def rebalance_tables(
@@ -24,41 +119,9 @@ def rebalance_tables(
     theta_max: float = 0.08,
     table_cap: int | None = None,
 ) -> tuple[RoutingConfiguration, float, float]:
-    """Rebalance every operator's table on the key loads of ``seen``.
+    """Rebalance every operator's table on the key loads of the tuples ``seen`` (each row weighs 1).
 
-    Parameters
-    ----------
-    config : RoutingConfiguration
-    seen : pandas.DataFrame
-        Recent tuples, one key column per operator (each row weighs 1).
-    method, theta_max, table_cap
-        The rebalancer (:data:`locality.rebalance.METHODS`), its bound and table cap.
-
-    Returns
-    -------
-    (RoutingConfiguration, float, float)
-        The adjusted configuration, the share of the seen keys' state that
-        moves, and the planning time in seconds.
+    :func:`rebalance_configuration` with each key's count in ``seen`` as its load and state.
     """
-    tables, moved, total, seconds = {}, 0.0, 0.0, 0.0
-    for op in config.topology.operators:
-        loads = seen[op].value_counts()
-        keys = loads.index.to_numpy(dtype=object)
-        table = config.tables[op]
-        problem = RebalanceProblem(
-            loads=loads.to_numpy(dtype=float),
-            state_sizes=loads.to_numpy(dtype=float),
-            current=table.route_many(keys),
-            fallback=table.fallback.instances_of(keys),
-            n_instances=config.topology.n_instances(op),
-            theta_max=theta_max,
-            table_cap=table_cap,
-        )
-        result = rebalance(problem, method=method)
-        kept = table.entries[~table.entries.index.isin(loads.index)]
-        assigned = pd.Series(result.assignment, index=pd.Index(keys, dtype=object))
-        tables[op] = RoutingTable(op, table.fallback, pd.concat([kept, assigned]))
-        moved += float(problem.state_sizes[result.moved].sum())
-        total += float(problem.state_sizes.sum())
-        seconds += result.planning_seconds
-    return RoutingConfiguration(config.topology, tables, config.parameters), (moved / total if total else 0.0), seconds
+    loads = {op: seen[op].value_counts() for op in config.topology.operators}
+    return rebalance_configuration(config, loads, method=method, theta_max=theta_max, table_cap=table_cap)

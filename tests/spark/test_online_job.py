@@ -134,3 +134,24 @@ def test_newest_files_window_and_state_column(spark, tmp_path):
     assert second["published"] and second["moved_keys"] > 0
     plan = ConfigStore(tmp_path / "store").get(second["version"]).read_json("migration_plan.json")
     assert all(state == expected[op][key] for op, key, _, _, state in plan["moves"])
+
+
+def test_rebalancing_run_adjusts_the_tables_in_force_without_touching_the_statistics(spark, tmp_path, capsys):
+    run(spark, week(0, store=str(tmp_path)))
+    latest = (tmp_path / "statistics" / "LATEST").read_text()
+    spec = TraceSpec(str(trace_path("flights")), KEYS, ts="ts", start="2013-03-11", end="2013-03-12")
+    outcome = run(spark, OnlineParams(trace=spec, store=str(tmp_path), rebalance="local", theta_max=0.05))
+    assert outcome["published"] and outcome["version"] == 2 and outcome["moved_keys"] > 0
+    assert outcome["reason"].startswith("rebalanced: worst imbalance")
+    assert max(outcome["imbalance_after"].values()) < max(outcome["imbalance_before"].values())
+    assert max(outcome["imbalance_after"].values()) <= 1.05 + 1e-9
+    assert (tmp_path / "statistics" / "LATEST").read_text() == latest  # a day must not blend into the history
+    plan = ConfigStore(tmp_path).get(2).read_json("migration_plan.json")
+    assert plan["moved_keys"] == outcome["moved_keys"] and (plan["from_version"], plan["to_version"]) == (1, 2)
+    # the same through the CLI, for the next day; --rebalance with an empty store is refused with exit 2
+    args = ["reconfigure", spec.path, "--keys", "tailnum,dest", "--ts", "ts", "--quiet", "--json"]
+    day = ["--start", "2013-03-12", "--end", "2013-03-13", "--rebalance", "local"]
+    assert main([*args, "--store", str(tmp_path), *day]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["previous_version"] == 2
+    assert main([*args, "--store", str(tmp_path / "empty"), "--servers", "6", *day]) == 2
+    assert "rebalancing adjusts the tables in force" in capsys.readouterr().err

@@ -1,0 +1,125 @@
+"""What limits next-week balance on a timed trace: the hot-key floor, and what knowing the future would buy.
+
+Three bounds, each beside what the replay measures without foresight:
+
+- the *hot-key floor*: per window (and per day), the heaviest key's load over
+  its operator's fair share; no routing that keeps a key whole does better
+  (mean over windows of ``max(1, top / fair)``, worst operator);
+- *oracle reconfiguration*: the online replay (decay 0.85) whose reconfiguration
+  balances the coming week's actual key loads (edges still from the past):
+  the imbalance left is drift the weekly tables cannot follow even with a
+  perfect forecast, and the state it moves;
+- *oracle MinMig*: from hash routing, MinMig (theta_max 0.1 / 0.2) on the
+  coming week's actual loads with each key's state its previous week's load:
+  the least state any plan must move for that balance when it knows which
+  keys will be heavy (locality ignored).
+
+    .venv/bin/python benchmarks/bench_balance_limits.py           # IRA tweets, 2015-06-01 .. 2017-08-01
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import locality.replay  # noqa: E402
+from locality.counts import count_keys  # noqa: E402
+from locality.forecast import forecast_counts  # noqa: E402
+from locality.optimizer import make_fallbacks  # noqa: E402
+from locality.rebalance import RebalanceProblem, rebalance  # noqa: E402
+from locality.topology import Topology  # noqa: E402
+
+DEFAULT_TRACE = REPO.parent / "shared" / "data" / "ira_troll_hashtags" / "ira_troll_hashtags.parquet"
+
+
+def floor(frame: pd.DataFrame, keys: list[str], slot: pd.Series, n: int) -> float:
+    """Mean over slots of the worst operator's ``max(1, heaviest key / fair share)``."""
+    worst = None
+    for key in keys:
+        counts = frame.groupby([slot, frame[key]]).size()
+        ratio = (counts.groupby(level=0).max() / (counts.groupby(level=0).sum() / n)).clip(lower=1.0)
+        worst = ratio if worst is None else np.maximum(worst, ratio)
+    return float(worst.mean())
+
+
+def oracle_replay(frame: pd.DataFrame, topology: Topology, period: str):
+    """The online replay whose reconfiguration balances the coming window's actual loads."""
+    windows = locality.replay.windows_of(frame["ts"], period)
+    actual = [count_keys(frame[(frame.ts >= a) & (frame.ts < b)], list(topology.operators)) for a, b in windows]
+
+    def next_window(counts, past, method, **params):
+        return forecast_counts(counts, [actual[len(past)]], "last")
+
+    # The replay takes its forecast by name (a user has no oracle): the bound swaps in the coming window's counts.
+    with mock.patch.object(locality.replay, "forecast_counts", next_window):
+        return locality.replay.replay_trace(frame, topology, period=period, history=None, decay=0.85, forecast="last")
+
+
+def oracle_minmig(frame: pd.DataFrame, topology: Topology, period: str, theta_max: float) -> tuple[float, float]:
+    """Mean worst imbalance and state moved (share of a window's state) of MinMig knowing each window's loads."""
+    window = ((frame["ts"] - frame["ts"].min().floor("D")) // pd.Timedelta(period)).to_numpy()
+    fallbacks = make_fallbacks(topology, "kafka")
+    worst, moved = [], []
+    previous = {op: pd.Series(dtype=float) for op in topology.operators}
+    for w in np.unique(window):
+        rows = frame[window == w]
+        figures = []
+        for op in topology.operators:
+            loads = rows[op].value_counts().astype(float)
+            keys = loads.index.to_numpy(dtype=object)
+            state = previous[op].reindex(loads.index).fillna(0.0).to_numpy() + 1e-9  # new keys move for free
+            hashed = fallbacks[op].instances_of(keys)
+            problem = RebalanceProblem(loads.to_numpy(), state, hashed, hashed, topology.n_instances(op), theta_max)
+            result = rebalance(problem, "minmig")
+            figures.append((result.imbalance_after, float(state[result.moved].sum()), float(loads.sum())))
+            previous[op] = loads
+        if w > 0:
+            worst.append(max(f[0] for f in figures))
+            moved.append(sum(f[1] for f in figures) / sum(f[2] for f in figures))
+    return float(np.mean(worst)), float(np.mean(moved))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trace", default=str(DEFAULT_TRACE))
+    parser.add_argument("--keys", default="user,hashtag")
+    parser.add_argument("--start", default="2015-06-01")
+    parser.add_argument("--end", default="2017-08-01")
+    parser.add_argument("--period", default="7D")
+    parser.add_argument("--servers", type=int, default=6)
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)
+    keys = args.keys.split(",")
+    frame = pd.read_parquet(args.trace, columns=["ts", *keys])
+    if args.start:
+        frame = frame[(frame.ts >= pd.Timestamp(args.start, tz="UTC")) & (frame.ts < pd.Timestamp(args.end, tz="UTC"))]
+    frame = frame.sort_values("ts", kind="stable").reset_index(drop=True)
+    topology = Topology.uniform(keys, args.servers)
+    first = frame["ts"].min().floor("D")
+    print(f"{Path(args.trace).name}: {len(frame):,} rows, keys {keys}, {args.servers} servers, period {args.period}")
+    week = (frame["ts"] - first) // pd.Timedelta(args.period)
+    day = (frame["ts"] - first) // pd.Timedelta("1D")
+    per_window, per_day = floor(frame, keys, week, args.servers), floor(frame, keys, day, args.servers)
+    print(f"  hot-key floor: per window {per_window:.3f}, per day {per_day:.3f}")
+    result = oracle_replay(frame, topology, args.period)
+    print(
+        f"  oracle reconfiguration (balances next window's actual loads): locality {result.mean_locality:.4f}, "
+        f"worst imbalance {result.mean_worst_imbalance():.3f}, per day {result.mean_daily_worst_imbalance():.3f}, "
+        f"state moved/window {result.mean_state_moved():.3f}"
+    )
+    for theta_max in (0.1, 0.2):
+        worst, moved = oracle_minmig(frame, topology, args.period, theta_max)
+        print(f"  oracle MinMig from hash, theta_max {theta_max}: worst imbalance {worst:.3f}, state moved {moved:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""``locality replay`` with the rebalancer options (no Spark: the replay runs in memory)."""
+
+import json
+
+import pytest
+
+from locality.cli import EXIT_ERROR, EXIT_OK, main
+from locality.datasets.synthetic import twitter_like
+
+
+@pytest.fixture(scope="module")
+def trace_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("replay") / "trace.parquet"
+    twitter_like(20_000, n_locations=100, n_hashtags=2_000, days=21, seed=2).to_parquet(path, index=False)
+    return str(path)
+
+
+def test_replay_with_the_local_rebalancer_prints_daily_and_state_figures(trace_file, capsys):
+    args = ["replay", trace_file, "--keys", "location,hashtag", "--servers", "6", "--json"]
+    window = ["--start", "2015-06-01", "--end", "2015-06-15"]
+    rebalanced = ["--rebalance", "local", "--rebalance-every", "6h", "--split-hot-keys", "--forecast", "decay:0.5"]
+    assert main([*args, *window, *rebalanced]) == EXIT_OK
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["windows"]) == 2  # --end cut the third week
+    second = doc["windows"][1]
+    assert len(second["daily_worst_imbalance"]) == 7 and second["rebalance_moved_keys"] > 0
+    assert doc["mean_state_moved"] == pytest.approx(second["migration_cost"] + second["rebalance_cost"])
+    assert doc["mean_daily_worst_imbalance"] >= 1.0 and doc["mean_hash_daily_worst_imbalance"] >= 1.0
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--rebalance", "local", "--rebalance-forecast", "median"], "'forecast' parameter of parse_forecast"),
+        (["--forecast", "decay:2"], "'decay' parameter of the decay forecast"),
+        (["--rebalance", "mixed", "--split-hot-keys"], "split_hot_keys needs a base-aware rebalancer"),
+    ],
+)
+def test_bad_rebalancer_options_exit_2_with_a_message(trace_file, capsys, extra, message):
+    code = main(["replay", trace_file, "--keys", "location,hashtag", "--servers", "6", *extra])
+    assert code == EXIT_ERROR
+    assert message in capsys.readouterr().err
