@@ -33,12 +33,11 @@ sys.path.insert(0, str(REPO))
 
 import locality.replay  # noqa: E402
 from locality.counts import count_keys  # noqa: E402
+from locality.datasets.catalog import load  # noqa: E402
 from locality.forecast import forecast_counts  # noqa: E402
 from locality.optimizer import make_fallbacks  # noqa: E402
 from locality.rebalance import RebalanceProblem, rebalance  # noqa: E402
 from locality.topology import Topology  # noqa: E402
-
-DEFAULT_TRACE = REPO.parent / "shared" / "data" / "ira_troll_hashtags" / "ira_troll_hashtags.parquet"
 
 
 def floor(frame: pd.DataFrame, keys: list[str], slot: pd.Series, n: int) -> float:
@@ -90,22 +89,19 @@ def oracle_minmig(frame: pd.DataFrame, topology: Topology, period: str, theta_ma
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trace", default=str(DEFAULT_TRACE))
-    parser.add_argument("--keys", default="user,hashtag")
+    parser.add_argument("--trace", default="ira_troll_hashtags", help="a dataset card's name or a path")
+    parser.add_argument("--keys", help="key columns, comma-separated (default: the card's)")
     parser.add_argument("--start", default="2015-06-01")
     parser.add_argument("--end", default="2017-08-01")
     parser.add_argument("--period", default="7D")
     parser.add_argument("--servers", type=int, default=6)
     args = parser.parse_args()
     logging.disable(logging.WARNING)
-    keys = args.keys.split(",")
-    frame = pd.read_parquet(args.trace, columns=["ts", *keys])
-    if args.start:
-        frame = frame[(frame.ts >= pd.Timestamp(args.start, tz="UTC")) & (frame.ts < pd.Timestamp(args.end, tz="UTC"))]
-    frame = frame.sort_values("ts", kind="stable").reset_index(drop=True)
+    loaded = load(args.trace, args.keys.split(",") if args.keys else None, ts="ts", start=args.start, end=args.end)
+    frame, keys = loaded.frame.reset_index(drop=True), loaded.keys
     topology = Topology.uniform(keys, args.servers)
     first = frame["ts"].min().floor("D")
-    print(f"{Path(args.trace).name}: {len(frame):,} rows, keys {keys}, {args.servers} servers, period {args.period}")
+    print(f"{loaded.name}: {len(frame):,} rows, keys {keys}, {args.servers} servers, period {args.period}")
     week = (frame["ts"] - first) // pd.Timedelta(args.period)
     day = (frame["ts"] - first) // pd.Timedelta("1D")
     per_window, per_day = floor(frame, keys, week, args.servers), floor(frame, keys, day, args.servers)

@@ -31,22 +31,13 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from locality.datasets.catalog import load  # noqa: E402
 from locality.forecast import forecast_matrix  # noqa: E402
 
-DATA = REPO.parent / "shared" / "data"
+# short name: (dataset card, time range); the card names the file and the key columns
 TRACES = {
-    "ira": (
-        DATA / "ira_troll_hashtags" / "ira_troll_hashtags.parquet",
-        ["user", "hashtag"],
-        "2015-06-01",
-        "2017-08-01",
-    ),
-    "flights": (
-        DATA / "nycflights13_tailnum_dest" / "nycflights13_tailnum_dest.parquet",
-        ["tailnum", "dest"],
-        None,
-        None,
-    ),
+    "ira": ("ira_troll_hashtags", "2015-06-01", "2017-08-01"),
+    "flights": ("nycflights13_tailnum_dest", None, None),
 }
 WEEKLY = {
     "last": ("last", {}),
@@ -143,10 +134,9 @@ def main() -> None:
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     for name in args.traces.split(","):
-        path, keys, start, end = TRACES[name]
-        frame = pd.read_parquet(path, columns=["ts", *keys])
-        if start:
-            frame = frame[(frame.ts >= pd.Timestamp(start, tz="UTC")) & (frame.ts < pd.Timestamp(end, tz="UTC"))]
+        card, start, end = TRACES[name]
+        loaded = load(card, ts="ts", start=start, end=end)
+        frame, keys = loaded.frame, loaded.keys
         first = frame["ts"].min().floor("D")
         print(
             f"{name}: {len(frame):,} rows, keys {keys}; "

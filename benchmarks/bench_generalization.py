@@ -36,12 +36,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from locality.counts import KeyCounts, count_keys  # noqa: E402
+from locality.datasets.catalog import load  # noqa: E402
 from locality.evaluation import evaluate  # noqa: E402
 from locality.optimizer import make_fallbacks, optimize  # noqa: E402
 from locality.topology import Topology  # noqa: E402
 
 KEYS = ["location", "hashtag"]
-DEFAULT_TRACE = REPO.parent / "shared" / "data" / "geotweets_hashtags_2015" / "geotweets_hashtags_2015.parquet"
 
 
 def with_pairs(counts: KeyCounts, pairs: pd.DataFrame) -> KeyCounts:
@@ -118,10 +118,10 @@ def split_by_location(second: pd.DataFrame, config, split: set) -> tuple[float, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trace", default=str(DEFAULT_TRACE))
+    parser.add_argument("--trace", default="geotweets_hashtags_2015", help="a dataset card's name or a path")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
-    trace = pd.read_parquet(args.trace).sort_values("seq", kind="stable")
+    trace = load(args.trace, KEYS, order="seq").frame
     half = len(trace) // 2
     first, second = trace.iloc[:half], trace.iloc[half:]
     topology = Topology.uniform(KEYS, 6)

@@ -131,12 +131,25 @@ hash_option = click.option(
 )
 
 
+def _trace_or_card(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """TRACE is a path, a directory or a glob, or the name of a shared dataset card (``locality datasets``)."""
+    from locality.datasets.catalog import catalog
+
+    if Path(value).exists() or any(c in value for c in "/*?["):
+        return value
+    cards = catalog()
+    return str(cards[value].path) if value in cards and cards[value].shared else value
+
+
+trace_argument = click.argument("trace", callback=_trace_or_card)
+
+
 def trace_options(command: Callable) -> Callable:
     """Options naming the trace's columns, time range, format and encoding."""
     return _apply(
         command,
         [
-            click.argument("trace"),
+            trace_argument,
             click.option("--keys", required=True, help="Key columns in operator order, comma-separated."),
             click.option("--weight", help="Column with each row's weight (count or bytes); default 1."),
             click.option("--ts", help="Timestamp column (needed for --start/--end)."),
@@ -470,7 +483,7 @@ def reconfigure(
 
 
 @cli.command("replay")
-@click.argument("trace")
+@trace_argument
 @click.option("--keys", required=True, help="Key columns in operator order, comma-separated.")
 @click.option("--ts", default="ts", show_default=True, help="Timestamp column.")
 @click.option("--servers", type=int, required=True)

@@ -40,3 +40,18 @@ def test_bad_rebalancer_options_exit_2_with_a_message(trace_file, capsys, extra,
     code = main(["replay", trace_file, "--keys", "location,hashtag", "--servers", "6", *extra])
     assert code == EXIT_ERROR
     assert message in capsys.readouterr().err
+
+
+def test_trace_may_be_a_dataset_cards_name(capsys):
+    """TRACE names a shared card (``locality datasets``) as well as a path: same rows, same figures."""
+    from locality.datasets.catalog import card
+
+    common = ["--keys", "user,hashtag", "--servers", "6", "--mode", "hash", "--json", "-q"]
+    common += ["--start", "2017-01-02", "--end", "2017-01-30"]
+    docs = []
+    for trace in ("ira_troll_hashtags", str(card("ira_troll_hashtags").path)):
+        assert main(["replay", trace, *common]) == EXIT_OK
+        docs.append(json.loads(capsys.readouterr().out))
+    assert docs[0] == docs[1] and len(docs[0]["windows"]) == 4
+    assert main(["replay", "no_such_card", *common]) == EXIT_ERROR
+    assert "no_such_card" in capsys.readouterr().err
