@@ -408,6 +408,28 @@ def count_trace(
         )
 
 
+def read_and_count(spark, params, stages, *, what: str = "trace") -> tuple:
+    """Both jobs' first two stages: read the trace of ``params`` and count it; returns ``(df, counts)``.
+
+    ``params`` is a job's parameters (``trace``, ``exact``, ``capacity``, ``top_pairs``);
+    ``stages`` a :class:`pipelines.progress.Stages` whose bar advances per counted partition.
+    """
+    from pipelines.trace import read_trace
+
+    with stages.stage(f"read {what}"):
+        df = read_trace(spark, params.trace)
+    with stages.stage("count keys" + (" (exact)" if params.exact else " (sketch)")):
+        counts = count_trace(
+            df,
+            params.trace,
+            exact=params.exact,
+            capacity=params.capacity,
+            top_pairs=params.top_pairs,
+            on_partition=stages.advance,
+        )
+    return df, counts
+
+
 def _per_column(by_column: dict[str, dict[str, int]]) -> str:
     """``null key in 'hashtag' 5,000; empty key in 'location' 3`` (the columns that have any)."""
     parts = [

@@ -27,11 +27,11 @@ from locality.report import format_summary
 from locality.routing import RoutingConfiguration
 from locality.store import DEFAULT_LOCK_TIMEOUT, ConfigStore, PublishResult, fingerprint
 from locality.topology import Topology
-from pipelines.counting import count_trace
+from pipelines.counting import read_and_count
 from pipelines.evaluate import evaluate_trace
 from pipelines.graph_frames import graph_statistics, key_graph_frames
 from pipelines.progress import Stages
-from pipelines.trace import TraceSpec, check_trace, input_files, read_trace
+from pipelines.trace import TraceSpec, check_trace, input_files
 
 __all__ = ["OfflineParams", "OfflineResult", "run"]
 
@@ -129,17 +129,7 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
         report.update(version=existing, previous_version=current, current_version=current, reused=True)
         return OfflineResult(PublishResult(existing, current, False, current), report, stored.config)
 
-    with stages.stage("read trace"):
-        df = read_trace(spark, params.trace)
-    with stages.stage("count keys" + (" (exact)" if params.exact else " (sketch)")):
-        counts = count_trace(
-            df,
-            params.trace,
-            exact=params.exact,
-            capacity=params.capacity,
-            top_pairs=params.top_pairs,
-            on_partition=stages.advance,
-        )
+    df, counts = read_and_count(spark, params, stages)
     graph = counts.graph(params.top_pairs)
     # Graph statistics are Spark jobs on a small graph (latency, not work): run them in a thread while the
     # driver partitions and routes; the report waits for both.

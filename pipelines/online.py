@@ -56,9 +56,9 @@ from locality.report import format_summary
 from locality.routing import RoutingConfiguration
 from locality.store import DEFAULT_LOCK_TIMEOUT, ConfigStore, fingerprint
 from locality.topology import Topology
-from pipelines.counting import count_trace
+from pipelines.counting import read_and_count
 from pipelines.progress import Stages
-from pipelines.trace import TraceSpec, check_trace, input_files, read_trace
+from pipelines.trace import TraceSpec, check_trace, input_files
 
 __all__ = ["OnlineParams", "run", "DEFAULT_DECAY", "DEFAULT_MIN_GAIN", "DEFAULT_MAX_IMBALANCE"]
 
@@ -217,17 +217,7 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
     _topology_and_fallbacks(params, store.get(current_version).config if current_version is not None else None)
     keys = list(params.trace.keys)
 
-    with stages.stage("read window"):
-        df = read_trace(spark, params.trace)
-    with stages.stage("count keys" + (" (exact)" if params.exact else " (sketch)")):
-        counts = count_trace(
-            df,
-            params.trace,
-            exact=params.exact,
-            capacity=params.capacity,
-            top_pairs=params.top_pairs,
-            on_partition=stages.advance,
-        )
+    df, counts = read_and_count(spark, params, stages, what="window")
     if params.trace.state:
         state = _state_sizes(df, keys, params.trace.state)
     else:  # a key's state defaults to its load in the window (not in the blended history)
