@@ -5,6 +5,9 @@ batches to Space-Saving sketches (one per consecutive operator pair, one per
 operator) and ships them serialized; the driver merges them as a binary tree
 (a binary counter over partitions, so it holds O(log P) sketches at a time and
 the result does not depend on scheduling). The driver never sees a raw row.
+A trace of local Parquet files is read by the tasks themselves with pyarrow
+(:mod:`pipelines.parquet_scan`: the same batches, without the JVM's copy of
+every row into Arrow); other traces come through Spark's readers (``mapInArrow``).
 
 Exact mode counts with Spark aggregations (distributed ``groupBy``) and keeps
 the top ``top_pairs`` pairs and ``top_keys`` keys: exact counts for what is
@@ -29,6 +32,7 @@ import pyarrow.compute as pc
 from locality.counts import KeyCounts
 from locality.errors import TraceError
 from locality.sketch import SpaceSaving
+from pipelines.parquet_scan import ParquetScan
 from pipelines.trace import REPLACEMENT, TraceSpec, spark_read_errors
 
 __all__ = ["TraceCounts", "count_trace", "sketch_trace", "count_trace_exact", "DROP_REASONS", "KEY_REASONS"]
@@ -147,10 +151,17 @@ def _valid_rows(batch: pa.Table, keys: Sequence[str], weight: str | None) -> tup
     return batch.filter(keep), (dropped, by_column)
 
 
-def _undecoded_keys(column: pa.ChunkedArray) -> tuple[int, str | None]:
-    """How many of ``column``'s (distinct) string keys hold U+FFFD, and one of them."""
+def _undecoded_keys(column: pa.ChunkedArray, name: str) -> tuple[int, str | None]:
+    """How many of ``column``'s (distinct) string keys hold U+FFFD, and one of them.
+
+    Raises ValueError when the keys are not valid UTF-8 (Parquet text written as raw bytes).
+    """
     if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
         return 0, None
+    try:
+        column.validate(full=True)
+    except pa.ArrowInvalid:
+        raise ValueError(f"key column {name!r} holds text that is not valid UTF-8 (Parquet text must be)") from None
     hits = column.filter(pc.match_substring(column, REPLACEMENT))
     return len(hits), (hits[0].as_py() if len(hits) else None)
 
@@ -200,7 +211,7 @@ def _sketch_partition(keys: list[str], weight: str | None, capacity: int) -> Cal
             for j, (key, sketch) in enumerate(zip(keys, loads)):
                 per_key = _sum_by(hops[max(j - 1, 0)], [key], "weight")
                 sketch.update_batch(per_key.column(key), per_key.column("weight").to_numpy())
-                n, example = _undecoded_keys(per_key.column(key))
+                n, example = _undecoded_keys(per_key.column(key), key)
                 undecoded[key][0] += n
                 undecoded[key][1] = undecoded[key][1] or example
         stats = {"rows": rows, "dropped": drops[0], "by_column": drops[1], "undecoded": undecoded}
@@ -246,6 +257,7 @@ def sketch_trace(
     capacity: int = 100_000,
     top_pairs: int | None = None,
     on_partition: Callable[[int, int], None] | None = None,
+    scan: ParquetScan | None = None,
 ) -> TraceCounts:
     """Count pairs and loads with per-partition Space-Saving sketches merged on the driver.
 
@@ -263,10 +275,17 @@ def sketch_trace(
         Keep only the heaviest pairs of each hop.
     on_partition : callable(done, total), optional
         Progress callback, called after each partition's sketches are merged.
+    scan : ParquetScan, optional
+        Read ``df``'s Parquet files with pyarrow in the tasks (:mod:`pipelines.parquet_scan`)
+        instead of passing ``df``'s rows from the JVM; the counts are the same.
     """
     keys = list(keys)
-    sketched = df.mapInArrow(_sketch_partition(keys, weight, capacity), _SKETCH_SCHEMA)
-    n_partitions = df.rdd.getNumPartitions()
+    sketch = _sketch_partition(keys, weight, capacity)
+    if scan is None:
+        sketched = df.mapInArrow(sketch, _SKETCH_SCHEMA)
+        n_partitions = df.rdd.getNumPartitions()
+    else:
+        sketched, n_partitions = scan.map_batches(df.sparkSession, sketch), scan.n_tasks
     with _arrow_batches_of_at_least(df.sparkSession, _ARROW_BATCH_ROWS):
         rows_iter = sketched.collect() if n_partitions <= _COLLECT_LIMIT else sketched.toLocalIterator(True)
     merger = _TreeMerger()
@@ -275,9 +294,9 @@ def sketch_trace(
     n_sketches = 2 * len(keys) - 1
     partition: list[SpaceSaving] = []
     done = 0
-    for row in rows_iter:
-        if row.slot == _STATS_SLOT:
-            stats = json.loads(row.payload)
+    for slot, payload in rows_iter:
+        if slot == _STATS_SLOT:
+            stats = json.loads(payload)
             rows += stats["rows"]
             _add_drops(drops, (stats["dropped"], stats["by_column"]))
             for key, (n, example) in stats["undecoded"].items():
@@ -288,7 +307,7 @@ def sketch_trace(
             if on_partition:
                 on_partition(done, n_partitions)
         else:
-            partition.append(SpaceSaving.from_bytes(bytes(row.payload)))
+            partition.append(SpaceSaving.from_bytes(bytes(payload)))
     merged = merger.result() or [SpaceSaving(capacity, arity=2) for _ in keys[1:]] + [
         SpaceSaving(capacity) for _ in keys
     ]
@@ -404,7 +423,13 @@ def count_trace(
                 df, spec.keys, weight=spec.weight, top_pairs=top_pairs or capacity, top_keys=capacity
             )
         return sketch_trace(
-            df, spec.keys, weight=spec.weight, capacity=capacity, top_pairs=top_pairs, on_partition=on_partition
+            df,
+            spec.keys,
+            weight=spec.weight,
+            capacity=capacity,
+            top_pairs=top_pairs,
+            on_partition=on_partition,
+            scan=ParquetScan.of(df.sparkSession, spec, df.schema),
         )
 
 

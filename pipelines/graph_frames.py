@@ -4,9 +4,9 @@ Vertices: ``id`` (long), ``operator``, ``key`` (as a string), ``key_type``
 (``string`` / ``long``), ``weight``; edges: ``src``, ``dst``, ``weight``.
 When the GraphFrames JVM classes are on the classpath (``--jars`` or
 ``--packages io.graphframes:graphframes-spark4_2.13:...``), the statistics come
-from a ``GraphFrame`` (degrees, connected components); otherwise the same
-statistics are computed with plain DataFrame operations, so the job never
-needs the jar (it cannot be downloaded on offline machines).
+from a ``GraphFrame`` of these DataFrames (degrees, connected components);
+otherwise scipy computes the same statistics from the driver's arrays, so the
+job never needs the jar (it cannot be downloaded on offline machines).
 """
 
 from __future__ import annotations
@@ -55,65 +55,46 @@ def graphframes_available(spark) -> bool:
         return False
 
 
-def _summarize_in_one_task(vertices, edges):
-    """Per-operator degree statistics and component sizes from one Spark task: ``(kind, name, a, b, c)`` rows.
+def _summarize_on_driver(graph: KeyGraph) -> list[dict]:
+    """Per-operator degree statistics and component sizes of ``graph``'s arrays: ``(kind, name, a, b, c)`` rows.
 
-    The key graph is bounded by the sketch capacity, so one task holds it:
-    vertices and edges are unioned into one partition and a ``mapInArrow``
-    task counts degrees and runs scipy's union-find. (Label propagation with
-    joins needs several shuffles per round and took 20-70 s on the tweet
-    trace's 40k-key graph here; this is one job without a shuffle.)
+    The key graph is bounded by the sketch capacity and already on the driver:
+    scipy's union-find takes milliseconds there. (Shipping it to the JVM and
+    back to run the same code in one Spark task cost 1-2 s on the critical
+    path of a 3 s job, issue 12; label propagation with joins took 20-70 s on
+    the tweet trace's 40k-key graph.)
     """
-    from pyspark.sql import functions as F
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
 
-    def summarize(batches):
-        import numpy as np
-        import pandas as pd
-        import pyarrow as pa
-        from scipy.sparse import coo_matrix
-        from scipy.sparse.csgraph import connected_components
-
-        table = pa.Table.from_batches(list(batches)).to_pandas()
-        nodes = table[table["kind"] == 0]
-        links = table[table["kind"] == 1]
-        ids = nodes["a"].to_numpy()
-        index = pd.Index(ids)
-        src, dst = index.get_indexer(links["a"]), index.get_indexer(links["b"])
-        n = ids.shape[0]
-        degree = np.bincount(np.concatenate([src, dst]), minlength=n)
-        _, labels = connected_components(coo_matrix((np.ones(src.shape[0]), (src, dst)), shape=(n, n)), directed=False)
-        sizes = np.bincount(labels)
-        weights = np.bincount(labels, weights=nodes["weight"].to_numpy())
-        largest = int(np.argmax(weights)) if n else 0
-        rows = [
-            (
-                "components",
-                "",
-                float(sizes.shape[0]),
-                float(sizes[largest]) if n else 0.0,
-                float(weights[largest] / weights.sum()) if n and weights.sum() > 0 else 0.0,
-            )
-        ]
-        for op, group in pd.Series(degree).groupby(nodes["operator"].to_numpy()):
-            rows.append(("operator", op, float(group.shape[0]), float(group.max()), float(group.mean())))
-        kinds, names, a, b, c = zip(*rows)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(kinds), pa.array(names), pa.array(a), pa.array(b), pa.array(c)],
-            names=["kind", "name", "a", "b", "c"],
+    n = graph.n_vertices
+    degree = np.bincount(np.concatenate([graph.src, graph.dst]), minlength=n)
+    adjacency = coo_matrix((np.ones(graph.src.shape[0]), (graph.src, graph.dst)), shape=(n, n))
+    _, labels = connected_components(adjacency, directed=False)
+    sizes = np.bincount(labels, minlength=1)
+    weights = np.bincount(labels, weights=graph.vertex_weight, minlength=1)
+    largest = int(np.argmax(weights)) if n else 0
+    rows = [
+        {
+            "kind": "components",
+            "name": "",
+            "a": float(sizes.shape[0]) if n else 0.0,
+            "b": float(sizes[largest]) if n else 0.0,
+            "c": float(weights[largest] / weights.sum()) if n and weights.sum() > 0 else 0.0,
+        }
+    ]
+    for op in graph.operators:
+        ops_degree = degree[graph.operator_slice(op)]
+        rows.append(
+            {
+                "kind": "operator",
+                "name": op,
+                "a": float(ops_degree.shape[0]),
+                "b": float(ops_degree.max()) if ops_degree.size else 0.0,
+                "c": float(ops_degree.mean()) if ops_degree.size else 0.0,
+            }
         )
-
-    both = vertices.select(
-        F.lit(0).alias("kind"), F.col("id").alias("a"), F.lit(-1).cast("long").alias("b"), "operator", "weight"
-    ).unionByName(
-        edges.select(
-            F.lit(1).alias("kind"),
-            F.col("src").alias("a"),
-            F.col("dst").alias("b"),
-            F.lit(None).cast("string").alias("operator"),
-            "weight",
-        )
-    )
-    return both.coalesce(1).mapInArrow(summarize, "kind string, name string, a double, b double, c double").collect()
+    return rows
 
 
 def _summarize_graphframe(spark, vertices, edges):
@@ -153,16 +134,17 @@ def _summarize_graphframe(spark, vertices, edges):
         table.unpersist()
 
 
-def graph_statistics(spark, vertices, edges) -> dict:
+def graph_statistics(spark, graph: KeyGraph) -> dict:
     """Vertex and edge counts, degrees per operator, connected components (count, largest by weight).
 
-    Uses a ``GraphFrame`` when the jar is present, plain DataFrames
-    otherwise; ``engine`` in the result says which.
+    With the GraphFrames jar on the classpath, a ``GraphFrame`` of
+    :func:`key_graph_frames` computes them; without it, scipy on the driver's
+    arrays does (the same figures); ``engine`` in the result says which.
     """
     if graphframes_available(spark):
-        engine, rows = "graphframes", _summarize_graphframe(spark, vertices, edges)
+        engine, rows = "graphframes", _summarize_graphframe(spark, *key_graph_frames(spark, graph))
     else:
-        engine, rows = "dataframes", _summarize_in_one_task(vertices, edges)
+        engine, rows = "driver", _summarize_on_driver(graph)
     ops = {r["name"]: r for r in rows if r["kind"] == "operator"}
     (components,) = [r for r in rows if r["kind"] == "components"]
     return {

@@ -1,8 +1,9 @@
 """The nightly offline optimization: a trace in, a published routing configuration and a report out.
 
 Stages: read the trace, count key pairs and loads (Space-Saving per partition,
-or exact Spark aggregations), build the key graph (driver arrays, and Spark
-DataFrames in GraphFrames' schema for its statistics), partition with METIS
+or exact Spark aggregations; local Parquet read by the tasks with pyarrow),
+build the key graph (driver arrays; a GraphFrame of it for its statistics when
+the GraphFrames jar is present), partition with METIS
 under alpha and repair per-operator balance, build the routing tables, replay
 the trace in-sample beside hash routing, and publish the configuration, the
 report and a load plot into the configuration store atomically.
@@ -29,7 +30,7 @@ from locality.store import DEFAULT_LOCK_TIMEOUT, ConfigStore, PublishResult, fin
 from locality.topology import Topology
 from pipelines.counting import read_and_count
 from pipelines.evaluate import evaluate_trace
-from pipelines.graph_frames import graph_statistics, key_graph_frames
+from pipelines.graph_frames import graph_statistics
 from pipelines.progress import Stages
 from pipelines.trace import TraceSpec, check_trace, input_files
 
@@ -131,10 +132,10 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
 
     df, counts = read_and_count(spark, params, stages)
     graph = counts.graph(params.top_pairs)
-    # Graph statistics are Spark jobs on a small graph (latency, not work): run them in a thread while the
-    # driver partitions and routes; the report waits for both.
+    # With the GraphFrames jar, graph statistics are Spark jobs on a small graph (latency, not work): run them
+    # in a thread while the driver partitions and routes; the report waits for both.
     with ThreadPoolExecutor(max_workers=1) as background:
-        stats = background.submit(_statistics, spark, graph) if params.graph_stats else None
+        stats = background.submit(graph_statistics, spark, graph) if params.graph_stats else None
         with stages.stage("partition (METIS) and route" + (", graph statistics" if stats else "")):
             result = optimize(
                 graph,
@@ -179,12 +180,6 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
         reused=not published.created,
     )
     return OfflineResult(published, report, result.config)
-
-
-def _statistics(spark, graph) -> dict:
-    """Degrees and components of the key graph, computed by Spark on its GraphFrames-schema DataFrames."""
-    vertices, edges = key_graph_frames(spark, graph)
-    return graph_statistics(spark, vertices, edges)
 
 
 def _headline(report: dict) -> dict:

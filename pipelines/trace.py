@@ -32,6 +32,7 @@ import io
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -240,7 +241,13 @@ def spark_read_errors(path: str) -> Iterator[None]:
         if died is not None:
             raise JobError(f"the Spark job reading {path!r} failed: {_after_colon(died)[:300]}") from exc
         first = next((line.strip() for line in text.splitlines() if line.strip()), text)
+        if "exception was thrown from the Python worker" in first:  # say what the worker raised, not where
+            raised = [line.strip() for line in text.splitlines() if _PYTHON_ERROR.match(line.strip())]
+            first = _PYTHON_ERROR.sub("", raised[-1]) if raised else first
         raise TraceError(f"cannot read the trace at {path!r}: {first[:500]}") from None
+
+
+_PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
 
 
 def _after_colon(line: str) -> str:

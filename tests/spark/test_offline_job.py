@@ -2,6 +2,7 @@
 
 import json
 
+import networkx as nx
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
@@ -119,22 +120,22 @@ def test_exact_and_sketch_counts_agree_on_real_data(spark):
 
 
 def test_graph_statistics_without_graphframes_jar(spark):
+
     df = read_trace(spark, TraceSpec(str(trace_path("geotweets")), GEO))
     graph = sketch_trace(df, GEO, capacity=100_000).graph()
-    vertices, edges = key_graph_frames(spark, graph)
+    vertices, edges = key_graph_frames(spark, graph)  # what a GraphFrame would be built from
     assert vertices.columns[0] == "id" and edges.columns[:2] == ["src", "dst"]
-    stats = graph_statistics(spark, vertices, edges)
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    n = graph.n_vertices
-    expected, _ = connected_components(
-        coo_matrix((graph.edge_weight, (graph.src, graph.dst)), shape=(n, n)), directed=False
-    )
-    assert stats["engine"] == "dataframes"
-    assert stats["components"] == expected
-    assert stats["vertices"] == n and stats["edges"] == graph.n_edges
-    assert stats["operators"]["location"]["max_degree"] == int(np.bincount(graph.src).max())
+    assert vertices.count() == graph.n_vertices and edges.count() == graph.n_edges
+    stats = graph_statistics(spark, graph)
+    g = graph.to_networkx()
+    components = list(nx.connected_components(g))
+    heaviest = max(components, key=lambda c: sum(g.nodes[v]["weight"] for v in c))
+    assert stats["engine"] == "driver"
+    assert stats["components"] == len(components)
+    assert stats["largest_component_vertices"] == len(heaviest)
+    assert stats["vertices"] == graph.n_vertices and stats["edges"] == graph.n_edges
+    locations = [v for v, op in g.nodes(data="operator") if op == "location"]
+    assert stats["operators"]["location"]["max_degree"] == max(d for _, d in g.degree(locations))
 
 
 def test_csv_json_and_glob_inputs_with_dropped_rows(spark, tmp_path):
