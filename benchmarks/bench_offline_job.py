@@ -2,9 +2,10 @@
 
 Generates a two-key Zipf trace (``locality.datasets.synthetic.zipf_pairs``,
 the feasibility study's generator) as 8 Parquet files, then, in one Spark
-session, alternates the floor (group-by count written to the ``noop`` sink)
-and the full offline job (sketch, graph, METIS, tables, report, publish into
-a fresh store) and prints the median wall times and their ratio.
+session, alternates the floor (group-by count written to the ``noop`` sink),
+the same count by pyarrow alone (read + ``group_by``, no Spark), and the full
+offline job (sketch, graph, METIS, tables, report, publish into a fresh
+store) and prints the median wall times and their ratios.
 
 With ``--memory`` it instead runs the job in fresh processes at each size
 and reports the peak RSS of the Python driver and of the JVM (local mode:
@@ -90,6 +91,13 @@ def floor(spark, trace: Path) -> float:
     return time.perf_counter() - started
 
 
+def arrow_floor(trace: Path) -> float:
+    """The same count without Spark: pyarrow reads the files and hash-counts the pairs (all cores)."""
+    started = time.perf_counter()
+    pq.read_table(trace, columns=KEYS).group_by(KEYS).aggregate([([], "count_all")])
+    return time.perf_counter() - started
+
+
 def speed(args) -> None:
     spark = session(args.master)
     work = Path(args.workdir)
@@ -97,16 +105,18 @@ def speed(args) -> None:
         trace = write_trace(rows, work)
         floor(spark, trace)  # warm-up: JIT, Python workers, file listing
         run_job(spark, trace, Path(tempfile.mkdtemp(dir=work)), args.capacity)
-        floors, jobs, details = [], [], []
+        floors, arrow_floors, jobs, details = [], [], [], []
         for _ in range(args.repeat):
             floors.append(floor(spark, trace))
+            arrow_floors.append(arrow_floor(trace))
             detail = run_job(spark, trace, Path(tempfile.mkdtemp(dir=work)), args.capacity)
             jobs.append(detail["seconds"])
             details.append(detail)
-        f, j = statistics.median(floors), statistics.median(jobs)
+        f, a, j = statistics.median(floors), statistics.median(arrow_floors), statistics.median(jobs)
         print(
             f"rows {rows:,}: floor groupBy.count {f:.2f} s (runs {[round(x, 2) for x in floors]}), "
-            f"offline job {j:.2f} s (runs {[round(x, 2) for x in jobs]}), ratio {j / f:.2f}"
+            f"offline job {j:.2f} s (runs {[round(x, 2) for x in jobs]}), ratio {j / f:.2f}; "
+            f"pyarrow read + group_by count {a:.2f} s (job / it {j / a:.2f})"
         )
         print(f"  job stages (last run): {details[-1]['timings']}")
         print(f"  in-sample locality {details[-1]['locality']:.3f} (hash {details[-1]['hash_locality']:.3f})")

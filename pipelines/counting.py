@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -47,6 +47,10 @@ KEY_REASONS = ("null key", "empty key")
 _SKETCH_SCHEMA = "slot int, payload binary"
 _STATS_SLOT = -1
 _COLLECT_LIMIT = 64  # partitions; above this, stream them (toLocalIterator) instead of collect()
+#: Task outputs the driver merges itself; above, the executors merge them in groups of _MERGE_FANOUT first
+#: (at 55 ms per merge on the driver, 256 tasks would cost 14 s there: docs/scale.md).
+_DRIVER_MERGE_LIMIT = 32
+_MERGE_FANOUT = 16
 _MIN_CHUNK_ROWS = 1_000_000
 _ARROW_BATCH_ROWS = 100_000  # Spark's default (10,000) costs a Python round trip per 10k rows
 
@@ -249,6 +253,57 @@ class _TreeMerger:
         return out
 
 
+def _no_stats(keys: Sequence[str]) -> dict:
+    """A task's statistics before any row: rows read, dropped (by reason and column), keys with U+FFFD."""
+    dropped, by_column = _no_drops(keys)
+    return {"rows": 0, "dropped": dropped, "by_column": by_column, "undecoded": {key: [0, None] for key in keys}}
+
+
+def _add_stats(into: dict, stats: dict) -> None:
+    into["rows"] += stats["rows"]
+    _add_drops((into["dropped"], into["by_column"]), (stats["dropped"], stats["by_column"]))
+    for key, (n, example) in stats["undecoded"].items():
+        into["undecoded"][key] = [into["undecoded"][key][0] + n, into["undecoded"][key][1] or example]
+
+
+def _task_outputs(rows: Iterable) -> Iterator[list[bytes]]:
+    """Group ``(slot, payload)`` rows into each task's payloads: its sketches, then its statistics."""
+    payloads: list[bytes] = []
+    for slot, payload in rows:
+        payloads.append(bytes(payload))
+        if slot == _STATS_SLOT:
+            yield payloads
+            payloads = []
+
+
+def _merge_outputs(group: Iterable[tuple[int, list[bytes]]]) -> list[bytes]:
+    """One output from several tasks' (or groups') outputs, merged in index order (the same on any executor)."""
+    merger, stats = _TreeMerger(), None
+    for _, (*sketches, task_stats) in sorted(group, key=lambda item: item[0]):
+        merger.add([SpaceSaving.from_bytes(b) for b in sketches])
+        task_stats = json.loads(task_stats)
+        if stats is None:
+            stats = task_stats
+        else:
+            _add_stats(stats, task_stats)
+    return [sketch.to_bytes() for sketch in merger.result()] + [json.dumps(stats).encode()]
+
+
+def _merged_on_executors(rdd, n_tasks: int) -> tuple[list[list[bytes]], int]:
+    """Merge the tasks' outputs in groups of ``_MERGE_FANOUT`` on the executors until the driver's share is small.
+
+    ``rdd`` holds each task's ``(slot, payload)`` rows; returns the remaining
+    outputs in order and how many there are. Each level is one shuffle of
+    serialized sketches (a task's are a few MB).
+    """
+    level = rdd.mapPartitionsWithIndex(lambda index, rows: [(index, out) for out in _task_outputs(rows)])
+    n = n_tasks
+    while n > _DRIVER_MERGE_LIMIT:
+        n = -(-n // _MERGE_FANOUT)
+        level = level.map(lambda item: (item[0] // _MERGE_FANOUT, item)).groupByKey(n).mapValues(_merge_outputs)
+    return [out for _, out in sorted(level.collect(), key=lambda item: item[0])], n
+
+
 def sketch_trace(
     df,
     keys: Sequence[str],
@@ -287,27 +342,20 @@ def sketch_trace(
     else:
         sketched, n_partitions = scan.map_batches(df.sparkSession, sketch), scan.n_tasks
     with _arrow_batches_of_at_least(df.sparkSession, _ARROW_BATCH_ROWS):
-        rows_iter = sketched.collect() if n_partitions <= _COLLECT_LIMIT else sketched.toLocalIterator(True)
-    merger = _TreeMerger()
-    rows, drops = 0, _no_drops(keys)
-    undecoded = {key: [0, None] for key in keys}
-    n_sketches = 2 * len(keys) - 1
-    partition: list[SpaceSaving] = []
-    done = 0
-    for slot, payload in rows_iter:
-        if slot == _STATS_SLOT:
-            stats = json.loads(payload)
-            rows += stats["rows"]
-            _add_drops(drops, (stats["dropped"], stats["by_column"]))
-            for key, (n, example) in stats["undecoded"].items():
-                undecoded[key] = [undecoded[key][0] + n, undecoded[key][1] or example]
-            merger.add(partition)
-            partition = []
-            done += 1
-            if on_partition:
-                on_partition(done, n_partitions)
+        if n_partitions > _DRIVER_MERGE_LIMIT:
+            outputs, n_outputs = _merged_on_executors(sketched if scan else sketched.rdd, n_partitions)
         else:
-            partition.append(SpaceSaving.from_bytes(bytes(payload)))
+            records = sketched.collect() if n_partitions <= _COLLECT_LIMIT else sketched.toLocalIterator(True)
+            outputs, n_outputs = _task_outputs(records), n_partitions
+        merger, stats = _TreeMerger(), _no_stats(keys)
+        for done, (*sketches, task_stats) in enumerate(outputs, 1):
+            merger.add([SpaceSaving.from_bytes(b) for b in sketches])
+            _add_stats(stats, json.loads(task_stats))
+            if on_partition:
+                on_partition(round(done * n_partitions / n_outputs), n_partitions)
+    rows, drops = stats["rows"], (stats["dropped"], stats["by_column"])
+    undecoded = stats["undecoded"]
+    n_sketches = 2 * len(keys) - 1
     merged = merger.result() or [SpaceSaving(capacity, arity=2) for _ in keys[1:]] + [
         SpaceSaving(capacity) for _ in keys
     ]

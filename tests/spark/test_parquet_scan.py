@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timezone
 
 import pandas as pd
@@ -10,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from locality.errors import TraceError
+from pipelines import counting
 from pipelines.counting import count_trace, sketch_trace
 from pipelines.parquet_scan import ParquetScan
 from pipelines.trace import TraceSpec, read_trace, spark_read_errors
@@ -122,3 +124,23 @@ def test_keys_that_are_not_utf8_are_named(spark, tmp_path):
     with pytest.raises(TraceError, match=NOT_UTF8):
         with spark_read_errors(spec.path):
             sketch_trace(df, spec.keys)  # Spark's reader
+
+
+@pytest.mark.parametrize("scan", [False, True])
+def test_executors_merge_many_tasks_like_the_driver(spark, monkeypatch, scan):
+    # Capacity above the distinct keys keeps the sketches exact, so any merge order gives the same counts.
+    spec = TraceSpec(str(trace_path("flights")), trace_card("flights").keys)
+    df = read_trace(spark, spec).repartition(12)
+    parquet = ParquetScan.of(spark, spec, df.schema) if scan else None
+    if parquet is not None:  # twelve tasks of the scan too
+        parquet = dataclasses.replace(parquet, slices=parquet.slices * 12)
+    by_driver = sketch_trace(df, spec.keys, capacity=200_000, scan=parquet)
+    monkeypatch.setattr(counting, "_DRIVER_MERGE_LIMIT", 2)
+    monkeypatch.setattr(counting, "_MERGE_FANOUT", 3)  # 12 -> 4 -> 2 outputs: two levels on the executors
+    progress = []
+    by_executors = sketch_trace(
+        df, spec.keys, capacity=200_000, scan=parquet, on_partition=lambda d, t: progress.append((d, t))
+    )
+    assert_same_counts(by_driver, by_executors)
+    assert by_executors.error_bound == dict.fromkeys(by_executors.error_bound, 0.0)
+    assert progress[-1] == (12, 12) and len(progress) == 2
