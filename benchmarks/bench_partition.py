@@ -11,11 +11,14 @@ per-operator imbalance, beside hash routing's locality on the same graph.
 
     .venv/bin/python benchmarks/bench_partition.py                  # 1e4, 1e5, 1e6 edges; 6 and 48 parts
     .venv/bin/python benchmarks/bench_partition.py --edges 10000    # quick
+    .venv/bin/python benchmarks/bench_partition.py --edges 10000,100000,1000000 --parts 6,48 --cuts 1,2,4,8
+    .venv/bin/python benchmarks/bench_partition.py --edges 10000000 --parts 48   # peak memory: one size per run
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import time
 from pathlib import Path
@@ -38,16 +41,18 @@ def power_law_graph(m: int, seed: int = 1):
     rng = np.random.default_rng(seed)
     n_left, n_right = max(m // 5, 10), max(m // 2, 10)
     p_left, p_right = zipf_weights(n_left, 1.0), zipf_weights(n_right, 0.8)
-    pairs = set()
-    while len(pairs) < m:
-        batch = 2 * (m - len(pairs)) + 1000
+    codes = np.empty(0, dtype=np.int64)  # distinct pairs as left * n_right + right, in the order first drawn
+    while codes.size < m:
+        batch = 2 * (m - codes.size) + 1000
         left = rng.choice(n_left, size=batch, p=p_left)
         right = rng.choice(n_right, size=batch, p=p_right)
-        for pair in zip(left.tolist(), right.tolist()):
-            pairs.add(pair)
-            if len(pairs) == m:
-                break
-    edges = np.array(sorted(pairs))
+        drawn = left.astype(np.int64) * n_right + right
+        _, first = np.unique(drawn, return_index=True)
+        fresh = drawn[np.sort(first)]
+        fresh = fresh[~np.isin(fresh, codes)]
+        codes = np.concatenate([codes, fresh[: m - codes.size]])
+    codes = np.sort(codes)
+    edges = np.stack([codes // n_right, codes % n_right], axis=1)
     weights = np.minimum(rng.zipf(2.0, size=m), 1000).astype(float)
     table = pd.DataFrame({"key0": edges[:, 0], "key1": edges[:, 1], "weight": weights})
     return build_key_graph(OPS, [table])
@@ -68,18 +73,45 @@ def summed_balance(graph, parts, k) -> float:
     return float(loads.max() / loads.mean())
 
 
+def peak_mb() -> float:
+    """Peak resident memory of this process so far (run one size per process to read one size's peak)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def sweep_cuts(graph, parts: list[int], cuts: list[int]) -> list[dict]:
+    """METIS seconds and graph locality for each ``ncuts`` (the cut-quality-per-second trade)."""
+    rows = []
+    for k in parts:
+        topology = Topology.uniform(OPS, k)
+        for n_cuts in cuts:
+            part = partition_key_graph(graph, topology, n_cuts=n_cuts)
+            row = {"edges": graph.n_edges, "parts": k, "ncuts": n_cuts, "metis s": round(part.metis_seconds, 2)}
+            row["graph locality"] = round(part.locality, 4)
+            rows.append(row)
+            print(pd.DataFrame([row]).to_string(index=False, header=len(rows) == 1), flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edges", default="10000,100000,1000000")
     parser.add_argument("--parts", default="6,48")
     parser.add_argument("--alpha", type=float, default=1.03)
+    parser.add_argument("--cuts", help="instead: METIS time and graph locality for these ncuts (e.g. 1,2,4,8)")
     args = parser.parse_args()
     rows = []
     for m in [int(x) for x in args.edges.split(",")]:
         started = time.perf_counter()
         graph = power_law_graph(m)
         build = time.perf_counter() - started
-        print(f"graph: {m:,} edges, {graph.n_vertices:,} vertices (built in {build:.1f} s)", flush=True)
+        print(
+            f"graph: {m:,} edges, {graph.n_vertices:,} vertices (built in {build:.1f} s; "
+            f"process peak {peak_mb():,.0f} MB)",
+            flush=True,
+        )
+        if args.cuts:
+            rows += sweep_cuts(graph, [int(k) for k in args.parts.split(",")], [int(c) for c in args.cuts.split(",")])
+            continue
         for k in [int(x) for x in args.parts.split(",")]:
             topology = Topology.uniform(OPS, k)
             fallbacks = make_fallbacks(topology)
@@ -98,6 +130,7 @@ def main() -> None:
             row["hash locality"] = round(hash_locality(graph, topology, fallbacks), 4)
             row["imbalance"] = "/".join(f"{v:.3f}" for v in result.placement.imbalance.values())
             row["hot keys"] = len(result.partition.hot_keys)
+            row["peak MB"] = round(peak_mb())
             rows.append(row)
             print(pd.DataFrame([row]).to_string(index=False), flush=True)
     print()

@@ -53,6 +53,7 @@ class Optimization:
             "vertices": self.graph.n_vertices,
             "edges": self.graph.n_edges,
             "metis_seconds": self.partition.metis_seconds,
+            "metis_cuts": self.partition.n_cuts,
             "optimize_seconds": self.seconds,
             "graph_locality_metis": self.partition.locality,
             "graph_locality": self.placement.locality,

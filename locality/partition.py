@@ -36,12 +36,27 @@ from locality._validation import check_integer, check_interval
 from locality.graph import KeyGraph
 from locality.topology import Topology
 
-__all__ = ["HotKey", "Partition", "partition_key_graph", "find_hot_keys", "METIS_WEIGHT_SCALE"]
+__all__ = ["HotKey", "Partition", "partition_key_graph", "adaptive_cuts", "find_hot_keys", "METIS_WEIGHT_SCALE"]
 
 logger = logging.getLogger(__name__)
 
 #: Operator loads are rescaled to this total before rounding to METIS's integer weights.
 METIS_WEIGHT_SCALE = 1 << 30
+
+#: Edges whose METIS call costs about what the adaptive cuts spend (one call at 2e5 edges, ~0.2 s here).
+CUTS_EDGE_BUDGET = 200_000
+MAX_CUTS = 8
+
+
+def adaptive_cuts(n_edges: int) -> int:
+    """How many METIS partitions to compute and keep the best of: 8 on small graphs, 1 from 2e5 edges on.
+
+    Extra cuts are cheap where a call takes milliseconds and bought +0.7 points of
+    next-window locality on the tweet graph (~4e4 edges); from 1e5 edges on they
+    bought at most 0.1 point at 6 parts for 2-8x the time (``bench_partition.py --cuts``,
+    benchmarks/RESULTS.md). So spend about one 2e5-edge call's time on cuts.
+    """
+    return int(min(MAX_CUTS, max(1, CUTS_EDGE_BUDGET // max(n_edges, 1))))
 
 
 @dataclass(frozen=True)
@@ -73,6 +88,7 @@ class Partition:
     locality: float
     metis_seconds: float
     hot_keys: list[HotKey] = field(default_factory=list)
+    n_cuts: int = 1
 
     @property
     def feasible(self) -> bool:
@@ -132,7 +148,7 @@ def partition_key_graph(
     alpha: float = 1.03,
     seed: int = 0,
     recursive: bool = False,
-    n_cuts: int = 8,
+    n_cuts: int | None = None,
 ) -> Partition:
     """Split the key graph into server parts that keep co-occurring keys together.
 
@@ -151,10 +167,10 @@ def partition_key_graph(
         Recursive bisection instead of k-way. pymetis defaults to recursive
         bisection up to 8 parts; k-way cuts less on key graphs (measured in
         ``benchmarks/RESULTS.md``), so it is the default here.
-    n_cuts : int, default 8
+    n_cuts : int, optional
         METIS computes this many partitions (``ncuts``) and keeps the one
-        with the smallest cut; 8 gave +0.7 points of next-window locality on
-        the tweet trace over 1, for 8x METIS time.
+        with the smallest cut; default :func:`adaptive_cuts` of the graph's
+        edges (8 below 25,000 edges, falling to 1 from 200,000).
 
     Returns
     -------
@@ -188,6 +204,8 @@ def partition_key_graph(
     """
     alpha = check_interval(alpha, "alpha", "partition_key_graph", lower=1.0)
     seed = check_integer(seed, "seed", "partition_key_graph", lower=0)
+    if n_cuts is None:
+        n_cuts = adaptive_cuts(graph.n_edges)
     n_cuts = check_integer(n_cuts, "n_cuts", "partition_key_graph", lower=1)
     n_parts = len(topology.servers)
     hot = find_hot_keys(graph, topology, alpha)
@@ -221,4 +239,4 @@ def partition_key_graph(
     total = float(graph.edge_weight.sum())
     locality = 1.0 - cut / total if total > 0 else 1.0
     logger.info("METIS: %d parts, cut %.4g of %.4g edge weight, %.3f s", n_parts, cut, total, seconds)
-    return Partition(parts, cut, locality, seconds, hot)
+    return Partition(parts, cut, locality, seconds, hot, n_cuts)

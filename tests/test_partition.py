@@ -4,7 +4,7 @@ import pytest
 
 from locality.errors import InvalidParameterError
 from locality.graph import build_key_graph
-from locality.partition import partition_key_graph
+from locality.partition import adaptive_cuts, partition_key_graph
 from locality.placement import place_keys
 from locality.topology import Topology
 
@@ -115,3 +115,14 @@ def test_bad_parameters():
         partition_key_graph(graph, topo, alpha=0.9)
     with pytest.raises(InvalidParameterError, match="'n_cuts'"):
         partition_key_graph(graph, topo, n_cuts=0)
+
+
+def test_cuts_adapt_to_the_graph_size_unless_given():
+    assert adaptive_cuts(10_000) == 8 and adaptive_cuts(40_000) == 5 and adaptive_cuts(1_000_000) == 1
+    sizes = [10, 1_000, 50_000, 100_000, 200_000, 10_000_000]
+    assert all(adaptive_cuts(a) >= adaptive_cuts(b) for a, b in zip(sizes, sizes[1:]))
+    pairs = pd.DataFrame({"key0": ["a", "a", "b", "b"], "key1": ["x", "y", "z", "w"], "weight": [10, 9, 10, 9]})
+    graph = build_key_graph(["k1", "k2"], [pairs])
+    topology = Topology.uniform(["k1", "k2"], 2)
+    assert partition_key_graph(graph, topology, alpha=1.5).n_cuts == 8  # 4 edges: cheap, so the most cuts
+    assert partition_key_graph(graph, topology, alpha=1.5, n_cuts=3).n_cuts == 3
