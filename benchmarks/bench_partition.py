@@ -18,13 +18,17 @@ per-operator imbalance, beside hash routing's locality on the same graph.
 from __future__ import annotations
 
 import argparse
+import gc
+import json
 import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -78,6 +82,55 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _vm_hwm_mb() -> float | None:
+    """Peak resident memory since the last :func:`_reset_peak` (Linux VmHWM), None where unreadable."""
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmHWM"))
+    except (OSError, StopIteration):
+        return None
+
+
+def _reset_peak() -> bool:
+    """Start a new peak-RSS window (Linux: writing 5 to clear_refs resets VmHWM to the current RSS)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def memory_run(m: int, k: int, alpha: float, n_cuts: int | None) -> dict:
+    """One size in this process: the generator's peak, then the optimizer's peak and time on its own.
+
+    The optimizer's peak is measured from a reset high-water mark with the graph
+    already held, so it is what a driver holding the graph needs for ``optimize``.
+    """
+    started = time.perf_counter()
+    graph = power_law_graph(m)
+    generated = time.perf_counter() - started
+    gc.collect()
+    row = {"edges": m, "vertices": graph.n_vertices, "parts": k, "generator s": round(generated, 1)}
+    row["generator peak MB"] = round(_vm_hwm_mb() or peak_mb())
+    row["graph held MB"] = round(psutil.Process().memory_info().rss / 2**20)
+    reset = _reset_peak()
+    topology = Topology.uniform(OPS, k)
+    fallbacks = make_fallbacks(topology)
+    started = time.perf_counter()
+    cuts = {} if n_cuts is None else {"n_cuts": n_cuts}  # None: the optimizer's own default
+    partition = partition_key_graph(graph, topology, alpha=alpha, **cuts)
+    result = optimize(graph, topology, fallbacks, alpha=alpha, partition=partition)
+    row["optimize s"] = round(time.perf_counter() - started, 1)
+    row["metis s"] = round(result.partition.metis_seconds, 1)
+    row["ncuts"] = result.partition.n_cuts
+    row["optimizer peak MB"] = round(_vm_hwm_mb() if reset else peak_mb())
+    row["locality"] = round(result.placement.locality, 4)
+    row["hash locality"] = round(hash_locality(graph, topology, fallbacks), 4)
+    row["imbalance"] = "/".join(f"{v:.3f}" for v in result.placement.imbalance.values())
+    return row
+
+
 def sweep_cuts(graph, parts: list[int], cuts: list[int]) -> list[dict]:
     """METIS seconds and graph locality for each ``ncuts`` (the cut-quality-per-second trade)."""
     rows = []
@@ -98,8 +151,33 @@ def main() -> None:
     parser.add_argument("--parts", default="6,48")
     parser.add_argument("--alpha", type=float, default=1.03)
     parser.add_argument("--cuts", help="instead: METIS time and graph locality for these ncuts (e.g. 1,2,4,8)")
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="instead: each size in a fresh process, the optimizer's time and peak RSS apart from the generator's",
+    )
+    parser.add_argument("--ncuts", type=int, help="with --memory: METIS cuts (default: the optimizer's own)")
+    parser.add_argument("--repeat", type=int, default=1, help="with --memory: runs per size (fresh process each)")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # m,k: the child process of --memory
     args = parser.parse_args()
+    if args.one:
+        m, k = (int(x) for x in args.one.split(","))
+        print(json.dumps(memory_run(m, k, args.alpha, args.ncuts)))
+        return
     rows = []
+    if args.memory:
+        for m in [int(x) for x in args.edges.split(",")]:
+            for k in [int(x) for x in args.parts.split(",")]:
+                for _ in range(args.repeat):
+                    command = [sys.executable, __file__, "--one", f"{m},{k}", "--alpha", str(args.alpha)]
+                    if args.ncuts is not None:
+                        command += ["--ncuts", str(args.ncuts)]
+                    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+                    rows.append(json.loads(out.strip().splitlines()[-1]))
+                    print(pd.DataFrame(rows[-1:]).to_string(index=False), flush=True)
+        print()
+        print(pd.DataFrame(rows).to_string(index=False))
+        return
     for m in [int(x) for x in args.edges.split(",")]:
         started = time.perf_counter()
         graph = power_law_graph(m)

@@ -97,12 +97,14 @@ class KeyGraph:
         """
         n = self.n_vertices
         heads = np.concatenate([self.src, self.dst])
-        tails = np.concatenate([self.dst, self.src])
-        weights = np.concatenate([self.edge_weight, self.edge_weight])
-        order = np.argsort(heads, kind="stable")
         xadj = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(heads, minlength=n), out=xadj[1:])
-        return xadj, tails[order].astype(np.int64), weights[order]
+        order = np.argsort(heads, kind="stable")
+        del heads  # at 1e7 edges each of these temporaries is 160 MB: free them as soon as they are used
+        # int64 because pymetis's idx_t is: narrower arrays would be copied on the way into METIS.
+        adjncy = np.concatenate([self.dst, self.src]).astype(np.int64, copy=False)[order]
+        weights = np.concatenate([self.edge_weight, self.edge_weight])[order]
+        return xadj, adjncy, weights
 
     def vertex_table(self) -> pd.DataFrame:
         """Vertices in GraphFrames' schema: ``id``, ``operator``, ``key``, ``weight``.

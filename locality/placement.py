@@ -47,6 +47,8 @@ _REFINE_ROUNDS = 8
 _MAX_REPAIR_ROUNDS = 100_000
 #: Heaviest keys per instance considered for a swap when no single move fits.
 _SWAP_CANDIDATES = 256
+#: Keys x servers cells of edge weight computed at once in refinement (32 MB of float64).
+_CONNECTION_CELLS = 1 << 22
 
 
 @dataclass
@@ -83,14 +85,15 @@ def server_connections(
     xadj, adjncy, weights = csr if csr is not None else graph.to_csr()
     starts, ends = xadj[vertices], xadj[vertices + 1]
     counts = ends - starts
-    out = np.zeros((len(vertices), n_servers))
     if counts.sum() == 0:
-        return out
+        return np.zeros((len(vertices), n_servers))
     rows = np.repeat(np.arange(len(vertices)), counts)
     # positions of every neighbour entry of the selected vertices in adjncy
     positions = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(starts, counts)
-    np.add.at(out, (rows, server_of_vertex[adjncy[positions]]), weights[positions])
-    return out
+    # bincount on flat (row, server) cells: the same sums as np.add.at, ~10x faster on millions of entries
+    cells = rows * n_servers + server_of_vertex[adjncy[positions]]
+    out = np.bincount(cells, weights=weights[positions], minlength=len(vertices) * n_servers)
+    return out.reshape(len(vertices), n_servers)
 
 
 def _lpt_within_servers(
@@ -262,10 +265,18 @@ def _refine(state: _OperatorState) -> int:
     Highest gain first; returns the number of moves.
     """
     keys = np.flatnonzero(state.movable)
-    conn = state.connections(keys)
-    rows = np.arange(keys.shape[0])
-    best = np.argmax(conn, axis=1)
-    gain = conn[rows, best] - conn[rows, state.server_of_vertex[keys + state.offset]]
+    best = np.empty(keys.shape[0], dtype=np.int64)
+    gain = np.empty(keys.shape[0])
+    # In chunks: all keys x servers at once is millions x 48 float64 (1.5 GB at 1e7 edges).
+    step = max(1, _CONNECTION_CELLS // state.n_servers)
+    for lo in range(0, keys.shape[0], step):
+        chunk = keys[lo : lo + step]
+        conn = state.connections(chunk)
+        rows = np.arange(chunk.shape[0])
+        best[lo : lo + step] = np.argmax(conn, axis=1)
+        gain[lo : lo + step] = (
+            conn[rows, best[lo : lo + step]] - conn[rows, state.server_of_vertex[chunk + state.offset]]
+        )
     before = state.moves
     for r in np.flatnonzero(gain > 0)[np.argsort(-gain[gain > 0], kind="stable")]:
         v = keys[r]
@@ -286,6 +297,7 @@ def place_keys(
     hot_keys: list[HotKey] | None = None,
     pinned: np.ndarray | None = None,
     repair: bool = True,
+    csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> Placement:
     """Assign every vertex to an instance of its operator on its server, then repair per-operator balance.
 
@@ -308,6 +320,9 @@ def place_keys(
         out of a capped table); repair and refinement move only the others.
     repair : bool, default True
         Run the repair; False shows what METIS alone gives.
+    csr : tuple of ndarray, optional
+        ``graph.to_csr()`` when the caller already has it (it is the largest
+        array the optimizer holds: building it twice costs seconds at 1e7 edges).
 
     Returns
     -------
@@ -322,7 +337,7 @@ def place_keys(
             stay = np.flatnonzero(pinned[sl]) + graph.offsets[op]
             server_of_vertex[stay] = topology.instance_servers(op)[preferred[stay]]
     instance_of_vertex = np.zeros(graph.n_vertices, dtype=np.int64)
-    csr = graph.to_csr()
+    csr = graph.to_csr() if csr is None else csr
     hot_ids = {
         (h.operator, int(graph.keys[h.operator].get_loc(h.key))) for h in (hot_keys or []) if h.operator in graph.keys
     }

@@ -73,7 +73,9 @@ class RoutingTable:
             )
         if series.index.has_duplicates:
             raise InvalidParameterError(f"routing table of {operator!r} lists a key twice")
-        kinds = {_key_kind(k) for k in series.index}
+        # infer_dtype checks millions of keys in C; the per-key set below only names the kinds found.
+        plain = not len(series) or pd.api.types.infer_dtype(series.index, skipna=False) in ("string", "integer")
+        kinds = set() if plain else {_key_kind(k) for k in series.index}
         if len(kinds) > 1 or None in kinds:
             raise InvalidParameterError(
                 f"routing table keys of {operator!r} must be all strings or all integers; got {sorted(map(str, kinds))}"
