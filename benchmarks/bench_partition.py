@@ -5,14 +5,20 @@ keys Zipf(1.0) over m/5 ids, right keys Zipf(0.8) over m/2 ids, deduplicated
 to m distinct edges, edge weight min(Zipf(2), 1000) (a pair count), vertex
 weight its weighted degree (its load). For each size and part count it
 prints METIS k-way and recursive bisection (time, cut share, balance of the
-summed load), then the whole optimizer (METIS with 8 cuts, per-operator
+summed load), then the whole optimizer (METIS with its adaptive cuts, per-operator
 placement and repair, tables): its time, the graph locality it keeps, the
 per-operator imbalance, beside hash routing's locality on the same graph.
 
     .venv/bin/python benchmarks/bench_partition.py                  # 1e4, 1e5, 1e6 edges; 6 and 48 parts
     .venv/bin/python benchmarks/bench_partition.py --edges 10000    # quick
     .venv/bin/python benchmarks/bench_partition.py --edges 10000,100000,1000000 --parts 6,48 --cuts 1,2,4,8
-    .venv/bin/python benchmarks/bench_partition.py --edges 10000000 --parts 48   # peak memory: one size per run
+    .venv/bin/python benchmarks/bench_partition.py --memory --edges 100000,1000000,10000000 --parts 48
+    .venv/bin/python benchmarks/bench_partition.py --trace ira_troll_hashtags --parts 6,48 --cuts 1,2,4,8
+
+``--memory`` runs each size in a fresh process and prints the generator's peak
+RSS apart from the optimizer's (the high-water mark is reset once the graph is
+built, so the optimizer's peak includes the graph it holds). ``--trace`` sweeps
+the cuts on a dataset card: learned on its first half, judged on the second.
 """
 
 from __future__ import annotations
@@ -118,9 +124,7 @@ def memory_run(m: int, k: int, alpha: float, n_cuts: int | None) -> dict:
     topology = Topology.uniform(OPS, k)
     fallbacks = make_fallbacks(topology)
     started = time.perf_counter()
-    cuts = {} if n_cuts is None else {"n_cuts": n_cuts}  # None: the optimizer's own default
-    partition = partition_key_graph(graph, topology, alpha=alpha, **cuts)
-    result = optimize(graph, topology, fallbacks, alpha=alpha, partition=partition)
+    result = optimize(graph, topology, fallbacks, alpha=alpha, n_cuts=n_cuts)
     row["optimize s"] = round(time.perf_counter() - started, 1)
     row["metis s"] = round(result.partition.metis_seconds, 1)
     row["ncuts"] = result.partition.n_cuts
@@ -145,6 +149,32 @@ def sweep_cuts(graph, parts: list[int], cuts: list[int]) -> list[dict]:
     return rows
 
 
+def sweep_cuts_trace(name: str, parts: list[int], cuts: list[int], alpha: float) -> list[dict]:
+    """The same trade on a real card: learned on its first half, next-half locality judged on the second."""
+    from locality.analysis import split_trace
+    from locality.counts import count_keys
+    from locality.datasets import load
+    from locality.evaluation import evaluate
+
+    trace = load(name)
+    train, test = split_trace(trace.frame, 0.5)
+    graph = count_keys(train, trace.keys).graph()
+    rows = []
+    for k in parts:
+        topology = Topology.uniform(trace.keys, k)
+        fallbacks = make_fallbacks(topology)
+        for n_cuts in cuts:
+            part = partition_key_graph(graph, topology, alpha=alpha, n_cuts=n_cuts)
+            config = optimize(graph, topology, fallbacks, alpha=alpha, partition=part).config
+            row = {"trace": name, "edges": graph.n_edges, "parts": k, "ncuts": n_cuts}
+            row["metis s"] = round(part.metis_seconds, 2)
+            row["graph locality"] = round(part.locality, 4)
+            row["next-half locality"] = round(evaluate(test, config).optimized.locality, 4)
+            rows.append(row)
+            print(pd.DataFrame([row]).to_string(index=False, header=len(rows) == 1), flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edges", default="10000,100000,1000000")
@@ -158,6 +188,7 @@ def main() -> None:
     )
     parser.add_argument("--ncuts", type=int, help="with --memory: METIS cuts (default: the optimizer's own)")
     parser.add_argument("--repeat", type=int, default=1, help="with --memory: runs per size (fresh process each)")
+    parser.add_argument("--trace", help="with --cuts: a dataset card (e.g. ira_troll_hashtags) instead of --edges")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # m,k: the child process of --memory
     args = parser.parse_args()
     if args.one:
@@ -165,6 +196,13 @@ def main() -> None:
         print(json.dumps(memory_run(m, k, args.alpha, args.ncuts)))
         return
     rows = []
+    if args.cuts and args.trace:
+        parts, cuts = [int(k) for k in args.parts.split(",")], [int(c) for c in args.cuts.split(",")]
+        for name in args.trace.split(","):
+            rows += sweep_cuts_trace(name, parts, cuts, args.alpha)
+        print()
+        print(pd.DataFrame(rows).to_string(index=False))
+        return
     if args.memory:
         for m in [int(x) for x in args.edges.split(",")]:
             for k in [int(x) for x in args.parts.split(",")]:
@@ -203,7 +241,8 @@ def main() -> None:
             started = time.perf_counter()
             result = optimize(graph, topology, fallbacks, alpha=args.alpha)
             row["optimize s"] = round(time.perf_counter() - started, 2)
-            row["metis(8 cuts) s"] = round(result.partition.metis_seconds, 2)
+            row["metis s"] = round(result.partition.metis_seconds, 2)
+            row["ncuts"] = result.partition.n_cuts
             row["locality"] = round(result.placement.locality, 4)
             row["hash locality"] = round(hash_locality(graph, topology, fallbacks), 4)
             row["imbalance"] = "/".join(f"{v:.3f}" for v in result.placement.imbalance.values())

@@ -86,6 +86,7 @@ def optimize(
     relabel: bool = True,
     partition: Partition | None = None,
     parameters: Mapping | None = None,
+    n_cuts: int | None = None,
 ) -> Optimization:
     """Partition ``graph`` with METIS, place keys on instances within ``alpha``, build the tables.
 
@@ -120,6 +121,9 @@ def optimize(
         to place and route it another way without running METIS again.
     parameters : mapping, optional
         Extra parameters recorded in the configuration.
+    n_cuts : int, optional
+        METIS partitions to compute and keep the best of; default
+        :func:`~locality.partition.adaptive_cuts` of the graph's edges.
     """
     alpha = check_interval(alpha, "alpha", "optimize", lower=1.0)
     if max_entries is not None:
@@ -129,7 +133,9 @@ def optimize(
     started = time.perf_counter()
     csr = graph.to_csr()  # once for METIS and the placement: 0.35 GB and seconds to build at 1e7 edges
     if partition is None:
-        partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed, recursive=recursive, csr=csr)
+        partition = partition_key_graph(
+            graph, topology, alpha=alpha, seed=seed, recursive=recursive, n_cuts=n_cuts, csr=csr
+        )
     routing = current if current is not None else RoutingConfiguration.hash_routing(topology, fallbacks)
     instances = np.concatenate(
         [routing.route_many(op, graph.keys[op].to_numpy(dtype=object)) for op in graph.operators]

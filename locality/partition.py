@@ -43,18 +43,24 @@ logger = logging.getLogger(__name__)
 #: Operator loads are rescaled to this total before rounding to METIS's integer weights.
 METIS_WEIGHT_SCALE = 1 << 30
 
-#: Edges whose METIS call costs about what the adaptive cuts spend (one call at 2e5 edges, ~0.2 s here).
-CUTS_EDGE_BUDGET = 200_000
+#: Edges x cuts METIS may spend: 8 cuts up to 250,000 edges, then fewer, 1 from 2,000,000.
+CUTS_EDGE_BUDGET = 2_000_000
 MAX_CUTS = 8
 
 
 def adaptive_cuts(n_edges: int) -> int:
-    """How many METIS partitions to compute and keep the best of: 8 on small graphs, 1 from 2e5 edges on.
+    """How many METIS partitions to compute and keep the best of: ``CUTS_EDGE_BUDGET // n_edges`` in [1, 8].
 
-    Extra cuts are cheap where a call takes milliseconds and bought +0.7 points of
-    next-window locality on the tweet graph (~4e4 edges); from 1e5 edges on they
-    bought at most 0.1 point at 6 parts for 2-8x the time (``bench_partition.py --cuts``,
-    benchmarks/RESULTS.md). So spend about one 2e5-edge call's time on cuts.
+    METIS's time grows with the edges times the cuts, while what extra cuts buy
+    shrinks with the graph (``bench_partition.py --cuts``, benchmarks/RESULTS.md,
+    "The optimizer at 1e7 edges"): on the IRA card's first half (182,398 edges,
+    6 parts) 8 cuts instead of 1 took the graph locality from 0.812 to 0.819 and
+    next-half locality from 28.2% to 32.3% for 0.47 s instead of 0.09 s; on
+    generated power-law graphs of 1e6 edges they bought nothing at 6 or 48 parts
+    and one cut already takes 2-6 s (75 s at 1e7 edges into 48 parts, where 8 cuts
+    would be 10 minutes). So the cuts share a budget of 2e6 edges' worth of METIS
+    work: 8 up to 250,000 edges (every card and the offline job's graphs keep 8),
+    4 at 500,000, 2 at 1e6, 1 from 2e6.
     """
     return int(min(MAX_CUTS, max(1, CUTS_EDGE_BUDGET // max(n_edges, 1))))
 
@@ -150,7 +156,7 @@ def partition_key_graph(
     alpha: float = 1.03,
     seed: int = 0,
     recursive: bool = False,
-    n_cuts: int | None = 8,
+    n_cuts: int | None = None,
     csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> Partition:
     """Split the key graph into server parts that keep co-occurring keys together.
@@ -170,11 +176,13 @@ def partition_key_graph(
         Recursive bisection instead of k-way. pymetis defaults to recursive
         bisection up to 8 parts; k-way cuts less on key graphs (measured in
         ``benchmarks/RESULTS.md``), so it is the default here.
-    n_cuts : int or None, default 8
+    n_cuts : int, optional
         METIS computes this many partitions (``ncuts``) and keeps the one
-        with the smallest cut; None: :func:`adaptive_cuts` of the graph's edges
-        (8 below 25,000 edges, 1 from 200,000). Not the default: on the IRA
-        card it cost 4 points of next-half locality (32.3% -> 28.2%).
+        with the smallest cut; default (None) :func:`adaptive_cuts` of the
+        graph's edges: 8 up to 250,000 edges, falling to 1 from 2,000,000.
+    csr : tuple of ndarray, optional
+        ``graph.to_csr()`` when the caller already has it (the optimizer
+        reuses it for the placement).
 
     Returns
     -------

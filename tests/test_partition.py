@@ -118,11 +118,19 @@ def test_bad_parameters():
 
 
 def test_cuts_adapt_to_the_graph_size_unless_given():
-    assert adaptive_cuts(10_000) == 8 and adaptive_cuts(40_000) == 5 and adaptive_cuts(1_000_000) == 1
-    sizes = [10, 1_000, 50_000, 100_000, 200_000, 10_000_000]
+    assert adaptive_cuts(10_000) == 8 and adaptive_cuts(250_000) == 8  # the cards' graphs keep 8 cuts
+    assert adaptive_cuts(500_000) == 4 and adaptive_cuts(1_000_000) == 2 and adaptive_cuts(10_000_000) == 1
+    sizes = [10, 1_000, 50_000, 300_000, 1_000_000, 2_000_000, 10_000_000]
     assert all(adaptive_cuts(a) >= adaptive_cuts(b) for a, b in zip(sizes, sizes[1:]))
     pairs = pd.DataFrame({"key0": ["a", "a", "b", "b"], "key1": ["x", "y", "z", "w"], "weight": [10, 9, 10, 9]})
-    graph = build_key_graph(["k1", "k2"], [pairs])
+    small = build_key_graph(["k1", "k2"], [pairs])
     topology = Topology.uniform(["k1", "k2"], 2)
-    assert partition_key_graph(graph, topology, alpha=1.5, n_cuts=None).n_cuts == 8  # 4 edges: the most cuts
-    assert partition_key_graph(graph, topology, alpha=1.5, n_cuts=3).n_cuts == 3
+    # a larger graph, partitioned for real: 400,000 distinct pairs get 5 cuts instead of 8
+    rng = np.random.default_rng(0)
+    codes = rng.choice(10**6 * 1000, size=420_000, replace=False)[:400_000]
+    large = build_key_graph(["k1", "k2"], [pd.DataFrame({"key0": codes // 1000, "key1": codes % 1000, "weight": 1})])
+    assert large.n_edges == 400_000
+    assert partition_key_graph(small, topology, alpha=1.5).n_cuts == 8  # 4 edges: the most cuts (the default)
+    assert partition_key_graph(large, topology, alpha=1.5).n_cuts == 5
+    assert partition_key_graph(small, topology, alpha=1.5, n_cuts=3).n_cuts == 3  # an explicit count is kept
+    assert partition_key_graph(large, topology, alpha=1.5, n_cuts=1).n_cuts == 1
