@@ -12,6 +12,7 @@ and leaves ``config_``, ``graph_``, ``partition_``, ``placement_`` and
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Mapping
@@ -149,27 +150,14 @@ def optimize(
         weights = graph.vertex_weight if state is None else state
         mapping = relabel_parts(partition.server_of_vertex, servers, weights, len(topology.servers))
         partition = dataclasses.replace(partition, server_of_vertex=mapping[partition.server_of_vertex])
-    placement = place_keys(
-        graph,
-        topology,
-        partition.server_of_vertex,
-        alpha=alpha,
-        preferred=preferred,
-        hot_keys=partition.hot_keys,
-        csr=csr,
+    place = functools.partial(
+        place_keys, graph, topology, alpha=alpha, preferred=preferred, hot_keys=partition.hot_keys, csr=csr
     )
+    placement = place(partition.server_of_vertex)
     if max_entries is not None:
+        # Again, with the keys the cap leaves out of the table pinned on their fallback instance.
         pinned = _outside_cap(graph, topology, placement, preferred, max_entries)
-        placement = place_keys(
-            graph,
-            topology,
-            placement.server_of_vertex,
-            alpha=alpha,
-            preferred=preferred,
-            hot_keys=partition.hot_keys,
-            pinned=pinned,
-            csr=csr,
-        )
+        placement = place(placement.server_of_vertex, pinned=pinned)
     del csr  # not needed by the tables: let them use its memory
     params = {"alpha": alpha, "seed": seed, "max_entries": max_entries, "metis": "recursive" if recursive else "kway"}
     params.update(parameters or {})

@@ -18,6 +18,7 @@ Both return :class:`TraceCounts`, which is what :func:`locality.graph.build_key_
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -276,32 +277,35 @@ def _task_outputs(rows: Iterable) -> Iterator[list[bytes]]:
             payloads = []
 
 
-def _merge_outputs(group: Iterable[tuple[int, list[bytes]]]) -> list[bytes]:
+def _absorb(merger: _TreeMerger, stats: dict, output: list[bytes]) -> None:
+    """Add one task's (or group's) output, its sketches then its statistics, to ``merger`` and ``stats``."""
+    *sketches, output_stats = output
+    merger.add([SpaceSaving.from_bytes(b) for b in sketches])
+    _add_stats(stats, json.loads(output_stats))
+
+
+def _merge_outputs(keys: Sequence[str], group: Iterable[tuple[int, list[bytes]]]) -> list[bytes]:
     """One output from several tasks' (or groups') outputs, merged in index order (the same on any executor)."""
-    merger, stats = _TreeMerger(), None
-    for _, (*sketches, task_stats) in sorted(group, key=lambda item: item[0]):
-        merger.add([SpaceSaving.from_bytes(b) for b in sketches])
-        task_stats = json.loads(task_stats)
-        if stats is None:
-            stats = task_stats
-        else:
-            _add_stats(stats, task_stats)
+    merger, stats = _TreeMerger(), _no_stats(keys)
+    for _, output in sorted(group, key=lambda item: item[0]):
+        _absorb(merger, stats, output)
     return [sketch.to_bytes() for sketch in merger.result()] + [json.dumps(stats).encode()]
 
 
-def _merged_on_executors(rdd, n_tasks: int) -> tuple[list[list[bytes]], int]:
+def _merged_on_executors(rdd, n_tasks: int, keys: Sequence[str]) -> list[list[bytes]]:
     """Merge the tasks' outputs in groups of ``_MERGE_FANOUT`` on the executors until the driver's share is small.
 
     ``rdd`` holds each task's ``(slot, payload)`` rows; returns the remaining
-    outputs in order and how many there are. Each level is one shuffle of
-    serialized sketches (a task's are a few MB).
+    outputs in order. Each level is one shuffle of serialized sketches (a
+    task's are a few MB).
     """
     level = rdd.mapPartitionsWithIndex(lambda index, rows: [(index, out) for out in _task_outputs(rows)])
+    merge = functools.partial(_merge_outputs, list(keys))
     n = n_tasks
     while n > _DRIVER_MERGE_LIMIT:
         n = -(-n // _MERGE_FANOUT)
-        level = level.map(lambda item: (item[0] // _MERGE_FANOUT, item)).groupByKey(n).mapValues(_merge_outputs)
-    return [out for _, out in sorted(level.collect(), key=lambda item: item[0])], n
+        level = level.map(lambda item: (item[0] // _MERGE_FANOUT, item)).groupByKey(n).mapValues(merge)
+    return [out for _, out in sorted(level.collect(), key=lambda item: item[0])]
 
 
 def sketch_trace(
@@ -343,14 +347,14 @@ def sketch_trace(
         sketched, n_partitions = scan.map_batches(df.sparkSession, sketch), scan.n_tasks
     with _arrow_batches_of_at_least(df.sparkSession, _ARROW_BATCH_ROWS):
         if n_partitions > _DRIVER_MERGE_LIMIT:
-            outputs, n_outputs = _merged_on_executors(sketched if scan else sketched.rdd, n_partitions)
+            outputs = _merged_on_executors(sketched if scan else sketched.rdd, n_partitions, keys)
+            n_outputs = len(outputs)
         else:
             records = sketched.collect() if n_partitions <= _COLLECT_LIMIT else sketched.toLocalIterator(True)
             outputs, n_outputs = _task_outputs(records), n_partitions
         merger, stats = _TreeMerger(), _no_stats(keys)
-        for done, (*sketches, task_stats) in enumerate(outputs, 1):
-            merger.add([SpaceSaving.from_bytes(b) for b in sketches])
-            _add_stats(stats, json.loads(task_stats))
+        for done, output in enumerate(outputs, 1):
+            _absorb(merger, stats, output)
             if on_partition:
                 on_partition(round(done * n_partitions / n_outputs), n_partitions)
     rows, drops = stats["rows"], (stats["dropped"], stats["by_column"])

@@ -27,7 +27,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from pipelines.trace import TraceSpec, _detect_format, _parse_time, input_files
+from pipelines.trace import TraceSpec, input_files
 
 __all__ = ["ParquetScan"]
 
@@ -64,14 +64,12 @@ class ParquetScan:
         """
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        if "://" in spec.path and not spec.path.startswith("file://"):
+        if not spec.local:
             return None
         files = [name for name, _, _ in input_files(spec)]
-        if not files or (spec.format or _detect_format(spec.path, files)) != "parquet":
+        if not files or spec.file_format(files) != "parquet":
             return None
         slices = _slices(files, spark.sparkContext.defaultParallelism)
-        start = _parse_time(spec.start, "start") if spec.start else None
-        end = _parse_time(spec.end, "end") if spec.end else None
         # The types mapInArrow hands over: timestamps in the session's zone, large strings only when configured.
         conf = spark.conf
         schema = to_arrow_schema(
@@ -80,7 +78,7 @@ class ParquetScan:
             prefers_large_types=conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") == "true",
         )
         schema = pa.schema([f.with_nullable(True) for f in schema])
-        return cls(tuple(slices), schema, spec.ts, start, end)
+        return cls(tuple(slices), schema, spec.ts, *spec.time_range())
 
     @property
     def n_tasks(self) -> int:
@@ -88,14 +86,14 @@ class ParquetScan:
 
     def batches(self, task: int) -> Iterator[pa.RecordBatch]:
         """Task ``task``'s rows as Arrow batches of Spark's types, time-filtered."""
-        columns = self.schema.names
+        columns, time_filter = self.schema.names, self._time_filter()
         local = pafs.LocalFileSystem()
         parquet = ds.ParquetFileFormat()
         for path, row_groups in self.slices[task]:
             fragment = parquet.make_fragment(path, filesystem=local, row_groups=row_groups)
             try:
                 for batch in fragment.to_batches(
-                    columns=columns, filter=self._time_filter(), batch_size=_BATCH_ROWS, use_threads=False
+                    columns=columns, filter=time_filter, batch_size=_BATCH_ROWS, use_threads=False
                 ):
                     yield batch.cast(self.schema) if batch.schema != self.schema else batch
             except (OSError, pa.ArrowException) as exc:

@@ -139,6 +139,22 @@ class TraceSpec:
             del doc["encoding"]
         return doc
 
+    @property
+    def local(self) -> bool:
+        """True when Python can open the files (a path or ``file://``); False for ``hdfs://``, ``s3a://``..."""
+        return "://" not in self.path or self.path.startswith("file://")
+
+    def file_format(self, files: Sequence[str]) -> str:
+        """``format``, or the one the names of ``files`` (or the path) say."""
+        return self.format or _detect_format(self.path, list(files))
+
+    def time_range(self) -> tuple[datetime | None, datetime | None]:
+        """``(start, end)`` as UTC-aware datetimes (None when unset)."""
+        return (
+            _parse_time(self.start, "start") if self.start else None,
+            _parse_time(self.end, "end") if self.end else None,
+        )
+
     def check_operators(self, operators: Sequence[str]) -> None:
         """Raise unless ``operators`` (a topology's) are this trace's key columns, in order."""
         if tuple(operators) != tuple(self.keys):
@@ -264,12 +280,12 @@ def input_files(spec: TraceSpec) -> list[tuple[str, int, int]]:
     Non-local paths (``hdfs://``, ``s3a://``) give the path alone; their
     fingerprint then depends on the path and parameters only.
     """
-    if "://" in spec.path and not spec.path.startswith("file://"):
+    if not spec.local:
         return [(spec.path, 0, 0)]
     out = []
     files = _matching_files(spec.path.removeprefix("file://"))
     if files:
-        files = _data_files(files, spec.format or _detect_format(spec.path, files), spec.newest)
+        files = _data_files(files, spec.file_format(files), spec.newest)
     for name in files:
         try:
             stat = os.stat(name)
@@ -292,7 +308,7 @@ def check_trace(spec: TraceSpec) -> None:
     InvalidParameterError
         ``encoding`` given for Parquet files.
     """
-    if "://" in spec.path and not spec.path.startswith("file://"):
+    if not spec.local:
         return
     files = input_files(spec)
     if not files:
@@ -304,7 +320,7 @@ def check_trace(spec: TraceSpec) -> None:
 def _check_files(spec: TraceSpec, files: tuple[tuple[str, int, int], ...]) -> None:
     # Cached by the files' (path, size, mtime): the CLI checks before starting Spark and read_trace checks again.
     names = [name for name, _, _ in files]
-    fmt = spec.format or _detect_format(spec.path, names)
+    fmt = spec.file_format(names)
     if fmt == "parquet" and spec.encoding is not None:
         raise InvalidParameterError(_PARQUET_ENCODING)
     kinds_seen: dict[str, tuple[str, str, str]] = {}  # column -> (kind, type name, first file with it)
@@ -510,10 +526,9 @@ def read_trace(spark, spec: TraceSpec):
     """
     from pyspark.sql import functions as F
 
-    local = "://" not in spec.path or spec.path.startswith("file://")
     check_trace(spec)
-    files = [name for name, _, _ in input_files(spec)] if local else []
-    fmt = spec.format or _detect_format(spec.path, files)
+    files = [name for name, _, _ in input_files(spec)] if spec.local else []
+    fmt = spec.file_format(files)
     reader = spark.read
     if fmt == "csv":
         reader = reader.option("header", "true").option("inferSchema", "true")
@@ -522,7 +537,7 @@ def read_trace(spark, spec: TraceSpec):
         if fmt == "json":
             reader = reader.option("lineSep", "\n")  # Spark needs it to split lines of a non-UTF-8 JSON file
     # Spark reads the glob/directory itself; a file list keeps hidden files out.
-    source = files if local else spec.path
+    source = files if spec.local else spec.path
     with spark_read_errors(spec.path):
         df = reader.format(fmt).load(source)
         names = df.columns
@@ -534,10 +549,11 @@ def read_trace(spark, spec: TraceSpec):
     _check_kinds(spec, {f.name: (_spark_kind(f.dataType), types[f.name]) for f in df.schema.fields})
 
     df = df.select(*spec.columns)
-    if spec.start:
-        df = df.filter(F.col(spec.ts) >= F.lit(_parse_time(spec.start, "start")))
-    if spec.end:
-        df = df.filter(F.col(spec.ts) < F.lit(_parse_time(spec.end, "end")))
+    start, end = spec.time_range()
+    if start:
+        df = df.filter(F.col(spec.ts) >= F.lit(start))
+    if end:
+        df = df.filter(F.col(spec.ts) < F.lit(end))
     logger.info("trace %s (%s, %d files): columns %s", spec.path, fmt, len(files), list(spec.columns))
     return df
 
