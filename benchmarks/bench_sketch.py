@@ -1,10 +1,14 @@
-"""Speed and top-k accuracy of SpaceSaving.update_batch against DataSketches' frequent items sketch.
+"""Speed and top-k accuracy of SpaceSaving.update_batch against DataSketches' frequent items sketch,
+and its time against Arrow's exact hash count of the same batches.
 
 Both sketches see the same seeded stream in the same run and keep the same number of
 counters (ours: capacity = 0.75 * 2**lg, the most items ``frequent_items_sketch(lg)`` keeps).
 Ours is fed Arrow (strings) or numpy (ints) batches, as inside a Spark ``mapInArrow``;
 DataSketches gets one Python ``update`` per item, from ready-made Python objects (building
-those objects is not timed, which favours DataSketches).
+those objects is not timed, which favours DataSketches). The floor is Arrow's
+``Table.group_by(keys, use_threads=False).aggregate([([], "count_all")])`` over the same
+batches (tables built beforehand, not timed): the exact count any batch sketch performs at
+least once; it keeps no top-k across batches, so it has no accuracy columns.
 
 Streams:
   (a) int64 keys, truncated Zipf(1.1) over 1M ids;
@@ -13,7 +17,9 @@ Streams:
       with k1, as in research/feasibility.md).
 
 Run: ``python benchmarks/bench_sketch.py`` (defaults below); ``--help`` for sizes.
-Speed is the best of ``--repeats`` interleaved runs (the machine's cores are shared).
+Speed is the best of ``--repeats`` interleaved runs (the machine's cores are shared);
+the ratios to Arrow are the median of the per-round ratios (each round times ours and
+Arrow back to back).
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ import pandas as pd
 import pyarrow as pa
 
 from locality.sketch import SpaceSaving
+
+ARROW = "arrow group_by count_all (exact, per batch)"
 
 
 def zipf_ids(rng: np.random.Generator, s: float, n_ids: int, size: int, permute: bool = True) -> np.ndarray:
@@ -53,6 +61,9 @@ class Stream:
         self.keys = [keys[i] for i in order]  # distinct keys, heaviest first (in our key form)
         self.counts = counts[order].astype(np.float64)
         self.rows = int(counts.sum())
+        # The same batches as Arrow tables, for the floor (built here, not timed).
+        parts = [[part] if not isinstance(part, list) else part for part in batches]
+        self.tables = [pa.table({f"k{i}": col for i, col in enumerate(cols)}) for cols in parts]
 
 
 def int_stream(rows: int, batch: int, seed: int) -> Stream:
@@ -109,7 +120,14 @@ def feed_ours(batches: Iterable, capacity: int, arity: int) -> SpaceSaving:
     sketch = SpaceSaving(capacity, arity=arity)
     for part in batches:
         sketch.update_batch(part)
+    len(sketch)  # the timed work includes merging what the sketch still buffers
     return sketch
+
+
+def count_arrow(tables: list[pa.Table]) -> None:
+    """Arrow's exact hash count of each batch, single-threaded: the floor of any batch sketch."""
+    for table in tables:
+        table.group_by(table.column_names, use_threads=False).aggregate([([], "count_all")])
 
 
 def feed_datasketches(items: list, lg: int, strings: bool):
@@ -171,16 +189,25 @@ def run(args: argparse.Namespace) -> list[dict]:
                 )
             else:
                 contenders["datasketches frequent_items"] = partial(feed_datasketches, stream.items["items"], lg, False)
+            contenders[ARROW] = partial(count_arrow, stream.tables)
             best: dict[str, float] = {}
             best_cpu: dict[str, float] = {}
+            rounds: dict[str, list[tuple[float, float]]] = {}
             sketches = {}
             for _ in range(args.repeats):  # interleaved, so contention hits everyone alike
+                times = {}
                 for name, feed in contenders.items():
                     seconds, cpu, sketches[name] = timed(feed)
+                    times[name] = (seconds, cpu)
                     best[name] = min(best.get(name, np.inf), seconds)
                     best_cpu[name] = min(best_cpu.get(name, np.inf), cpu)
+                for name, (seconds, cpu) in times.items():  # this round's ratio to Arrow, wall and CPU
+                    rounds.setdefault(name, []).append((seconds / times[ARROW][0], cpu / times[ARROW][1]))
             for name, sketch in sketches.items():
-                if name.startswith("ours"):
+                if name == ARROW:
+                    acc = {"R@100": np.nan, "R@1000": np.nan, "maxerr": np.nan}
+                    bound = np.nan
+                elif name.startswith("ours"):
                     acc = ours_accuracy(stream, sketch)
                     bound = SpaceSaving.apriori_error(capacity, stream.rows)
                 else:
@@ -194,6 +221,8 @@ def run(args: argparse.Namespace) -> list[dict]:
                         "sketch": name,
                         "wall": stream.rows / best[name] / 1e6,
                         "cpu": stream.rows / best_cpu[name] / 1e6,
+                        "vs_arrow_wall": float(np.median([r[0] for r in rounds[name]])),
+                        "vs_arrow_cpu": float(np.median([r[1] for r in rounds[name]])),
                         **acc,
                         "a-priori bound": bound,
                     }
@@ -202,18 +231,23 @@ def run(args: argparse.Namespace) -> list[dict]:
     return results
 
 
+def _num(value: float, spec: str) -> str:
+    return "—" if np.isnan(value) else format(value, spec)
+
+
 def markdown(results: list[dict]) -> str:
-    """The results table, then one line per stream and size: ours against DataSketches."""
+    """The results table, then per stream and size: ours against DataSketches, then ours against Arrow."""
     frame = pd.DataFrame(results)
     lines = [
         "| stream | rows | counters | sketch | M upd/s wall | M upd/s CPU | R@100 | R@1000 "
         "| max abs err, true top-1000 | a-priori bound |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in frame.itertuples(index=False):
+    for row in frame.to_dict("records"):
         lines.append(
-            f"| {row.stream} | {row.rows:,} | {row.counters} | {row.sketch} | {row.wall:.2f} | {row.cpu:.2f} "
-            f"| {row[6]:.3f} | {row[7]:.3f} | {row.maxerr:g} | {row[9]:,.0f} |"
+            f"| {row['stream']} | {row['rows']:,} | {row['counters']} | {row['sketch']} | {row['wall']:.2f} "
+            f"| {row['cpu']:.2f} | {_num(row['R@100'], '.3f')} | {_num(row['R@1000'], '.3f')} "
+            f"| {_num(row['maxerr'], 'g')} | {_num(row['a-priori bound'], ',.0f')} |"
         )
     lines += [
         "",
@@ -227,6 +261,17 @@ def markdown(results: list[dict]) -> str:
                 f"| {stream} | {counters} | {other.sketch} | {ours.wall / other.wall:.2f}x "
                 f"| {ours.cpu / other.cpu:.2f}x | {ours['R@1000'] / other['R@1000']:.3f} "
                 f"| {ours.maxerr:g} / {other.maxerr:g} |"
+            )
+    lines += [
+        "",
+        "| stream | counters | ours | time / Arrow's exact count, wall | time / Arrow's, CPU | R@1000 | max abs err |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (stream, counters), group in frame.groupby(["stream", "counters"], sort=False):
+        for _, ours in group[group.sketch.str.startswith("ours")].iterrows():
+            lines.append(
+                f"| {stream} | {counters} | {ours.sketch} | {ours.vs_arrow_wall:.2f}x | {ours.vs_arrow_cpu:.2f}x "
+                f"| {ours['R@1000']:.3f} | {ours.maxerr:g} |"
             )
     return "\n".join(lines)
 
@@ -244,7 +289,8 @@ def main(argv: list[str] | None = None) -> None:
     results = run(args)
     print(markdown(results))
     print(
-        f"\nbatch {args.batch:,} rows; best of {args.repeats} interleaved runs; seed {args.seed}; "
+        f"\nbatch {args.batch:,} rows; best of {args.repeats} interleaved runs (ratios to Arrow: median of the "
+        f"per-round ratios); seed {args.seed}; "
         f"Python {platform.python_version()}, numpy {np.__version__}, pandas {pd.__version__}, "
         f"pyarrow {pa.__version__}, datasketches {version('datasketches')}; "
         f"total {time.perf_counter() - started:.0f} s"

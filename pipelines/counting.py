@@ -198,8 +198,9 @@ def _sketch_partition(keys: list[str], weight: str | None, capacity: int) -> Cal
         loads = [SpaceSaving(capacity) for _ in keys]
         rows, drops = 0, _no_drops(keys)
         undecoded = {key: [0, None] for key in keys}  # keys with U+FFFD: distinct per chunk, and an example
-        # Spark hands over batches of 10k rows by default; merging each into a full sketch would
-        # re-sort all its counters every time, so sketch chunks several times the capacity.
+        # Chunks of 4x the capacity (1M rows at least): the larger the chunk, the more repeats its Arrow
+        # count collapses, and the more of the stream each sketch merge spans (a sketch buffers 16 rows
+        # per counter). Raw rows instead: 20% faster, but the kept pairs held 1.4 points less weight.
         for chunk in _chunks(batches, max(4 * capacity, _MIN_CHUNK_ROWS)):
             rows += chunk.num_rows
             chunk, why = _valid_rows(chunk, keys, weight)

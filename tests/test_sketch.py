@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import doctest
-import logging
 import math
 import struct
 import zlib
@@ -14,10 +13,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-import locality.sketch.codes as codes_module
 import locality.sketch.space_saving as sketch_module
 from locality.errors import InvalidParameterError, LocalityError, SerializationError
-from locality.sketch import SpaceSaving
+from locality.sketch import SpaceSaving, grouping
 
 N_ITEMS = 500_000
 N_KEYS = 50_000
@@ -423,38 +421,177 @@ def test_int64_extremes_are_keys_like_any_other():
     assert SpaceSaving.from_bytes(sk.to_bytes()).estimate(-(2**63)) == 1.0
 
 
-# ---------------------------------------------------------------------- hashing
+# ---------------------------------------------------------------------- exact grouping
 
 
-def test_hash_collisions_fall_back_to_exact_grouping(monkeypatch, caplog, str_stream, pair_stream):
-    """With a hash that collides all the time, the sketch must still count exactly right."""
-    keys = str_stream[:100_000]
-    expected = fed_in_batches(SpaceSaving(700), keys, 25_000)
-    expected_pairs = fed_in_batches(SpaceSaving(700, 2), [c[:100_000] for c in pair_stream], 25_000)
-
-    def weak_hash(arr):  # equal lengths collide
-        lengths = pa.compute.binary_length(arr).to_numpy().astype(np.uint64)
-        return codes_module.mix(lengths)
-
-    monkeypatch.setattr(codes_module, "hash_utf8", weak_hash)
-    with caplog.at_level(logging.INFO, logger="locality.sketch"):
-        got = fed_in_batches(SpaceSaving(700), keys, 25_000)
-        got_pairs = fed_in_batches(SpaceSaving(700, 2), [c[:100_000] for c in pair_stream], 25_000)
-        merged = SpaceSaving(700).merge(got).merge(got)
-    assert "collision" in caplog.text
-    assert_same_sketch(expected, got)
-    assert_same_sketch(expected_pairs, got_pairs)
-    twice = SpaceSaving(700).merge(expected).merge(expected)
-    assert_same_sketch(twice, merged)
-
-
-def test_string_hash_separates_near_identical_keys():
+def test_near_identical_keys_are_counted_apart():
+    """Grouping compares whole keys: no hash, no separator, so look-alike keys never merge."""
     words = ["", "a", "a\0", "ab", "ba", "abcdefgh", "abcdefgh\0", "abcdefghi", "abcdefgi", "é", "e\u0301"]
-    arr = pa.array(words)
-    assert len(set(codes_module.hash_utf8(arr).tolist())) == len(words)
-    # The same strings at an offset inside a larger buffer hash the same.
-    sliced = pa.array(["zzz", *words]).slice(1)
-    assert codes_module.hash_utf8(sliced).tolist() == codes_module.hash_utf8(arr).tolist()
+    sk = SpaceSaving(len(words))
+    sk.update_batch(pa.array(words * 3 + words[:4]))
+    assert monitored(sk) == {w: (3.0 + (i < 4), 3.0 + (i < 4), 3.0 + (i < 4)) for i, w in enumerate(words)}
+    # Pairs whose concatenations coincide, with and without a separator-like byte.
+    first = ["a", "ab", "", "abc", "a\x1f", "a"]
+    second = ["bc", "c", "abc", "", "b", "\x1fb"]
+    pairs = SpaceSaving(len(first), arity=2)
+    pairs.update_batch([pa.array(first * 2), pa.array(second * 2)])
+    assert monitored(pairs) == {(a, b): (2.0, 2.0, 2.0) for a, b in zip(first, second, strict=True)}
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "pair"])
+def test_the_grouping_path_does_not_change_exact_counts(monkeypatch, kind, int_stream, str_stream, pair_stream):
+    """Single int keys group with pandas up to a size, with Arrow beyond: both count exactly."""
+    if kind == "pair":
+        keys, arity, truth = [c[:60_000] for c in pair_stream], 2, exact(rows([c[:60_000] for c in pair_stream]))
+    else:
+        keys, arity = (int_stream if kind == "int" else str_stream)[:60_000], 1
+        truth = exact(keys.tolist())
+    default = fed_in_batches(SpaceSaving(len(truth), arity), keys, 7_919)
+    monkeypatch.setattr(grouping, "_PANDAS_MAX_ROWS", 0)
+    arrow = fed_in_batches(SpaceSaving(len(truth), arity), keys, 7_919)
+    assert {k: e for k, (e, _, _) in monitored(arrow).items()} == truth
+    assert_same_sketch(default, arrow)
+    small = fed_in_batches(SpaceSaving(500, arity), keys, 7_919)
+    assert_space_saving_bounds(small, truth)
+
+
+# ---------------------------------------------------------------------- buffered batches
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "pair"])
+def test_queries_between_small_batches_see_every_batch(kind, int_stream, str_stream, pair_stream):
+    """Batches smaller than the buffer: every query answers as if each batch had been merged at once."""
+    n, batch = 30_000, 1_000
+    if kind == "pair":
+        keys, arity = [c[:n] for c in pair_stream], 2
+        seq = rows(keys)
+    else:
+        keys, arity = (int_stream if kind == "int" else str_stream)[:n], 1
+        seq = keys.tolist()
+    capacity = len(set(seq))  # nothing is evicted: every answer is exact
+    sk = SpaceSaving(capacity, arity)
+    heavy = Counter(seq).most_common(1)[0][0]
+    for start in range(0, n, batch):
+        part = [c[start : start + batch] for c in keys] if arity > 1 else keys[start : start + batch]
+        sk.update_batch(part)
+        truth = exact(seq[: start + batch])
+        assert sk.total_weight == start + batch
+        assert len(sk) == len(truth) and sk.min_count == (truth and min(truth.values())) * (len(truth) == capacity)
+        assert sk.estimate(heavy) == sk.lower_bound(heavy) == truth[heavy]
+    assert {k: e for k, (e, _, _) in monitored(sk).items()} == exact(seq)
+    assert str(len(sk)) in str(sk) and f"{n}" in repr(sk)
+
+
+@pytest.mark.parametrize("batch", [1, 97, 1_000])
+def test_bounds_hold_for_batches_far_smaller_than_the_capacity(batch, str_stream):
+    keys = str_stream[:40_000]
+    sketch = fed_in_batches(SpaceSaving(300), keys, batch)
+    assert_space_saving_bounds(sketch, exact(keys.tolist()))
+
+
+def test_queries_never_change_what_later_batches_give(int_stream, pair_stream):
+    """Asking (len, estimate, top_k, to_bytes, str, being merged) between batches leaves the result alone."""
+    for keys, arity in ((int_stream[:200_000], 1), ([c[:200_000] for c in pair_stream], 2)):
+        quiet, asked = SpaceSaving(700, arity), SpaceSaving(700, arity)
+        for start in range(0, 200_000, 1_500):
+            part = [c[start : start + 1_500] for c in keys] if arity > 1 else keys[start : start + 1_500]
+            quiet.update_batch(part)
+            asked.update_batch(part)
+            len(asked), asked.min_count, asked.top_k(3), asked.to_bytes(), str(asked)
+            SpaceSaving(700, arity).merge(asked)
+        assert asked.to_bytes() == quiet.to_bytes()
+        total = 200_000
+        truth = exact(keys.tolist()) if arity == 1 else exact(rows(keys))
+        assert asked.total_weight == total
+        assert_space_saving_bounds(asked, truth)
+
+
+def test_the_buffer_stays_within_its_documented_bound(int_stream):
+    sk = SpaceSaving(200)
+    bound = sketch_module._BUFFER_ROWS_PER_COUNTER * sk.capacity
+    for start in range(0, 99_900, 333):
+        sk.update_batch(int_stream[start : start + 333])
+        assert sk._pending_rows < bound  # a full buffer is merged at once
+    assert_space_saving_bounds(sk, exact(int_stream[:99_900].tolist()))
+
+
+def test_round_trip_after_buffered_batches(str_stream, pair_stream):
+    for keys, arity in ((str_stream[:50_000], 1), ([c[:50_000] for c in pair_stream], 2)):
+        sk = fed_in_batches(SpaceSaving(600, arity), keys, 1_234)
+        data = sk.to_bytes()
+        back = SpaceSaving.from_bytes(data)
+        pd.testing.assert_frame_equal(back.top_k(), sk.top_k())
+        assert (back.total_weight, back.min_count, len(back)) == (sk.total_weight, sk.min_count, len(sk))
+        truth = exact(keys.tolist()) if arity == 1 else exact(rows(keys))
+        assert_space_saving_bounds(back, truth)
+        # The copy and the original both keep counting within the bounds.
+        more = [c[:5_000] for c in keys] if arity > 1 else keys[:5_000]
+        for twin in (back, sk):
+            twin.update_batch(more)
+            extra = exact(more.tolist()) if arity == 1 else exact(rows(more))
+            assert_space_saving_bounds(twin, truth + extra)
+
+
+def test_merge_of_buffered_sketches(int_stream, str_stream):
+    keys = str_stream[:120_000]
+    a = fed_in_batches(SpaceSaving(800), keys[:60_000], 999)
+    b = fed_in_batches(SpaceSaving(800), keys[60_000:], 777)
+    b_bytes = b.to_bytes()
+    a.merge(b)
+    assert a.total_weight == 120_000
+    assert_space_saving_bounds(a, exact(keys.tolist()))
+    assert b.to_bytes() == b_bytes
+    # b's buffer was left as it was: it goes on exactly like a twin that was never merged.
+    twin = fed_in_batches(SpaceSaving(800), keys[60_000:], 777)
+    for sk in (b, twin):
+        sk.update_batch(keys[:3_000])
+    assert b.to_bytes() == twin.to_bytes()
+    # Merging buffered sketches when the union fits is exact, and a buffered sketch merges with itself.
+    ints = int_stream[:20_000]
+    fits = len(set(ints.tolist()))
+    c = fed_in_batches(SpaceSaving(fits), ints[:10_000], 500)
+    c.merge(fed_in_batches(SpaceSaving(fits), ints[10_000:], 300))
+    assert {k: e for k, (e, _, _) in monitored(c).items()} == exact(ints.tolist())
+    d = fed_in_batches(SpaceSaving(fits), ints, 400)
+    d.merge(d)
+    assert {k: e for k, (e, _, _) in monitored(d).items()} == {k: 2 * v for k, v in exact(ints.tolist()).items()}
+
+
+def test_single_updates_after_buffered_batches_see_them(str_stream):
+    keys = str_stream[:20_000].tolist()
+    sk = SpaceSaving(len(set(keys)) + 1)
+    sk.update_batch(keys[:500], np.full(500, 2.0))
+    sk.update_batch(keys[500:900])  # weighted and unweighted batches in one buffer
+    sk.update(keys[0], 0.5)
+    sk.update("never seen")
+    truth = exact(keys[:500], [2.0] * 500) + exact(keys[500:900])
+    truth[keys[0]] += 0.5
+    truth["never seen"] += 1
+    assert {k: e for k, (e, _, _) in monitored(sk).items()} == truth
+    assert sk.total_weight == 1_000 + 400 + 1.5
+
+
+def test_buffered_numpy_batches_are_copies(int_stream, str_stream):
+    """A caller may reuse its arrays once update_batch returns."""
+    sk, expected = SpaceSaving(5_000), SpaceSaving(5_000)
+    reused = np.empty(1_000, dtype=np.int64)
+    weights = np.empty(1_000)
+    for start in range(0, 10_000, 1_000):
+        reused[:] = int_stream[start : start + 1_000]
+        weights[:] = 1.0 + start
+        sk.update_batch(reused, weights)
+        expected.update_batch(int_stream[start : start + 1_000].copy(), np.full(1_000, 1.0 + start))
+    reused[:] = -1
+    weights[:] = 1e9
+    assert sk.to_bytes() == expected.to_bytes()
+    # Object and Arrow string batches share one buffer and give the same sketch as Arrow alone.
+    strs = str_stream[:20_000]
+    mixed, arrow = SpaceSaving(900), SpaceSaving(900)
+    for start in range(0, 20_000, 2_500):
+        part = strs[start : start + 2_500]
+        mixed.update_batch(part if start % 5_000 else pa.array(part))
+        arrow.update_batch(pa.array(part))
+    assert mixed.to_bytes() == arrow.to_bytes()
 
 
 # ---------------------------------------------------------------------- serialization

@@ -1,10 +1,11 @@
 """The Space-Saving sketch: update, update_batch, merge, estimates with bounds, top-k.
 
-Input conversion lives in :mod:`locality.sketch.columns`, the grouping of a
-batch with the sketch's keys in :mod:`locality.sketch.codes`, and the byte
-layout in :mod:`locality.sketch.serde`. This module is the sketch: its two
-layouts of the same counters and the merge rule (the class Notes prove the
-bounds). It runs past 500 lines because the class docstring carries that proof.
+Input conversion lives in :mod:`locality.sketch.columns`, the exact grouping
+of batches with the sketch's keys in :mod:`locality.sketch.grouping`, and the
+byte layout in :mod:`locality.sketch.serde`. This module is the sketch: its two
+layouts of the same counters, the buffer of pending batches and the merge rule
+(the class Notes prove the bounds). It runs past 500 lines because the class
+docstring carries that proof.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 import math
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -22,7 +23,7 @@ import pyarrow as pa
 
 from locality._validation import check_integer, check_interval
 from locality.errors import InvalidParameterError, SerializationError
-from locality.sketch import codes, serde
+from locality.sketch import grouping, serde
 from locality.sketch.columns import (
     INT,
     INT64_MAX,
@@ -40,6 +41,9 @@ __all__ = ["SpaceSaving"]
 
 logger = logging.getLogger(__name__)
 
+# update_batch buffers up to this many rows per counter, then merges them at once.
+_BUFFER_ROWS_PER_COUNTER = 16
+
 
 class SpaceSaving:
     """Space-Saving sketch of the heaviest keys (or key tuples) of a weighted stream.
@@ -53,10 +57,11 @@ class SpaceSaving:
     update.
 
     :meth:`update` adds one key with the classic algorithm [1]_. :meth:`update_batch`
-    is the fast path for Arrow/numpy/pandas columns: it counts the batch exactly
-    (hash factorization, no per-key Python code) and merges those exact counts
-    into the sketch as one mergeable summary [2]_. :meth:`merge` combines sketches
-    built on parts of a stream, e.g. one per Spark partition.
+    is the fast path for Arrow/numpy/pandas columns: it buffers batches, counts
+    them exactly (Arrow's hash aggregation, no per-key Python code) and merges
+    those exact counts into the sketch as one mergeable summary [2]_. Every query
+    sees the buffered batches. :meth:`merge` combines sketches built on parts of a
+    stream, e.g. one per Spark partition.
 
     Parameters
     ----------
@@ -92,15 +97,16 @@ class SpaceSaving:
     * the counters sum to at most ``W``.
 
     After ``a.merge(b)`` the same statements hold with ``W = W_a + W_b``: merging
-    costs nothing in the bound. :meth:`update_batch` is exactly a merge with the
-    batch's exact counts, so it keeps the bound too. The batch path and the
+    costs nothing in the bound. :meth:`update_batch` merges the exact counts of
+    the batches it buffered, all at once, so it keeps the bound too, and so does
+    the view a query takes of the buffer (see Cost). The batch path and the
     one-at-a-time path give identical counters, errors and total whenever no
-    counter is evicted, i.e. when ``len(sketch)`` plus the batch keys that are
-    not monitored is at most ``m`` (in particular while the sketch is not full
-    and stays so, or when every batch key is already monitored). Beyond that the
-    two may keep different keys (the batch path pays the minimum once per new key
-    and batch instead of once per occurrence, so it is usually tighter), and both
-    obey the bounds above. Weights are summed in float64, so "identical" and the
+    counter is evicted, i.e. when ``len(sketch)`` plus the buffered keys that are
+    not monitored is at most ``m`` (in particular while the distinct keys fit,
+    or when every batch key is already monitored). Beyond that the two may keep
+    different keys (the batch path pays the minimum once per new key and merge
+    instead of once per occurrence, so it is usually tighter), and both obey the
+    bounds above. Weights are summed in float64, so "identical" and the
     bounds hold exactly for integer-valued weights (sums below 2**53) and up to
     float64 rounding otherwise.
 
@@ -111,9 +117,10 @@ class SpaceSaving:
     ``mu_S`` (an upper bound of ``f_S(x)``), and ``E_S(x) = e_S(x)`` or ``mu_S``
     likewise. Merging S and T forms, for every key of either, the candidate
     ``(C_S + C_T, E_S + E_T)`` and keeps the ``m`` largest counts (ties: smaller
-    error, then older counter). A batch is a sketch T with its exact counts and
-    ``mu_T = 0``; a single update is a batch of one key (on a full sketch it
-    replaces a counter of count ``mu``, the one in the lowest slot among ties).
+    error, then older counter). Buffered batches are a sketch T with their exact
+    counts and ``mu_T = 0``; a single update is a batch of one key (on a full
+    sketch it replaces a counter of count ``mu``, the one in the lowest slot
+    among ties).
 
     **Invariants** (hold for an empty sketch, kept by every merge):
     (I1) ``c(x) - e(x) <= f(x) <= c(x)`` for monitored keys;
@@ -140,19 +147,29 @@ class SpaceSaving:
     Space-Saving with ``k + 1``, error ``W/(k+1)``) proved directly on
     Space-Saving counters, for weighted streams.
 
-    **Cost.** :meth:`update_batch` reduces every key tuple to one int64 code
-    (the key itself for a single int component, else a 64-bit hash computed
-    with numpy over the Arrow string buffers), groups the sketch's stored codes
-    and the batch's codes with one ``pandas.factorize``, counts with
-    ``np.bincount`` and selects with ``np.partition``: O(m + batch) per batch,
-    and the sketch's keys are never re-hashed. Hashes can collide, so every
-    batch row is compared with the first row of its group; on any mismatch the
-    batch is grouped exactly instead (Arrow ``dictionary_encode`` per component),
-    so results never depend on the hash. Keep batches at least as large as the
-    capacity. Arrow string columns are the fastest input; numpy object columns
-    pay a ``pandas.factorize`` of Python strings first. :meth:`update` costs a
-    dict lookup, plus a lazy-heap step when it evicts; interleaving single
-    updates and batches converts between the two layouts (O(m) each time).
+    **Cost and memory.** :meth:`update_batch` keeps each batch in a buffer
+    (Arrow string columns by reference, as they are immutable; numpy and
+    everything else as a copy, so a caller may reuse its arrays) until the
+    buffer holds ``16 * m`` rows, then merges it: one exact grouping of the
+    sketch's ``m`` keys with the buffered rows (Arrow's
+    ``Table.group_by(..., use_threads=False)``, which compares whole keys, so
+    nothing depends on a hash; ``pandas.factorize`` for a single int component
+    up to 2**20 rows), a selection of the ``m`` largest candidates and one
+    ``take`` of the kept keys: O(m + buffered rows) per merge, O(1) per row, and
+    the sketch's own keys add at most 1/16 to the rows grouped, whatever the
+    batch sizes. Memory: the ``m`` counters, at most ``16 * m`` buffered rows
+    plus the last batch (a buffered Arrow slice keeps its parent's buffers), and,
+    while batches are buffered, the counters as they were before them. A query
+    (:attr:`min_count`, ``len``, :meth:`estimate`, :meth:`top_k`,
+    :meth:`to_bytes`, ``str``, or being merged into another sketch) merges the
+    buffer into a view of the counters the first time it looks after a batch
+    (O(m + buffered rows)) but keeps the buffer, so it never changes what later
+    updates produce; :meth:`update` and :meth:`merge` into this sketch merge the
+    buffer for good first. Arrow string columns are the fastest input; numpy
+    object columns pay a ``pandas.factorize`` of Python strings first.
+    :meth:`update` costs a dict lookup, plus a lazy-heap step when it evicts;
+    interleaving single updates and batches converts between the two layouts
+    (O(m) each time).
 
     References
     ----------
@@ -197,7 +214,6 @@ class SpaceSaving:
         self._cols: list[Any] = [None] * self._arity
         self._count = np.zeros(0, dtype=np.float64)
         self._error = np.zeros(0, dtype=np.float64)
-        self._hash = np.zeros(0, dtype=np.int64)  # one int64 code per counter (locality.sketch.codes)
         self._arr_ok = True
         self._keys: list[Any] = []
         self._slot: dict[Any, int] = {}
@@ -205,6 +221,12 @@ class SpaceSaving:
         self._pe: list[float] = []
         self._heap: list[tuple[float, int]] | None = None
         self._py_ok = True
+        # Batches not yet merged for good: the array layout before them (``_base``) and the
+        # batches themselves. Reads see base + pending (``_settle``), without ending the buffer.
+        self._base: tuple[list[Any], np.ndarray, np.ndarray] | None = None
+        self._pending: list[_Block] = []
+        self._pending_rows = 0
+        self._settled = True
 
     # ------------------------------------------------------------------ properties
 
@@ -230,7 +252,7 @@ class SpaceSaving:
         It bounds the true weight of every unmonitored key and the error of every
         monitored one, and is at most ``total_weight / capacity``.
         """
-        if len(self) < self._capacity:
+        if len(self) < self._capacity:  # len settles pending batches
             return 0.0
         if self._arr_ok:
             return float(self._count.min())
@@ -238,6 +260,7 @@ class SpaceSaving:
 
     def __len__(self) -> int:
         """Number of monitored keys (counters in use)."""
+        self._settle()
         return len(self._count) if self._arr_ok else len(self._keys)
 
     def is_empty(self) -> bool:
@@ -277,6 +300,8 @@ class SpaceSaving:
             k = key
         else:
             k = self._normalize_key(key, "key", "SpaceSaving.update", fix=True)
+        if self._pending:
+            self._commit()
         if not self._py_ok:
             self._to_python()
         self._arr_ok = False
@@ -314,7 +339,7 @@ class SpaceSaving:
         heapq.heapreplace(heap, (low + weight, slot))
 
     def update_batch(self, keys: Any, weights: Any = None) -> None:
-        """Add a batch of keys (the fast path), counting the batch exactly first.
+        """Add a batch of keys (the fast path): buffered, then counted exactly and merged.
 
         Parameters
         ----------
@@ -337,13 +362,14 @@ class SpaceSaving:
 
         Notes
         -----
-        The batch is aggregated exactly (one int64 code per key tuple, grouped
-        with ``pandas.factorize`` together with the sketch's codes and checked
-        against hash collisions, then ``np.bincount``), then merged: monitored
-        keys add their batch count; new keys enter with ``batch count +
-        min_count`` and error ``min_count``; the ``capacity`` largest counters
-        are kept. See the class Accuracy section for the bound and for when the
-        result equals repeated :meth:`update` calls.
+        The batch joins a buffer; once the buffer holds ``16 * capacity`` rows, the
+        buffered rows are counted exactly together with the sketch's keys (one
+        Arrow hash aggregation) and merged: monitored keys add their buffered
+        count; new keys enter with ``buffered count + min_count`` and error
+        ``min_count``; the ``capacity`` largest counters are kept. Queries see
+        the buffered batches as if merged just then. See the class Accuracy
+        section for the bound and for when the result equals repeated
+        :meth:`update` calls, and its Cost section for memory.
         """
         owner = "SpaceSaving.update_batch"
         raw = self._split_columns(keys, owner)
@@ -359,10 +385,16 @@ class SpaceSaving:
             return
         self._check_kinds([c.kind for c in cols], "keys", owner)
         added = float(nrows) if w is None else float(w.sum())
-        self._to_arrays()
-        self._absorb(cols, nrows, w, None, 0.0)
+        if not self._pending:
+            self._to_arrays()
+            self._base = (self._columns(), self._count, self._error)
+        self._pending.append(_Block([_buffered(c) for c in cols], None if w is None else w.copy(), nrows))
+        self._pending_rows += nrows
+        self._settled = False
         self._total += added
-        logger.debug("update_batch: %d rows, %d counters, min %.6g", nrows, len(self), self.min_count)
+        if self._pending_rows >= _BUFFER_ROWS_PER_COUNTER * self._capacity:
+            logger.debug("update_batch: merging %d buffered rows", self._pending_rows)
+            self._commit()
 
     def merge(self, other: SpaceSaving) -> SpaceSaving:
         """Merge ``other`` into this sketch and return this sketch.
@@ -409,13 +441,22 @@ class SpaceSaving:
         if len(other) == 0:
             self._total += other._total
             return self
-        other._to_arrays()
+        other._to_arrays()  # settles other's pending batches into a view; its buffer stays as it was
         # Read other's state before self changes: other may be self.
-        cols = [Column(kind, col) for kind, col in zip(other._kinds, other._cols, strict=True)]
-        counts, errors, other_min = other._count, other._error, other.min_count
-        added, hashes = other._total, other._hash
+        cols, counts, errors = other._columns(), other._count, other._error
+        other_min, added = other.min_count, other._total
+        self._commit()
         self._to_arrays()
-        self._absorb(cols, len(counts), counts, errors, other_min, hashes)
+        groups = grouping.group(self._kinds, [self._columns(), cols], located=2)
+        mine, theirs = groups.at
+        # Per group C_self + C_other and E_self + E_other, where a sketch that does not monitor
+        # a key counts it at its minimum (the merge rule of the class Notes).
+        count, error = (np.full(len(groups.rows), self.min_count) for _ in range(2))
+        count[mine], error[mine] = self._count, self._error
+        other_count, other_error = (np.full(len(groups.rows), other_min) for _ in range(2))
+        other_count[theirs], other_error[theirs] = counts, errors
+        rows = np.concatenate([mine, _new_groups(groups)])  # self's counters first, in their order
+        self._keep(groups.keys, rows, (count + other_count)[rows], (error + other_error)[rows])
         self._total += added
         return self
 
@@ -511,6 +552,7 @@ class SpaceSaving:
         )
 
     def __str__(self) -> str:
+        self._settle()
         kinds = ", ".join(KIND_NAMES[k] for k in self._kinds)
         error = float((self._error if self._arr_ok else np.asarray(self._pe)).max(initial=0.0))
         lines = [
@@ -574,7 +616,6 @@ class SpaceSaving:
         sketch._total = image.total
         sketch._count, sketch._error = image.counts, image.errors
         sketch._cols = list(image.columns)
-        sketch._hash = sketch._stored_hashes()
         sketch._py_ok = False
         if len(image.counts) and sketch._distinct_keys() != len(image.counts):
             raise SerializationError("corrupt SpaceSaving bytes: a key appears in two counters")
@@ -665,6 +706,7 @@ class SpaceSaving:
 
     def _to_python(self) -> None:
         """Make the Python layout valid (kept alongside a valid array layout)."""
+        self._settle()
         if self._py_ok:
             return
         comps = [
@@ -681,6 +723,7 @@ class SpaceSaving:
 
     def _to_arrays(self) -> None:
         """Make the array layout valid; the Python layout stays valid until a batch changes counters."""
+        self._settle()
         if not self._arr_ok:
             comps = [self._keys] if self._arity == 1 else [list(c) for c in zip(*self._keys, strict=True)]
             if not self._keys:
@@ -688,7 +731,6 @@ class SpaceSaving:
             self._cols = [build_column(kind, comp) for kind, comp in zip(self._kinds, comps, strict=True)]
             self._count = np.array(self._pc, dtype=np.float64)
             self._error = np.array(self._pe, dtype=np.float64)
-            self._hash = self._stored_hashes()
             self._arr_ok = True
 
     def _sketch_column(self, pos: int) -> Any:
@@ -700,101 +742,119 @@ class SpaceSaving:
     def _columns(self) -> list[Any]:
         return [self._sketch_column(pos) for pos in range(self._arity)]
 
-    def _code_is_key(self) -> bool:
-        # A single int64 component is its own exact code: no hashing, no verification.
-        return self._arity == 1 and self._kinds[0] == INT
-
-    def _stored_hashes(self) -> np.ndarray:
-        if not len(self._count):
-            return np.zeros(0, dtype=np.int64)
-        return codes.key_codes(
-            [Column(k, c) for k, c in zip(self._kinds, self._columns(), strict=True)], self._code_is_key()
-        )
-
     def _distinct_keys(self) -> int:
-        empty = [Column(k, build_column(k, [])) for k in self._kinds]
-        return codes.exact_labels(empty, self._columns(), len(self._count))[1]
+        return len(grouping.group(self._kinds, [self._columns()]).rows)
 
-    def _absorb(
-        self,
-        cols: list[Column],
-        nrows: int,
-        weights: np.ndarray | None,
-        errors: np.ndarray | None,
-        other_min: float,
-        hashes: np.ndarray | None = None,
-    ) -> None:
-        """Merge rows into the array layout (the b2 merge; see the class Notes).
+    def _settle(self) -> None:
+        """Make the layouts show the pending batches too, merged at once into ``_base`` (the class Notes' rule).
 
-        Batch: rows may repeat, ``errors`` is None and ``other_min`` 0. Merge: rows
-        are the other sketch's distinct keys with its counts, errors, minimum and
-        key codes (``hashes``).
+        The buffer stays: the next batch joins it and the next settle starts from
+        ``_base`` again, so reads never change what later updates do.
         """
-        n = len(self._count)
-        full_min = self.min_count
-        if hashes is None:
-            hashes = codes.key_codes(cols, self._code_is_key())
-        labels, groups, sources = codes.group(self._columns(), self._hash, cols, hashes, self._code_is_key())
-        mine, theirs = labels[:n], labels[n:]
-        added = np.bincount(theirs, weights=weights, minlength=groups).astype(np.float64, copy=False)
-        count = self._count + added[mine]
-        error = self._error
-        if errors is not None:
-            added_error = np.zeros(groups)
-            added_error[theirs] = errors
-            missing = np.ones(groups, dtype=bool)
-            missing[theirs] = False
-            # Keys the other sketch does not monitor weigh at most its minimum there.
-            count = count + np.where(missing[mine], other_min, 0.0)
-            error = error + np.where(missing[mine], other_min, added_error[mine])
-        is_new = np.ones(groups, dtype=bool)
-        is_new[mine] = False
-        new = np.flatnonzero(is_new)
-        row_of = np.empty(groups, dtype=np.int64)
-        row_of[theirs] = np.arange(nrows)  # any row of a label will do: they hold the same key
-        new_rows = row_of[new]
-        new_count = added[new] + full_min
-        new_error = np.full(len(new), full_min) if errors is None else errors[new_rows] + full_min
-        count = np.concatenate([count, new_count])
-        error = np.concatenate([error, new_error])
-        rows = np.concatenate([np.arange(n), n + new_rows])
+        if self._settled:
+            return
+        base_cols, base_count, base_error = self._base
+        n = len(base_count)
+        full_min = float(base_count.min()) if n >= self._capacity else 0.0
+        blocks = [base_cols] + [block.columns for block in self._pending]
+        weighted = any(block.weights is not None for block in self._pending)
+        values = []
+        if weighted:  # the sketch's rows carry their counts, so each sum adds in stream order
+            weights = [np.ones(b.rows) if b.weights is None else b.weights for b in self._pending]
+            values.append([base_count, *weights])
+        groups = grouping.group(self._kinds, blocks, values, located=1)
+        at, new = groups.at[0], _new_groups(groups)
+        if weighted:
+            old, added = groups.sums[0][at], groups.sums[0][new]
+        else:
+            old, added = base_count + (groups.rows[at] - 1), groups.rows[new]  # the sketch's own row counts one
+        count = np.concatenate([old, added + full_min])
+        error = np.concatenate([base_error, np.full(len(new), full_min)])
+        self._keep(groups.keys, np.concatenate([at, new]), count, error)
+        self._settled = True
+
+    def _commit(self) -> None:
+        """Merge the pending batches for good and empty the buffer."""
+        if self._pending:
+            self._settle()
+            self._base, self._pending, self._pending_rows = None, [], 0
+
+    def _keep(self, keys: list[Any], rows: np.ndarray, count: np.ndarray, error: np.ndarray) -> None:
+        """Make the array layout the ``capacity`` largest candidates (key ``rows`` of the grouped ``keys``)."""
         keep = _largest(count, error, self._capacity)
         if keep is not None:
-            count, error, rows = count[keep], error[keep], rows[keep]
+            rows, count, error = rows[keep], count[keep], error[keep]
+        self._cols = [_kept(col, kind, rows) for col, kind in zip(keys, self._kinds, strict=True)]
         self._count, self._error = count, error
-        self._hash = np.concatenate([self._hash, hashes])[rows]
-        self._cols = [_take(src, rows, col, n) for src, col in zip(sources, cols, strict=True)]
-        self._py_ok = False
+        self._arr_ok, self._py_ok = True, False
         self._keys, self._slot, self._pc, self._pe, self._heap = [], {}, [], [], None
+
+
+class _Block(NamedTuple):
+    """A buffered batch: its key components (int64 arrays or Arrow strings) and weights (None: each row 1)."""
+
+    columns: list[Any]
+    weights: np.ndarray | None
+    rows: int
+
+
+def _new_groups(groups: grouping.Groups) -> np.ndarray:
+    """The groups that hold no counter of the sketch (its keys were the first block), in group order."""
+    new = np.ones(len(groups.rows), dtype=bool)
+    new[groups.at[0]] = False
+    return np.flatnonzero(new)
+
+
+def _buffered(col: Column) -> Any:
+    """The component as the buffer keeps it: numpy copied (the caller may reuse it), Arrow as is (immutable)."""
+    if col.kind == INT:
+        return col.values.copy()
+    return col.values if col.codes is None else col.values.take(col.codes)
 
 
 def _largest(count: np.ndarray, error: np.ndarray, m: int) -> np.ndarray | None:
     """Return the sorted positions of the ``m`` largest counts (None: keep all).
 
     Ties at the threshold keep the smaller error first (tighter bounds), then the
-    earlier position (older counters, then keys in order of first appearance), so
-    the choice is deterministic.
+    earlier position (older counters, then new keys in group order), so the
+    choice is deterministic.
     """
     size = len(count)
     if size <= m:
         return None
-    threshold = np.partition(count, size - m)[size - m]
+    threshold = _kth_largest(count, m)
     above = count > threshold
     need = m - int(np.count_nonzero(above))
     ties = np.flatnonzero(count == threshold)
     if need < len(ties):
-        order = np.lexsort((ties, error[ties]))
-        ties = ties[order[:need]]
+        tie_error = error[ties]
+        cut = -_kth_largest(-tie_error, need)  # the need-th smallest error
+        below = ties[tie_error < cut]
+        ties = np.concatenate([below, ties[tie_error == cut][: need - len(below)]])
     above[ties] = True
     return np.flatnonzero(above)
 
 
-def _take(source: Any, rows: np.ndarray, col: Column, n: int) -> Any:
-    """Take kept keys from a concatenated component (sketch rows first, then batch rows)."""
-    if col.codes is not None:
-        batch = rows >= n
-        rows = rows.copy()
-        rows[batch] = n + col.codes[rows[batch] - n]
-    if col.kind == INT:
-        return source[rows]
-    return source.take(rows)
+def _kth_largest(values: np.ndarray, k: int) -> float:
+    """Return the ``k``-th largest of ``values`` (1 <= k <= len).
+
+    Candidate counts repeat a lot at the bottom (every new key seen once in a
+    batch ties), which makes ``np.partition`` and ``np.argpartition`` many times
+    slower than a sort. So the smallest value is peeled off while more than ``k``
+    values stay above it, then what is left is sorted.
+    """
+    for _ in range(3):
+        low = values.min()
+        rest = values[values > low]
+        if len(rest) < k:
+            return float(low)
+        values = rest
+    return float(np.sort(values)[len(values) - k])
+
+
+def _kept(col: Any, kind: int | None, rows: np.ndarray) -> Any:
+    """The kept rows of a grouped component, as the sketch stores it (int64 array or one Arrow string array)."""
+    if kind == INT:
+        return col[rows]
+    col = col.take(rows)
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
