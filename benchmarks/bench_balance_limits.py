@@ -12,9 +12,20 @@ Three bounds, each beside what the replay measures without foresight:
 - *oracle MinMig*: from hash routing, MinMig (theta_max 0.1 / 0.2) on the
   coming week's actual loads with each key's state its previous week's load:
   the least state any plan must move for that balance when it knows which
-  keys will be heavy (locality ignored).
+  keys will be heavy (locality ignored);
+- *co-location*: next window's imbalance of each operator when its keys are
+  placed on the last window's loads, by the optimizer (METIS and placement,
+  in-sample within alpha) or by LPT (heaviest first onto the least loaded,
+  locality ignored): the keys that burst together are the keys that travel
+  together, which locality puts on one server;
+- *oracle within the week*: the online replay with the ``local`` rebalancer
+  every hour (theta_max 0.1 / 0.15 / 0.2, publishing when the gain pays),
+  whose forecast is each key's actual load over the rest of the week: what
+  balance, locality and state the rebalancer reaches when its forecasts are
+  perfect, the frontier that any forecast can only approach.
 
     .venv/bin/python benchmarks/bench_balance_limits.py           # IRA tweets, 2015-06-01 .. 2017-08-01
+    .venv/bin/python benchmarks/bench_balance_limits.py --skip-within-week   # the first three (a few minutes)
 """
 
 from __future__ import annotations
@@ -34,9 +45,11 @@ sys.path.insert(0, str(REPO))
 import locality.replay  # noqa: E402
 from locality.counts import count_keys  # noqa: E402
 from locality.datasets.catalog import load  # noqa: E402
+from locality.evaluation import evaluate  # noqa: E402
 from locality.forecast import forecast_counts  # noqa: E402
-from locality.optimizer import make_fallbacks  # noqa: E402
+from locality.optimizer import make_fallbacks, optimize  # noqa: E402
 from locality.rebalance import RebalanceProblem, rebalance  # noqa: E402
+from locality.rebalance.window import RebalanceSchedule, WindowRouter  # noqa: E402
 from locality.topology import Topology  # noqa: E402
 
 
@@ -61,6 +74,55 @@ def oracle_replay(frame: pd.DataFrame, topology: Topology, period: str):
     # The replay takes its forecast by name (a user has no oracle): the bound swaps in the coming window's counts.
     with mock.patch.object(locality.replay, "forecast_counts", next_window):
         return locality.replay.replay_trace(frame, topology, period=period, history=None, decay=0.85, forecast="last")
+
+
+class _ForesightRouter(WindowRouter):
+    """A window router whose rebalancer knows each key's actual load over the rest of the window."""
+
+    def _rates(self, i: int, now: pd.Timestamp) -> np.ndarray:
+        o = self.operators[i]
+        rest = np.bincount(o.codes[self.consumed :], minlength=len(o.keys)).astype(float)
+        return rest / ((self.end - now) / pd.Timedelta(self.schedule.every))
+
+
+def oracle_within_week(frame: pd.DataFrame, topology: Topology, period: str, theta_max: float):
+    """The online replay rebalanced hourly by ``local`` with perfect forecasts of the rest of the window."""
+    schedule = RebalanceSchedule(method="local", every="1h", theta_max=theta_max)
+    with mock.patch.object(locality.replay, "WindowRouter", _ForesightRouter):
+        return locality.replay.replay_trace(
+            frame,
+            topology,
+            period=period,
+            history=None,
+            decay=0.85,
+            rebalancer=schedule,
+            min_gain=0.1,
+            max_imbalance=100.0,
+        )
+
+
+def colocation(frame: pd.DataFrame, topology: Topology, period: str) -> dict[str, tuple[float, float]]:
+    """Per operator, next window's mean imbalance when placed on the last window's loads: optimizer, LPT."""
+    window = ((frame["ts"] - frame["ts"].min().floor("D")) // pd.Timedelta(period)).to_numpy()
+    ops, fallbacks = list(topology.operators), make_fallbacks(topology, "kafka")
+    figures = {op: ([], []) for op in ops}
+    for w in np.unique(window)[1:]:
+        before, after = frame[window == w - 1], frame[window == w]
+        placed = evaluate(after, optimize(count_keys(before, ops).graph(), topology, fallbacks).config).optimized
+        for op in ops:
+            n = topology.n_instances(op)
+            loads = before[op].value_counts()  # heaviest first: LPT puts each on the least loaded instance
+            instance, held = {}, np.zeros(n)
+            for key, weight in loads.items():
+                instance[key] = int(np.argmin(held))
+                held[instance[key]] += weight
+            nxt = after[op].value_counts()
+            fallback = fallbacks[op].instances_of(nxt.index.to_numpy(dtype=object))
+            lpt = np.array([instance.get(k, f) for k, f in zip(nxt.index, fallback)])
+            spread = np.bincount(lpt, weights=nxt.to_numpy(dtype=float), minlength=n)
+            figures[op][0].append(placed.imbalance[op])
+            figures[op][1].append(spread.max() / spread.mean())
+    return {op: (float(np.mean(a)), float(np.mean(b))) for op, (a, b) in figures.items()}
 
 
 def oracle_minmig(frame: pd.DataFrame, topology: Topology, period: str, theta_max: float) -> tuple[float, float]:
@@ -95,6 +157,7 @@ def main() -> None:
     parser.add_argument("--end", default="2017-08-01")
     parser.add_argument("--period", default="7D")
     parser.add_argument("--servers", type=int, default=6)
+    parser.add_argument("--skip-within-week", action="store_true", help="skip the hourly oracles (4 minutes each)")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     loaded = load(args.trace, args.keys.split(",") if args.keys else None, ts="ts", start=args.start, end=args.end)
@@ -115,6 +178,21 @@ def main() -> None:
     for theta_max in (0.1, 0.2):
         worst, moved = oracle_minmig(frame, topology, args.period, theta_max)
         print(f"  oracle MinMig from hash, theta_max {theta_max}: worst imbalance {worst:.3f}, state moved {moved:.3f}")
+    for op, (placed, lpt) in colocation(frame, topology, args.period).items():
+        print(
+            f"  next window's imbalance of {op!r} placed on the last window's loads: "
+            f"optimizer {placed:.3f}, LPT {lpt:.3f}"
+        )
+    if args.skip_within_week:
+        return
+    for theta_max in (0.1, 0.15, 0.2):
+        result = oracle_within_week(frame, topology, args.period, theta_max)
+        print(
+            f"  oracle within the week (local hourly, theta_max {theta_max}, perfect forecasts): "
+            f"locality {result.mean_locality:.4f}, worst imbalance {result.mean_worst_imbalance():.3f}, "
+            f"per day {result.mean_daily_worst_imbalance():.3f}, state moved/window {result.mean_state_moved():.3f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

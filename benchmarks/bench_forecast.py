@@ -5,8 +5,10 @@ Two horizons, one per use:
 - weekly: the next week's load of every key from the weeks before (what the
   reconfiguration balances: its METIS vertex weights and placement bounds);
 - intra-day: the next ``--horizon`` (default 4 hours) of every key from the
-  last intervals of ``--every`` (default 30 minutes), sampled every
-  ``--sample`` intervals (what the rebalancer balances between reconfigurations).
+  last ``--memory`` intervals of ``--every`` (default 48 of 30 minutes), sampled
+  every ``--sample`` intervals (what the rebalancer balances between
+  reconfigurations; ``--every 1h --horizon 84h --memory 168``: the rest of a
+  week, on average, from the last seven days).
 
 The error is the weighted absolute percentage error (WAPE, ``sum |f - a| /
 sum a`` over the keys of either side) of the forecast scaled to the actual
@@ -16,6 +18,7 @@ over the windows judged and the operators; 0 is perfect, 2 is the worst
 (every forecast key idle, every busy key unforeseen).
 
     .venv/bin/python benchmarks/bench_forecast.py                 # IRA tweets (user, hashtag) and weekly flights
+    .venv/bin/python benchmarks/bench_forecast.py --traces ira --every 1h --horizon 84h --memory 168 --sample 12
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ INTRADAY = {
     "decay 0.95": ("decay", {"decay": 0.95}),
     "mean of 8": ("mean", {"windows": 8}),
     "mean of 48": ("mean", {"windows": 48}),
+    "mean of all (--memory)": ("mean", {}),
     "median of 8": ("percentile", {"windows": 8, "q": 50.0}),
 }
 
@@ -131,6 +135,7 @@ def main() -> None:
     parser.add_argument("--every", default="30min")
     parser.add_argument("--horizon", default="4h")
     parser.add_argument("--sample", type=int, default=6, help="judge every SAMPLE-th interval")
+    parser.add_argument("--memory", type=int, default=48, help="intervals the intra-day forecasts read")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     for name in args.traces.split(","):
@@ -146,8 +151,11 @@ def main() -> None:
         print("  next week from the weeks before:")
         for est, err in sorted(week.items(), key=lambda kv: kv[1]):
             print(f"    {est:<36} {err:.3f}")
-        day = intraday(frame, keys, first, args.every, args.horizon, args.sample)
-        print(f"  next {args.horizon} from the last {args.every} intervals (every {args.sample}th boundary):")
+        day = intraday(frame, keys, first, args.every, args.horizon, args.sample, args.memory)
+        print(
+            f"  next {args.horizon} from the last {args.memory} intervals of {args.every} "
+            f"(every {args.sample}th boundary):"
+        )
         for est, err in sorted(day.items(), key=lambda kv: kv[1]):
             print(f"    {est:<36} {err:.3f}")
 

@@ -17,7 +17,11 @@ what splitting would carry for associative state (hashtag counts): the ``N``
 heaviest hashtags of the first half split by neighbour server, each tuple
 going to the hashtag's part on its location's server (as a split key of the
 replay's ``--split-hot-keys`` routes when every part has room), with the
-balance that leaves.
+balance that leaves. Last, the same first-half tables kept current while the
+second half streams by the ``follow`` rebalancer (any state), run every ``N``
+tuples (the trace has no time: ``seq`` stands for seconds): a new hashtag
+joins its location's server once it has been seen, as the running job would
+place it, using only the tuples already past.
 
     .venv/bin/python benchmarks/bench_generalization.py
 """
@@ -39,6 +43,7 @@ from locality.counts import KeyCounts, count_keys  # noqa: E402
 from locality.datasets.catalog import load  # noqa: E402
 from locality.evaluation import evaluate  # noqa: E402
 from locality.optimizer import make_fallbacks, optimize  # noqa: E402
+from locality.rebalance.window import RebalanceSchedule, WindowRouter  # noqa: E402
 from locality.topology import Topology  # noqa: E402
 
 KEYS = ["location", "hashtag"]
@@ -116,6 +121,59 @@ def split_by_location(second: pd.DataFrame, config, split: set) -> tuple[float, 
     return float(local.mean()), float(worst)
 
 
+def ceilings(first: pd.DataFrame, second: pd.DataFrame, config) -> tuple[float, float]:
+    """Second-half locality if each seen hashtag sat on the location server it is used most from (no balance).
+
+    With the locations where ``config`` puts them and new hashtags where the hash does: placed by the
+    second half's own tuples (knowing the future), then by the first half's (what a static table can know).
+    """
+    topo = config.topology
+
+    def location_servers(frame: pd.DataFrame) -> np.ndarray:
+        return topo.instance_servers("location")[
+            config.route_many("location", frame["location"].to_numpy(dtype=object))
+        ]
+
+    def busiest(frame: pd.DataFrame) -> pd.Series:
+        used = pd.DataFrame({"tag": frame["hashtag"].to_numpy(), "server": location_servers(frame)})
+        by = (
+            used.groupby(["tag", "server"])
+            .size()
+            .reset_index(name="n")
+            .sort_values("n", ascending=False, kind="stable")
+        )
+        return by.drop_duplicates("tag").set_index("tag")["server"]
+
+    servers = location_servers(second)
+    hashed = topo.instance_servers("hashtag")[config.route_many("hashtag", second["hashtag"].to_numpy(dtype=object))]
+    seen = second["hashtag"].isin(set(first["hashtag"])).to_numpy()
+    out = []
+    for source in (second, first):
+        placed = busiest(source).reindex(second["hashtag"]).to_numpy()
+        out.append(float(np.mean(np.where(seen, placed == servers, hashed == servers))))
+    return out[0], out[1]
+
+
+def followed(first: pd.DataFrame, second: pd.DataFrame, config, graph, every: int) -> tuple[float, float, float]:
+    """Second-half locality, worst imbalance and state moved (share) with ``follow`` every ``every`` tuples."""
+    second_ts = pd.Timestamp("2015-04-28", tz="UTC") + pd.to_timedelta(np.arange(len(second)), unit="s")
+    frame = second[KEYS].reset_index(drop=True).assign(ts=second_ts)
+    router = WindowRouter(
+        config,
+        frame,
+        ts="ts",
+        start=second_ts[0],
+        end=second_ts[-1] + pd.Timedelta("1s"),
+        graph=graph,
+        previous={op: first[op].value_counts().astype(float) for op in KEYS},
+    )
+    routed = router.route(RebalanceSchedule(method="follow", every=f"{every}s", history=f"{10 * every}s"))
+    topo = config.topology
+    servers = [topo.instance_servers(op)[routed.routes[op]] for op in KEYS]
+    worst = max((np.bincount(routed.routes[op], minlength=6) / (len(second) / 6)).max() for op in KEYS)
+    return float(np.mean(servers[0] == servers[1])), float(worst), routed.moved_state / (len(second) * len(KEYS))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace", default="geotweets_hashtags_2015", help="a dataset card's name or a path")
@@ -143,6 +201,16 @@ def main() -> None:
     for n in (5, 10, 20):
         locality, worst = split_by_location(second, today, set(heaviest.index[:n]))
         print(f"  N = {n:<3} next half {locality:.4f} (worst imbalance {worst:.3f})")
+    future, past = ceilings(first, second, today)
+    print(
+        "\nceilings of a static table (locations as placed, each seen hashtag on the location server it is used"
+        f" most from, no balance): from the second half {future:.4f}, from the first half {past:.4f}"
+    )
+    print("\nthe first half's tables kept current by the follow rebalancer every N tuples of the second half:")
+    graph = count_keys(first, KEYS).graph()
+    for every in (5000, 1000, 200):
+        locality, worst, moved = followed(first, second, today, graph, every)
+        print(f"  N = {every:<5} next half {locality:.4f} (worst imbalance {worst:.3f}; state moved {moved:.3f})")
 
 
 if __name__ == "__main__":

@@ -384,12 +384,23 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
 @click.option(
     "--rebalance",
     "rebalancer",
-    help="Rebalance the tables in force on the window's loads instead of reconfiguring (local, mixed, ...): "
-    "the finer cadence between two reconfigurations, e.g. every 6h with --window 6h.",
+    help="Rebalance the tables in force on the window's loads instead of reconfiguring (follow, local, mixed, "
+    "...): the finer cadence between two reconfigurations, e.g. follow every 15min with --window 15min.",
 )
 @click.option("--theta-max", type=float, default=0.08, show_default=True, help="With --rebalance: the bound.")
 @click.option(
-    "--state-weight", type=float, default=1.0, show_default=True, help="With --rebalance local: hops per unit of state."
+    "--state-weight",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="With --rebalance local or follow: hops per unit of state.",
+)
+@click.option(
+    "--horizon",
+    default="1D",
+    show_default=True,
+    help="With --rebalance local or follow: how long the moves serve (until the next reconfiguration); "
+    "a key's window load is scaled to it.",
 )
 @optimizer_options
 @output_options
@@ -412,6 +423,7 @@ def reconfigure(
     rebalancer,
     theta_max,
     state_weight,
+    horizon,
     servers,
     instances_per_server,
     topology_file,
@@ -461,6 +473,7 @@ def reconfigure(
         rebalance=rebalancer,
         theta_max=theta_max,
         state_weight=state_weight,
+        horizon=horizon,
         lock_timeout=lock_timeout,
     )
     if window:
@@ -497,7 +510,10 @@ def reconfigure(
 @click.option("--start", help="Keep rows with ts >= START (ISO 8601, UTC).")
 @click.option("--end", help="Keep rows with ts < END (ISO 8601, UTC).")
 @click.option(
-    "--rebalance", "rebalancer", help="Rebalancer run within windows: local (locality-aware), mixed, minmig, readj, ..."
+    "--rebalance",
+    "rebalancer",
+    help="Rebalancer run within windows: follow (keys join their neighbours), local (locality-aware balancing), "
+    "mixed, minmig, readj, ...",
 )
 @click.option("--rebalance-every", default="1D", show_default=True)
 @click.option("--theta-max", type=float, default=0.08, show_default=True)
@@ -513,7 +529,11 @@ def reconfigure(
 )
 @click.option("--rebalance-history", default="2D", show_default=True, help="What --rebalance-forecast reads.")
 @click.option(
-    "--state-weight", type=float, default=1.0, show_default=True, help="--rebalance local: hops per unit of state."
+    "--state-weight",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="--rebalance local or follow: hops per unit of state.",
 )
 @click.option(
     "--split-hot-keys",

@@ -12,11 +12,17 @@ broken). Every run records its decision, so rerunning a window returns the
 same answer without publishing twice.
 
 With ``rebalance`` set, a run is a rebalancing step instead, meant for a
-finer cadence between two reconfigurations (e.g. every 6 hours on the last
-6 hours): no METIS, no new statistics; the tables in force are adjusted to
-the window's key loads by a rebalancer (``"local"`` weighs each move's
-locality on the key graph of the stored statistics plus the window's pairs),
-and the result is published with its migration plan when a key moves.
+finer cadence between two reconfigurations (every 15 minutes with
+``"follow"``, every 6 hours with ``"local"``, on that last stretch of the
+trace): no METIS, no new statistics; the tables in force are adjusted to the
+window's key loads by a rebalancer (``"local"`` and ``"follow"`` weigh each
+move's locality on the key graph of the stored statistics plus the window's
+pairs, over the hops a key makes until ``horizon``: its window load scaled
+from the window's length to the horizon), and the result is published with
+its migration plan when a key moves. A key's state in such a run is its load
+in the window plus one period's worth of its stored history (the blended
+load times ``1 - decay``), so that a key known for weeks is not moved as if
+it had just appeared.
 
 Store layout added by this job (beside ``versions/`` and ``CURRENT``)::
 
@@ -41,15 +47,15 @@ import json
 import logging
 from dataclasses import asdict, dataclass
 
-from locality._validation import check_integer, check_interval, check_option
+from locality._validation import check_duration, check_integer, check_interval, check_option
 from locality.counts import KeyCounts, blend
 from locality.engines import ENGINES
-from locality.errors import TopologyError
+from locality.errors import InvalidParameterError, TopologyError
 from locality.evaluation import estimate_from_counts
 from locality.migration import plan_migration
 from locality.optimizer import make_fallbacks, optimize
 from locality.plots import figure_png, instance_load_figure
-from locality.rebalance import METHODS
+from locality.rebalance import LOCALITY_AWARE, METHODS
 from locality.rebalance.tables import rebalance_configuration
 from locality.reconfiguration import Decision, decide, reconfigure
 from locality.report import format_summary
@@ -60,7 +66,7 @@ from pipelines.counting import read_and_count
 from pipelines.progress import Stages
 from pipelines.trace import TraceSpec, check_trace, input_files
 
-__all__ = ["OnlineParams", "run", "DEFAULT_DECAY", "DEFAULT_MIN_GAIN", "DEFAULT_MAX_IMBALANCE"]
+__all__ = ["OnlineParams", "run", "DEFAULT_DECAY", "DEFAULT_MIN_GAIN", "DEFAULT_MAX_IMBALANCE", "DEFAULT_HORIZON"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +79,9 @@ DEFAULT_DECAY = 0.85
 DEFAULT_MIN_GAIN = 0.1
 #: Imbalance of the tables in force above which the job publishes whatever the gain (the issue's next-week target).
 DEFAULT_MAX_IMBALANCE = 1.10
+#: How long a rebalancing run's moves are expected to serve (until the next reconfiguration): a day, less
+#: than the weekly replay's average (half a week), so that production errs on the side of moving less.
+DEFAULT_HORIZON = "1D"
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,7 @@ class OnlineParams:
     rebalance: str | None = None
     theta_max: float = 0.08
     state_weight: float = 1.0
+    horizon: str = DEFAULT_HORIZON
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 
     def __post_init__(self) -> None:
@@ -108,6 +118,7 @@ class OnlineParams:
             check_option(self.rebalance, "rebalance", owner, METHODS)
             check_interval(self.theta_max, "theta_max", owner, lower=0.0)
             check_interval(self.state_weight, "state_weight", owner, lower=0.0)
+            check_duration(self.horizon, "horizon", owner)
         check_interval(self.alpha, "alpha", owner, lower=1.0)
         check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0)
         check_integer(self.seed, "seed", owner, lower=0)
@@ -356,10 +367,14 @@ def _rebalanced(store: ConfigStore, params: OnlineParams, current, counts: KeyCo
         raise TopologyError("the store is empty: rebalancing adjusts the tables in force; reconfigure first")
     history = _History(store)
     latest = history.latest()
-    pairs = [KeyCounts.read(history.dir / latest)] if latest and (history.dir / latest).is_dir() else []
-    graph = blend([*pairs, counts], windows=None).graph(params.top_pairs)
+    stored = KeyCounts.read(history.dir / latest) if latest and (history.dir / latest).is_dir() else None
+    graph = blend([*([stored] if stored else []), counts], windows=None).graph(params.top_pairs)
     loads = {op: counts.key_loads[op].set_index("key")["weight"] for op in counts.operators}
-    options = {"state_weight": params.state_weight} if params.rebalance == "local" else {}
+    options = {}
+    if params.rebalance in LOCALITY_AWARE:
+        options = {"state_weight": params.state_weight, "horizon": _horizon(params)}
+        if not params.trace.state and stored is not None:
+            state = _with_history(state, stored, params.decay)
     new, _, _ = rebalance_configuration(
         current,
         loads,
@@ -371,6 +386,31 @@ def _rebalanced(store: ConfigStore, params: OnlineParams, current, counts: KeyCo
         **options,
     )
     return new, plan_migration(current, new, state), None
+
+
+def _horizon(params: OnlineParams) -> float:
+    """The horizon over the window's length: how many times its window load a key hops before it ends."""
+    import pandas as pd
+
+    if not (params.trace.start and params.trace.end):
+        raise InvalidParameterError(
+            f"the {params.rebalance!r} rebalancer scales the window's hops to the horizon ({params.horizon}): "
+            "give the window as --window or --start/--end"
+        )
+    start, end = (pd.Timestamp(t) for t in (params.trace.start, params.trace.end))
+    if (start.tzinfo is None) != (end.tzinfo is None):  # a bare date is UTC, as the time filter reads it
+        start, end = (t.tz_localize("UTC") if t.tzinfo is None else t for t in (start, end))
+    return check_duration(params.horizon, "horizon", "the online job") / (end - start)
+
+
+def _with_history(state: dict, stored: KeyCounts, decay: float | None) -> dict:
+    """Each key's window state plus one period of its stored history (the blended load times ``1 - decay``)."""
+    share = 1.0 if decay is None else 1.0 - decay
+    out = {}
+    for op, window in state.items():
+        past = stored.key_loads[op].set_index("key")["weight"] * share
+        out[op] = window.add(past.reindex(window.index).fillna(0.0), fill_value=0.0)
+    return out
 
 
 def _rebalance_decision(before, after, plan) -> Decision:

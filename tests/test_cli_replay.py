@@ -55,3 +55,18 @@ def test_trace_may_be_a_dataset_cards_name(capsys):
     assert docs[0] == docs[1] and len(docs[0]["windows"]) == 4
     assert main(["replay", "no_such_card", *common]) == EXIT_ERROR
     assert "no_such_card" in capsys.readouterr().err
+
+
+def test_following_hourly_lifts_next_week_locality_on_the_ira_tweets(capsys):
+    """New hashtags join their users' server within the hour: locality up, balance no worse (six weeks of IRA)."""
+    common = ["ira_troll_hashtags", "--keys", "user,hashtag", "--servers", "6", "--json", "-q"]
+    common += ["--start", "2016-09-05", "--end", "2016-10-17"]
+    docs = {}
+    for name, extra in (("online", []), ("follow", ["--rebalance", "follow", "--rebalance-every", "1h"])):
+        assert main(["replay", *common, *extra]) == EXIT_OK
+        docs[name] = json.loads(capsys.readouterr().out)
+    online, follow = docs["online"], docs["follow"]
+    assert follow["mean_locality"] > online["mean_locality"] + 0.05  # measured 38.0% -> 47.0%
+    assert follow["mean_worst_imbalance"] <= online["mean_worst_imbalance"]  # 2.075 -> 1.971
+    assert 0 < follow["mean_rebalance_cost"] < 0.1  # 7.1% of a week's state moved by following
+    assert all(w["rebalance_moved_keys"] > 0 for w in follow["windows"][1:])

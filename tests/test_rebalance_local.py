@@ -8,7 +8,7 @@ from locality.errors import InvalidParameterError
 from locality.evaluation import evaluate
 from locality.optimizer import LocalityOptimizer
 from locality.rebalance import RebalanceProblem, rebalance
-from locality.rebalance.local import local
+from locality.rebalance.local import follow, local
 from locality.rebalance.tables import key_affinity, rebalance_configuration
 from locality.topology import Topology
 
@@ -76,6 +76,35 @@ def test_follow_moves_keys_to_their_neighbours_only_within_the_bound():
     assert local(p, affinity=aff, follow=False).assignment.tolist() == [0, 0, 1, 1]
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_follow_gains_locality_net_of_state_and_never_raises_the_peak(seed):
+    problem = random_problem(seed)
+    rng = np.random.default_rng(seed)
+    affinity = rng.random((problem.n_keys, problem.n_instances)) ** 8  # most keys lean to one server
+    result = rebalance(problem, "follow", affinity=affinity)
+    before, after = problem.instance_loads(problem.current), problem.instance_loads(result.assignment)
+    hi = (1 + problem.theta_max) * problem.mean_load
+    assert after.max() <= max(before.max(), hi) + 1e-9
+    moved = result.moved
+    assert moved.size > 0
+    share = affinity / affinity.sum(axis=1, keepdims=True)
+    rows = np.arange(problem.n_keys)
+    gained = problem.loads * (share[rows, result.assignment] - share[rows, problem.current])
+    assert np.all(gained[moved] > problem.state_sizes[moved])  # every move pays for its state
+    assert not result.feasible and result.method == "follow"  # instance 0 stays over: following is not balancing
+
+
+def test_follow_brings_a_new_key_to_its_neighbours_and_leaves_an_old_one():
+    # keys 2 and 3 both travel with keys on server 1; key 2 is new (no state), key 3 carries ten times its load
+    p = RebalanceProblem([2.0, 2, 1, 1], [2.0, 2, 0, 10], [0, 1, 0, 0], [0, 1, 0, 0], 2, theta_max=0.5)
+    aff = np.array([[1.0, 0], [0, 1], [0, 1], [0, 1]])
+    assert follow(p, affinity=aff).assignment.tolist() == [0, 1, 1, 0]
+    # without edges nothing moves; with base loads the bound and the peak include them
+    assert follow(p).moved.size == 0
+    based = RebalanceProblem(p.loads, p.state_sizes, p.current, p.fallback, 2, 0.1, base_loads=[0.0, 6.0])
+    assert follow(based, affinity=aff).moved.size == 0  # instance 1 (8 with its base) is the peak: 9 would raise it
+
+
 def test_bad_options_are_named():
     p = random_problem(0)
     with pytest.raises(InvalidParameterError, match="'affinity' parameter of local must have shape"):
@@ -84,6 +113,8 @@ def test_bad_options_are_named():
         local(p, state_weight=-1.0)
     with pytest.raises(InvalidParameterError, match="'hop_loads' parameter of local"):
         local(p, hop_loads=np.ones(2))
+    with pytest.raises(InvalidParameterError, match="'affinity' parameter of follow must have shape"):
+        follow(p, affinity=np.ones((3, 6)))
 
 
 def clustered_trace(seed: int, burst: tuple[int, ...] = (), n_clusters: int = 48, rows: int = 60_000) -> pd.DataFrame:

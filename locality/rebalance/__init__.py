@@ -21,6 +21,7 @@ __all__ = [
     "METHODS",
     "DEFAULT_METHOD",
     "BASE_AWARE",
+    "LOCALITY_AWARE",
     "instance_loads",
     "theta",
     "imbalance",
@@ -39,10 +40,13 @@ METHODS = {
     "readj": "locality.rebalance.readj:readj",
     "ssm": "locality.rebalance.ssm:ssm",
     "local": "locality.rebalance.local:local",
+    "follow": "locality.rebalance.local:follow",
 }
 DEFAULT_METHOD = "mixed"
 #: Rebalancers that take ``RebalanceProblem.base_loads`` (load an instance carries whatever the keys do).
-BASE_AWARE = frozenset({"local"})
+BASE_AWARE = frozenset({"local", "follow"})
+#: Rebalancers that weigh locality: they take the keys' ``affinity`` to servers, ``hop_loads`` and ``state_weight``.
+LOCALITY_AWARE = frozenset({"local", "follow"})
 
 
 def rebalance(problem: RebalanceProblem, method: str = DEFAULT_METHOD, **options) -> RebalanceResult:

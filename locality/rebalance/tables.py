@@ -4,9 +4,10 @@ Between two locality reconfigurations, each operator's table is adjusted to
 the key loads seen lately: the rebalancer sees the keys observed (their load
 as computation cost, their state size), where the tables send them now and
 where the fallback hash would; entries of keys not seen are kept as they are.
-Given the key graph of the tables in force, the locality-aware rebalancer
-(``method="local"``) also sees each key's affinity to every server (the weight
-of its edges to keys routed there).
+Given the key graph of the tables in force, the locality-aware rebalancers
+(``"local"``, ``"follow"``) also see each key's affinity to every server (the
+weight of its edges to keys routed there) and the hops it will make until the
+next reconfiguration (its load times ``horizon``).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from locality._validation import check_interval
 from locality.graph import KeyGraph
 from locality.placement import server_connections
-from locality.rebalance import DEFAULT_METHOD, RebalanceProblem, rebalance
+from locality.rebalance import DEFAULT_METHOD, LOCALITY_AWARE, RebalanceProblem, rebalance
 from locality.routing import RoutingConfiguration, RoutingTable
 
 __all__ = ["rebalance_tables", "rebalance_configuration", "key_affinity"]
@@ -58,6 +60,7 @@ def rebalance_configuration(
     method: str = DEFAULT_METHOD,
     theta_max: float = 0.08,
     table_cap: int | None = None,
+    horizon: float = 1.0,
     **options,
 ) -> tuple[RoutingConfiguration, float, float]:
     """Rebalance every operator's table on the key loads ``loads``.
@@ -70,10 +73,16 @@ def rebalance_configuration(
     state : mapping of operator -> Series (key -> state size), optional
         State of each key (default: its load).
     graph : KeyGraph, optional
-        The key graph of the tables in force; with it, ``method="local"``
-        weighs the locality each move loses.
+        The key graph of the tables in force; with it, the rebalancers of
+        :data:`~locality.rebalance.LOCALITY_AWARE` weigh the locality each move
+        loses or gains.
     method, theta_max, table_cap
         The rebalancer (:data:`locality.rebalance.METHODS`), its bound and table cap.
+    horizon : float, default 1.0
+        Locality-aware rebalancers: how many times its load in ``loads`` a key
+        crosses each hop before the next reconfiguration (the time until then
+        over the length of the window ``loads`` were counted on). A move gains
+        or loses locality on that many hops, against its state once.
     **options
         Passed to the rebalancer (e.g. ``state_weight`` for ``local``).
 
@@ -83,8 +92,10 @@ def rebalance_configuration(
         The adjusted configuration, the share of the seen keys' state that
         moves, and the planning time in seconds.
     """
+    horizon = check_interval(horizon, "horizon", "rebalance_configuration", lower=0.0)
     tables, moved, total, seconds = {}, 0.0, 0.0, 0.0
-    for op in config.topology.operators:
+    operators = list(config.topology.operators)
+    for position, op in enumerate(operators):
         series = loads[op]
         keys = series.index.to_numpy(dtype=object)
         sizes = series if state is None or op not in state else state[op].reindex(series.index).fillna(series)
@@ -99,8 +110,13 @@ def rebalance_configuration(
             table_cap=table_cap,
         )
         extra = dict(options)
-        if method == "local" and graph is not None:
-            extra.update(affinity=key_affinity(config, graph, op, keys), servers=config.topology.instance_servers(op))
+        if method in LOCALITY_AWARE and graph is not None:
+            hops = 2.0 if 0 < position < len(operators) - 1 else 1.0  # a middle operator's tuples hop on both sides
+            extra.update(
+                affinity=key_affinity(config, graph, op, keys),
+                servers=config.topology.instance_servers(op),
+                hop_loads=problem.loads * horizon * hops,
+            )
         result = rebalance(problem, method=method, **extra)
         kept = table.entries[~table.entries.index.isin(series.index)]
         assigned = pd.Series(result.assignment, index=pd.Index(keys, dtype=object))

@@ -10,10 +10,15 @@ rebalancer on every operator:
 
 - the ``local`` rebalancer (:func:`locality.rebalance.local.local`) balances
   the load each instance carried since the balance window began (its
-  ``base_loads``; by default the UTC day) plus each key's forecast for the
+  ``base_loads``; by default the whole window) plus each key's forecast for the
   rest of that balance window (:mod:`locality.forecast` over the last
   intervals), choosing moves by the locality they cost on the key graph of
   the tables in force plus the window's pairs seen so far;
+- the ``follow`` rebalancer (:func:`locality.rebalance.local.follow`) only
+  moves keys next to the keys they travel with (a new hashtag joins its
+  users' server), when the hops gained until the window's end pay for the
+  key's state and the most loaded instance does not grow: run every 15
+  minutes to an hour, it catches new keys while they carry little state;
 - the load-only rebalancers (Mixed, MinMig, ...) see, as before, the loads of
   the keys seen since the window began.
 
@@ -40,7 +45,7 @@ from locality._validation import check_duration, check_interval, check_option
 from locality.errors import InvalidParameterError
 from locality.forecast import forecast_matrix, parse_forecast
 from locality.graph import KeyGraph
-from locality.rebalance import BASE_AWARE, METHODS, RebalanceProblem, rebalance
+from locality.rebalance import BASE_AWARE, LOCALITY_AWARE, METHODS, RebalanceProblem, rebalance
 from locality.rebalance.split import LocalSplit, split_locally
 from locality.routing import RoutingConfiguration, RoutingTable
 
@@ -56,7 +61,8 @@ class RebalanceSchedule:
     Attributes
     ----------
     method : str
-        A rebalancer of :data:`locality.rebalance.METHODS`.
+        A rebalancer of :data:`locality.rebalance.METHODS` (``"follow"`` to
+        keep locality as keys come and go, ``"local"`` to restore balance too).
     every : str
         Interval between two rebalancing runs (a pandas offset: ``"30min"``, ``"1D"``).
     balance_window : str or None
@@ -242,7 +248,7 @@ class WindowRouter:
             return out
         self.forecast = parse_forecast(schedule.forecast)
         self.recent = self._warm(pd.Timedelta(schedule.every), schedule.memory)
-        if schedule.method == "local":
+        if schedule.method in LOCALITY_AWARE:
             self._init_affinity()
         every = pd.Timedelta(schedule.every)
         ticks = _ticks(self.start, self.end, every)
@@ -281,21 +287,19 @@ class WindowRouter:
                     rows = np.flatnonzero(codes == code)
                     out.routes[o.name][r0 + rows] = split.route_rows(neighbour[rows])
                 servers[i] = o.servers[out.routes[o.name][r0:r1]]
-        keep = self.schedule.memory - 1
         for i, o in enumerate(self.operators):
             counts = np.bincount(o.codes[r0:r1], minlength=len(o.keys)).astype(float)
             o.so_far += counts
-            kept = self.recent[i][max(0, len(self.recent[i]) - keep) :] if keep else self.recent[i][:0]
-            self.recent[i] = np.vstack([kept, counts])
+            self.recent[i].push(counts)
             if o.affinity is not None:
                 for j in (i - 1, i + 1):
                     if 0 <= j < len(self.operators):
                         np.add.at(o.affinity, (o.codes[r0:r1], servers[j]), 1.0)
         self.consumed = r1
 
-    def _warm(self, every: pd.Timedelta, memory: int) -> list[np.ndarray]:
-        """Per operator, the counts of the last ``memory`` intervals before the window (keys x intervals)."""
-        recent = [np.zeros((0, len(o.keys))) for o in self.operators]
+    def _warm(self, every: pd.Timedelta, memory: int) -> list[_Recent]:
+        """Per operator, the counts of the last ``memory`` intervals, starting with those before the window."""
+        recent = [_Recent(memory, len(o.keys)) for o in self.operators]
         if self.warmup is None:
             return recent
         first = self.start - memory * every
@@ -305,7 +309,8 @@ class WindowRouter:
             codes = o.keys.get_indexer(self.warmup[o.name].to_numpy()[inside])
             block = np.zeros((memory, len(o.keys)))
             np.add.at(block, (slot[inside], codes), 1.0)
-            recent[i] = block
+            for counts in block:
+                recent[i].push(counts)
         return recent
 
     # ---------------------------------------------------------------- affinity
@@ -372,7 +377,7 @@ class WindowRouter:
             state = o.previous * max(0.0, 1.0 - elapsed) + o.so_far
             options: dict = {}
             if aware:
-                rate = forecast_matrix(self.recent[i], self.forecast[0], **self.forecast[1])
+                rate = self._rates(i, now)
                 keys = np.flatnonzero(rate > 0)
                 loads = rate[keys] * horizon
                 base = np.bincount(out.routes[o.name][first_row : self.consumed], minlength=o.n_instances)
@@ -404,6 +409,11 @@ class WindowRouter:
                 self._move(i, int(keys[c]), int(result.assignment[c]))
             out.moved_state += float(state[keys[changed]].sum())
             out.moved_keys += int(changed.size)
+
+    def _rates(self, i: int, now: pd.Timestamp) -> np.ndarray:
+        """Each key's forecast load per interval of operator ``i`` from ``now`` on (the schedule's forecast)."""
+        method, params = self.forecast
+        return self.recent[i].forecast(method, params)
 
     def _split(self, o: _Operator, keys: np.ndarray, loads: np.ndarray, base: np.ndarray, options: dict):
         """Split the keys too heavy for any instance (and re-plan those split before) by neighbour server.
@@ -437,6 +447,40 @@ class WindowRouter:
             table = self.config.tables[o.name]
             tables[o.name] = RoutingTable(o.name, table.fallback, pd.Series(o.instance, index=o.keys))
         return RoutingConfiguration(self.config.topology, tables, self.config.parameters)
+
+
+class _Recent:
+    """Each key's counts in the last ``memory`` intervals, oldest first, kept in a ring (no copy per interval).
+
+    The default forecast, the plain mean, reads a running sum; the others get the ordered intervals.
+    """
+
+    def __init__(self, memory: int, n_keys: int) -> None:
+        self.rows = np.zeros((memory, n_keys))
+        self.total = np.zeros(n_keys)
+        self.size = 0
+        self.next = 0
+
+    def push(self, counts: np.ndarray) -> None:
+        memory = self.rows.shape[0]
+        if self.size == memory:
+            self.total -= self.rows[self.next]
+        else:
+            self.size += 1
+        self.rows[self.next] = counts
+        self.total += counts
+        self.next = (self.next + 1) % memory
+
+    def ordered(self) -> np.ndarray:
+        """The intervals held, oldest first (intervals x keys)."""
+        memory = self.rows.shape[0]
+        return self.rows[(self.next - self.size + np.arange(self.size)) % memory]
+
+    def forecast(self, method: str, params: dict) -> np.ndarray:
+        """Each key's next-interval load by ``method`` (:func:`locality.forecast.forecast_matrix`)."""
+        if method == "mean" and not params and self.size:
+            return self.total / self.size
+        return forecast_matrix(self.ordered(), method, **params)
 
 
 def _times(column: pd.Series) -> np.ndarray:

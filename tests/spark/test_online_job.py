@@ -2,6 +2,7 @@
 
 import json
 
+import pandas as pd
 import pytest
 
 from locality.cli import EXIT_OK, main
@@ -155,3 +156,33 @@ def test_rebalancing_run_adjusts_the_tables_in_force_without_touching_the_statis
     assert json.loads(capsys.readouterr().out)["previous_version"] == 2
     assert main([*args, "--store", str(tmp_path / "empty"), "--servers", "6", *day]) == 2
     assert "rebalancing adjusts the tables in force" in capsys.readouterr().err
+
+
+def test_following_run_brings_new_keys_next_to_their_neighbours(spark, tmp_path, capsys):
+    """``--rebalance follow`` every few hours between weekly reconfigurations, on the IRA tweets (new hashtags)."""
+    path, keys = str(trace_path("ira")), trace_keys("ira")
+    week_spec = TraceSpec(path, keys, ts="ts", start="2016-10-03", end="2016-10-10")
+    run(spark, OnlineParams(trace=week_spec, store=str(tmp_path), topology=Topology.uniform(keys, 6)))
+    hours = TraceSpec(path, keys, ts="ts", start="2016-10-10T00:00:00", end="2016-10-10T06:00:00")
+    outcome = run(spark, OnlineParams(trace=hours, store=str(tmp_path), rebalance="follow", horizon="1D"))
+    assert outcome["published"] and outcome["moved_keys"] > 0
+    assert outcome["locality_after"] > outcome["locality_before"]
+    # following never raises the most loaded instance above the bound or where it was
+    for op in keys:
+        assert outcome["imbalance_after"][op] <= max(outcome["imbalance_before"][op], 1.08) + 1e-9
+    # every move pays for its state: the state it carries (its window load plus its share of the history) is
+    # below the hops it makes by the horizon, four times its load of these six hours
+    moves = MigrationPlan.from_dict(ConfigStore(tmp_path).get(outcome["version"]).read_json("migration_plan.json"))
+    frame = pd.read_parquet(path, columns=[*keys, "ts"])
+    frame = frame[(frame.ts >= pd.Timestamp(hours.start, tz="UTC")) & (frame.ts < pd.Timestamp(hours.end, tz="UTC"))]
+    for op in keys:
+        moved = moves.moves_of(op)
+        load = frame[op].value_counts().reindex(moved["key"]).to_numpy()
+        assert (moved["state"].to_numpy() < 4 * load).all()
+    # the CLI: --horizon is taken; a window of unknown length cannot be scaled to it (exit 2, named)
+    args = ["reconfigure", path, "--keys", ",".join(keys), "--ts", "ts", "--quiet", "--json", "--store", str(tmp_path)]
+    later = ["--start", "2016-10-10T06:00:00", "--end", "2016-10-10T12:00:00", "--rebalance", "follow"]
+    assert main([*args, *later, "--horizon", "2D"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["previous_version"] == outcome["version"]
+    assert main([*args, "--rebalance", "follow", "--horizon", "soon"]) == 2
+    assert "'horizon' parameter" in capsys.readouterr().err
