@@ -110,16 +110,16 @@ def colocation(frame: pd.DataFrame, topology: Topology, period: str) -> dict[str
         before, after = frame[window == w - 1], frame[window == w]
         placed = evaluate(after, optimize(count_keys(before, ops).graph(), topology, fallbacks).config).optimized
         for op in ops:
-            n = topology.n_instances(op)
-            loads = before[op].value_counts()  # heaviest first: LPT puts each on the least loaded instance
-            instance, held = {}, np.zeros(n)
-            for key, weight in loads.items():
-                instance[key] = int(np.argmin(held))
-                held[instance[key]] += weight
+            n, loads = topology.n_instances(op), before[op].value_counts()
+            hashed = fallbacks[op].instances_of(loads.index.to_numpy(dtype=object))
+            # LPT exactly: the Simple rebalancer with theta_max 0 (keys unseen last window keep their hash)
+            lpt = rebalance(RebalanceProblem(loads.to_numpy(dtype=float), loads, hashed, hashed, n, 0.0), "simple")
+            instance = pd.Series(lpt.assignment, index=loads.index)
             nxt = after[op].value_counts()
             fallback = fallbacks[op].instances_of(nxt.index.to_numpy(dtype=object))
-            lpt = np.array([instance.get(k, f) for k, f in zip(nxt.index, fallback)])
-            spread = np.bincount(lpt, weights=nxt.to_numpy(dtype=float), minlength=n)
+            placed_next = instance.reindex(nxt.index).to_numpy()
+            placed_next = np.where(np.isnan(placed_next), fallback, placed_next).astype(np.int64)
+            spread = np.bincount(placed_next, weights=nxt.to_numpy(dtype=float), minlength=n)
             figures[op][0].append(placed.imbalance[op])
             figures[op][1].append(spread.max() / spread.mean())
     return {op: (float(np.mean(a)), float(np.mean(b))) for op, (a, b) in figures.items()}

@@ -55,7 +55,7 @@ from locality.evaluation import estimate_from_counts
 from locality.migration import plan_migration
 from locality.optimizer import make_fallbacks, optimize
 from locality.plots import figure_png, instance_load_figure
-from locality.rebalance import LOCALITY_AWARE, METHODS
+from locality.rebalance import BASE_AWARE, METHODS
 from locality.rebalance.tables import rebalance_configuration
 from locality.reconfiguration import Decision, decide, reconfigure
 from locality.report import format_summary
@@ -368,10 +368,10 @@ def _rebalanced(store: ConfigStore, params: OnlineParams, current, counts: KeyCo
     history = _History(store)
     latest = history.latest()
     stored = KeyCounts.read(history.dir / latest) if latest and (history.dir / latest).is_dir() else None
-    graph = blend([*([stored] if stored else []), counts], windows=None).graph(params.top_pairs)
+    graph = blend([c for c in (stored, counts) if c is not None], windows=None).graph(params.top_pairs)
     loads = {op: counts.key_loads[op].set_index("key")["weight"] for op in counts.operators}
     options = {}
-    if params.rebalance in LOCALITY_AWARE:
+    if params.rebalance in BASE_AWARE:
         options = {"state_weight": params.state_weight, "horizon": _horizon(params)}
         if not params.trace.state and stored is not None:
             state = _with_history(state, stored, params.decay)
@@ -390,16 +390,12 @@ def _rebalanced(store: ConfigStore, params: OnlineParams, current, counts: KeyCo
 
 def _horizon(params: OnlineParams) -> float:
     """The horizon over the window's length: how many times its window load a key hops before it ends."""
-    import pandas as pd
-
-    if not (params.trace.start and params.trace.end):
+    start, end = params.trace.time_range()
+    if start is None or end is None:
         raise InvalidParameterError(
             f"the {params.rebalance!r} rebalancer scales the window's hops to the horizon ({params.horizon}): "
             "give the window as --window or --start/--end"
         )
-    start, end = (pd.Timestamp(t) for t in (params.trace.start, params.trace.end))
-    if (start.tzinfo is None) != (end.tzinfo is None):  # a bare date is UTC, as the time filter reads it
-        start, end = (t.tz_localize("UTC") if t.tzinfo is None else t for t in (start, end))
     return check_duration(params.horizon, "horizon", "the online job") / (end - start)
 
 
@@ -409,7 +405,7 @@ def _with_history(state: dict, stored: KeyCounts, decay: float | None) -> dict:
     out = {}
     for op, window in state.items():
         past = stored.key_loads[op].set_index("key")["weight"] * share
-        out[op] = window.add(past.reindex(window.index).fillna(0.0), fill_value=0.0)
+        out[op] = window + past.reindex(window.index, fill_value=0.0)
     return out
 
 

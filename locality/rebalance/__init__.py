@@ -21,7 +21,6 @@ __all__ = [
     "METHODS",
     "DEFAULT_METHOD",
     "BASE_AWARE",
-    "LOCALITY_AWARE",
     "instance_loads",
     "theta",
     "imbalance",
@@ -43,10 +42,9 @@ METHODS = {
     "follow": "locality.rebalance.local:follow",
 }
 DEFAULT_METHOD = "mixed"
-#: Rebalancers that take ``RebalanceProblem.base_loads`` (load an instance carries whatever the keys do).
+#: The locality-aware rebalancers: they take ``RebalanceProblem.base_loads`` (load an instance carries
+#: whatever the keys do) and the keys' ``affinity`` to servers, ``hop_loads`` and ``state_weight``.
 BASE_AWARE = frozenset({"local", "follow"})
-#: Rebalancers that weigh locality: they take the keys' ``affinity`` to servers, ``hop_loads`` and ``state_weight``.
-LOCALITY_AWARE = frozenset({"local", "follow"})
 
 
 def rebalance(problem: RebalanceProblem, method: str = DEFAULT_METHOD, **options) -> RebalanceResult:

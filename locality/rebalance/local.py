@@ -32,7 +32,7 @@ from locality.errors import InvalidParameterError
 from locality.rebalance._base import RebalanceProblem, RebalanceResult, theta
 from locality.rebalance._greedy import _bounds, check_problem, conclude, timer
 
-__all__ = ["local", "follow", "DEFAULT_STATE_WEIGHT"]
+__all__ = ["local", "follow", "hops_per_tuple", "DEFAULT_STATE_WEIGHT"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,11 @@ DEFAULT_STATE_WEIGHT = 1.0
 _TOL = 1e-9
 #: Safety cap on moves per call, as a multiple of the number of keys.
 _MAX_MOVES_PER_KEY = 4
+
+
+def hops_per_tuple(position: int, n_operators: int) -> float:
+    """Hops a tuple makes at the operator in ``position`` of a chain: two in the middle (one each side), else one."""
+    return 2.0 if 0 < position < n_operators - 1 else 1.0
 
 
 class _Plan:

@@ -20,7 +20,8 @@ import pandas as pd
 from locality._validation import check_interval
 from locality.graph import KeyGraph
 from locality.placement import server_connections
-from locality.rebalance import DEFAULT_METHOD, LOCALITY_AWARE, RebalanceProblem, rebalance
+from locality.rebalance import BASE_AWARE, DEFAULT_METHOD, RebalanceProblem, rebalance
+from locality.rebalance.local import hops_per_tuple
 from locality.routing import RoutingConfiguration, RoutingTable
 
 __all__ = ["rebalance_tables", "rebalance_configuration", "key_affinity"]
@@ -74,7 +75,7 @@ def rebalance_configuration(
         State of each key (default: its load).
     graph : KeyGraph, optional
         The key graph of the tables in force; with it, the rebalancers of
-        :data:`~locality.rebalance.LOCALITY_AWARE` weigh the locality each move
+        :data:`~locality.rebalance.BASE_AWARE` weigh the locality each move
         loses or gains.
     method, theta_max, table_cap
         The rebalancer (:data:`locality.rebalance.METHODS`), its bound and table cap.
@@ -110,12 +111,11 @@ def rebalance_configuration(
             table_cap=table_cap,
         )
         extra = dict(options)
-        if method in LOCALITY_AWARE and graph is not None:
-            hops = 2.0 if 0 < position < len(operators) - 1 else 1.0  # a middle operator's tuples hop on both sides
+        if method in BASE_AWARE and graph is not None:
             extra.update(
                 affinity=key_affinity(config, graph, op, keys),
                 servers=config.topology.instance_servers(op),
-                hop_loads=problem.loads * horizon * hops,
+                hop_loads=problem.loads * horizon * hops_per_tuple(position, len(operators)),
             )
         result = rebalance(problem, method=method, **extra)
         kept = table.entries[~table.entries.index.isin(series.index)]

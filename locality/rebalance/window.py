@@ -45,7 +45,8 @@ from locality._validation import check_duration, check_interval, check_option
 from locality.errors import InvalidParameterError
 from locality.forecast import forecast_matrix, parse_forecast
 from locality.graph import KeyGraph
-from locality.rebalance import BASE_AWARE, LOCALITY_AWARE, METHODS, RebalanceProblem, rebalance
+from locality.rebalance import BASE_AWARE, METHODS, RebalanceProblem, rebalance
+from locality.rebalance.local import hops_per_tuple
 from locality.rebalance.split import LocalSplit, split_locally
 from locality.routing import RoutingConfiguration, RoutingTable
 
@@ -248,7 +249,7 @@ class WindowRouter:
             return out
         self.forecast = parse_forecast(schedule.forecast)
         self.recent = self._warm(pd.Timedelta(schedule.every), schedule.memory)
-        if schedule.method in LOCALITY_AWARE:
+        if schedule.method in BASE_AWARE:
             self._init_affinity()
         every = pd.Timedelta(schedule.every)
         ticks = _ticks(self.start, self.end, every)
@@ -382,11 +383,10 @@ class WindowRouter:
                 loads = rate[keys] * horizon
                 base = np.bincount(out.routes[o.name][first_row : self.consumed], minlength=o.n_instances)
                 base = base.astype(float)
-                hops = 2.0 if 0 < i < len(self.operators) - 1 else 1.0
                 options = dict(
                     affinity=o.affinity[keys] if o.affinity is not None else None,
                     servers=o.servers,
-                    hop_loads=rate[keys] * ((self.end - now) / every) * hops,
+                    hop_loads=rate[keys] * ((self.end - now) / every) * hops_per_tuple(i, len(self.operators)),
                     state_weight=s.state_weight,
                 )
                 if s.split_hot_keys:
