@@ -16,6 +16,7 @@ import pytest
 import locality.sketch.space_saving as sketch_module
 from locality.errors import InvalidParameterError, LocalityError, SerializationError
 from locality.sketch import SpaceSaving, grouping
+from locality.sketch.columns import STR
 
 N_ITEMS = 500_000
 N_KEYS = 50_000
@@ -436,6 +437,41 @@ def test_near_identical_keys_are_counted_apart():
     pairs = SpaceSaving(len(first), arity=2)
     pairs.update_batch([pa.array(first * 2), pa.array(second * 2)])
     assert monitored(pairs) == {(a, b): (2.0, 2.0, 2.0) for a, b in zip(first, second, strict=True)}
+
+
+def test_short_strings_without_nul_are_grouped_as_padded_bytes_and_come_back_whole():
+    """Look-alikes that pad to the same width stay apart, and the kept keys are the strings given."""
+    words = ["", "a", "ab", "abcdefgh", "abcdefghi", "é", "e\u0301", "東京", "🎉", "x" * 32]
+    blocks = [[pa.array(words)], [pa.array(words[::-1] + ["a"])]]
+    groups = grouping.group([STR], blocks, located=1)
+    assert isinstance(groups.keys[0], grouping.PackedStrings)
+    kept = groups.keys[0].take(groups.at[0]).to_pylist()
+    assert kept == words and groups.rows[groups.at[0]].tolist() == [2, 3] + [2] * 8
+    # One NUL byte or one string over the width in any block: the component is grouped as strings.
+    for odd in ("a\0", "y" * 33):
+        groups = grouping.group([STR], [[pa.array(words)], [pa.array([odd])]], located=1)
+        assert isinstance(groups.keys[0], pa.ChunkedArray) and len(groups.rows) == len(words) + 1
+
+
+@pytest.mark.parametrize("arity", [1, 2])
+def test_padded_bytes_and_strings_give_the_same_sketch(monkeypatch, arity, str_stream, pair_stream):
+    """Short keys (all but the pool's 30-35 byte paths) through both groupings: the same exact counts.
+
+    With evictions the two may keep different keys among those tied at the threshold (new keys
+    tie in group order, and Arrow orders the groups of the two key types differently); both hold
+    every bound.
+    """
+    column = str_stream if arity == 1 else pair_stream[0]
+    short = np.array([len(s.encode()) <= 32 for s in column])
+    keys = column[short][:100_000] if arity == 1 else [c[short][:100_000] for c in pair_stream]
+    truth = exact(keys.tolist() if arity == 1 else rows(keys))
+    padded = fed_in_batches(SpaceSaving(len(truth), arity), keys, 7_919)
+    assert {k: e for k, (e, _, _) in monitored(padded).items()} == truth
+    small = fed_in_batches(SpaceSaving(700, arity), keys, 7_919)
+    monkeypatch.setattr(grouping, "_PACKED_MAX_BYTES", -1)  # every string grouped as a string
+    assert_same_sketch(padded, fed_in_batches(SpaceSaving(len(truth), arity), keys, 7_919))
+    assert_space_saving_bounds(small, truth)
+    assert_space_saving_bounds(fed_in_batches(SpaceSaving(700, arity), keys, 7_919), truth)
 
 
 @pytest.mark.parametrize("kind", ["int", "str", "pair"])

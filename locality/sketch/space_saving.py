@@ -153,13 +153,16 @@ class SpaceSaving:
     buffer holds ``16 * m`` rows, then merges it: one exact grouping of the
     sketch's ``m`` keys with the buffered rows (Arrow's
     ``Table.group_by(..., use_threads=False)``, which compares whole keys, so
-    nothing depends on a hash; ``pandas.factorize`` for a single int component
-    up to 2**20 rows), a selection of the ``m`` largest candidates and one
-    ``take`` of the kept keys: O(m + buffered rows) per merge, O(1) per row, and
-    the sketch's own keys add at most 1/16 to the rows grouped, whatever the
-    batch sizes. Memory: the ``m`` counters, at most ``16 * m`` buffered rows
-    plus the last batch (a buffered Arrow slice keeps its parent's buffers), and,
-    while batches are buffered, the counters as they were before them. A query
+    nothing depends on a hash; strings of at most 32 bytes with no NUL byte are
+    grouped as NUL-padded fixed-width bytes, which Arrow groups faster;
+    ``pandas.factorize`` for a single int component up to 2**20 rows), a
+    selection of the ``m`` largest candidates and one ``take`` of the kept keys:
+    O(m + buffered rows) per merge, O(1) per row, and the sketch's own keys add
+    at most 1/16 to the rows grouped, whatever the batch sizes. Memory: the
+    ``m`` counters, at most ``16 * m`` buffered rows plus the last batch (a
+    buffered Arrow slice keeps its parent's buffers), while batches are buffered
+    the counters as they were before them, and during a merge a padded copy of
+    the buffered string keys (at most 32 bytes a key). A query
     (:attr:`min_count`, ``len``, :meth:`estimate`, :meth:`top_k`,
     :meth:`to_bytes`, ``str``, or being merged into another sketch) merges the
     buffer into a view of the counters the first time it looks after a batch
