@@ -539,12 +539,21 @@ def reconfigure(
     "--split-hot-keys",
     is_flag=True,
     help="--rebalance local, associative state only: split keys too heavy for any instance by neighbour server "
-    "(each part keeps a partial state; merge them downstream).",
+    "(each part keeps a partial state: see --split-merge).",
 )
 @click.option(
     "--split-share",
     type=float,
     help="With --split-hot-keys: also split keys whose forecast exceeds this share of an instance's fair share.",
+)
+@click.option(
+    "--split-merge",
+    type=click.Choice(["fold", "downstream"]),
+    default="fold",
+    show_default=True,
+    help="With --split-hot-keys: how the operator combines a split key's partial states: folded into the key's "
+    "instance at the next reconfiguration (the partials held elsewhere count as moved state), or merged downstream "
+    "by a final aggregation keyed by the key, as with Partial Key Grouping (nothing migrates).",
 )
 @click.option(
     "--forecast",
@@ -578,6 +587,7 @@ def replay_command(
     state_weight,
     split_hot_keys,
     split_share,
+    split_merge,
     forecast,
     alpha,
     hash_engine,
@@ -623,6 +633,7 @@ def replay_command(
             state_weight=state_weight,
             split_hot_keys=split_hot_keys,
             split_share=split_share,
+            split_merge=split_merge,
         )
     with Stages(show=not quiet) as stages, stages.stage(f"{mode} replay"):
         result = replay_trace(

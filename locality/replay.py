@@ -83,6 +83,7 @@ class WindowResult:
     rebalance_moved_keys: int = 0
     hot_keys: dict[str, int] = field(default_factory=dict)
     split_keys: dict[str, int] = field(default_factory=dict)
+    fold_cost: float = 0.0
 
     @property
     def worst_imbalance(self) -> float:
@@ -90,8 +91,8 @@ class WindowResult:
 
     @property
     def state_moved(self) -> float:
-        """Share of the window's state moved: by the reconfiguration, then by the rebalancer."""
-        return self.migration_cost + self.rebalance_cost
+        """Share of the window's state moved: by the reconfiguration, the rebalancer and the fold of split keys."""
+        return self.migration_cost + self.rebalance_cost + self.fold_cost
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -139,7 +140,7 @@ class ReplayResult:
         return float(np.mean(days)) if days else float("nan")
 
     def mean_state_moved(self) -> float:
-        """Mean over the windows after the first of the share of state moved (reconfiguration + rebalancing)."""
+        """Mean over the windows after the first of the share of state moved (reconfiguration, rebalancing, fold)."""
         return self._mean("state_moved")
 
     def to_dict(self) -> dict:
@@ -154,6 +155,7 @@ class ReplayResult:
             "mean_hash_daily_worst_imbalance": self.mean_daily_worst_imbalance(hashed=True),
             "mean_migration_cost": self.mean_migration_cost(),
             "mean_rebalance_cost": self._mean("rebalance_cost"),
+            "mean_fold_cost": self._mean("fold_cost"),
             "mean_state_moved": self.mean_state_moved(),
             "windows": [w.to_dict() for w in self.windows],
         }
@@ -345,6 +347,7 @@ def _window_result(start, end, config: RoutingConfiguration, routed: WindowRoute
         rebalance_moved_keys=routed.moved_keys,
         hot_keys=step.hot_keys,
         split_keys={op: len(keys) for op, keys in routed.split.items() if keys},
+        fold_cost=routed.folded_state / (rows * n_ops) if rows else 0.0,
     )
 
 

@@ -18,14 +18,22 @@ def trace_file(tmp_path_factory):
 def test_replay_with_the_local_rebalancer_prints_daily_and_state_figures(trace_file, capsys):
     args = ["replay", trace_file, "--keys", "location,hashtag", "--servers", "6", "--json"]
     window = ["--start", "2015-06-01", "--end", "2015-06-15"]
-    rebalanced = ["--rebalance", "local", "--rebalance-every", "6h", "--split-hot-keys", "--forecast", "decay:0.5"]
+    rebalanced = ["--rebalance", "local", "--rebalance-every", "6h", "--forecast", "decay:0.5"]
+    rebalanced += ["--split-hot-keys", "--split-share", "0.5"]
     assert main([*args, *window, *rebalanced]) == EXIT_OK
     doc = json.loads(capsys.readouterr().out)
     assert len(doc["windows"]) == 2  # --end cut the third week
     second = doc["windows"][1]
     assert len(second["daily_worst_imbalance"]) == 7 and second["rebalance_moved_keys"] > 0
-    assert doc["mean_state_moved"] == pytest.approx(second["migration_cost"] + second["rebalance_cost"])
+    assert second["split_keys"] and second["fold_cost"] > 0
+    moved = second["migration_cost"] + second["rebalance_cost"] + second["fold_cost"]
+    assert doc["mean_state_moved"] == pytest.approx(moved)
     assert doc["mean_daily_worst_imbalance"] >= 1.0 and doc["mean_hash_daily_worst_imbalance"] >= 1.0
+    # the same run with the split keys' partials merged downstream: the same moves, no fold
+    assert main([*args, *window, *rebalanced, "--split-merge", "downstream"]) == EXIT_OK
+    merged = json.loads(capsys.readouterr().out)["windows"][1]
+    assert merged["fold_cost"] == 0 and merged["rebalance_cost"] == second["rebalance_cost"]
+    assert merged["locality"] == second["locality"] and merged["imbalance"] == second["imbalance"]
 
 
 @pytest.mark.parametrize(
@@ -34,6 +42,7 @@ def test_replay_with_the_local_rebalancer_prints_daily_and_state_figures(trace_f
         (["--rebalance", "local", "--rebalance-forecast", "median"], "'forecast' parameter of parse_forecast"),
         (["--forecast", "decay:2"], "'decay' parameter of the decay forecast"),
         (["--rebalance", "mixed", "--split-hot-keys"], "split_hot_keys needs a base-aware rebalancer"),
+        (["--rebalance", "local", "--split-merge", "later"], "'later' is not one of 'fold', 'downstream'"),
     ],
 )
 def test_bad_rebalancer_options_exit_2_with_a_message(trace_file, capsys, extra, message):

@@ -159,17 +159,17 @@ def hot_window():
     fitted = LocalityOptimizer(Topology.uniform(["location", "hashtag"], 6), alpha=1.03).fit(first)
     start, end = pd.Timestamp("2015-06-08", tz="UTC"), pd.Timestamp("2015-06-15", tz="UTC")
 
-    def route(split: bool):
+    def route(split: bool, merge: str = "fold"):
         router = WindowRouter(
             fitted.config_, second, ts="ts", start=start, end=end, graph=fitted.graph_, warmup=first.iloc[-2000:]
         )
-        return router.route(RebalanceSchedule(every="6h", split_hot_keys=split))
+        return router.route(RebalanceSchedule(every="6h", split_hot_keys=split, split_merge=merge))
 
-    return second, fitted, route(True), route(False)
+    return second, fitted, route(True), route(False), route(True, "downstream")
 
 
 def test_a_split_key_reaches_only_instances_holding_its_state_and_merges_to_the_unsplit_result(hot_window):
-    second, fitted, split, plain = hot_window
+    second, fitted, split, plain, _ = hot_window
     assert set(split.split["hashtag"]) == {"hot"} and not split.split["location"]
     info = split.split["hashtag"]["hot"]
     rows = (second["hashtag"] == "hot").to_numpy()
@@ -201,3 +201,14 @@ def test_a_split_key_reaches_only_instances_holding_its_state_and_merges_to_the_
         loads = np.bincount(routed.routes["hashtag"], minlength=6)
         assert loads.max() / loads.mean() < 1.1
     assert split.moved_state < 0.5 * plain.moved_state
+
+
+def test_a_fold_moves_the_partials_held_elsewhere_and_a_downstream_merge_moves_none(hot_window):
+    second, _, split, plain, downstream = hot_window
+    info = split.split["hashtag"]["hot"]
+    rows = (second["hashtag"] == "hot").to_numpy()
+    away = np.count_nonzero(split.routes["hashtag"][rows] != info["instance"])
+    assert split.folded_state == away > 0 and plain.folded_state == 0
+    # merged downstream: the same routes and moves, nothing folded
+    np.testing.assert_array_equal(downstream.routes["hashtag"], split.routes["hashtag"])
+    assert downstream.folded_state == 0 and downstream.moved_state == split.moved_state

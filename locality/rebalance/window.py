@@ -90,6 +90,13 @@ class RebalanceSchedule:
         the balance window exceeds this share of an instance's fair share of
         that load. None: when it fits on no instance (under ``1 + theta_max``
         times the mean even on the least-loaded one).
+    split_merge : {"fold", "downstream"}
+        How the operator combines a split key's partial states. ``"fold"``:
+        they are folded into the key's one instance at the next
+        reconfiguration, and the partials held elsewhere count as moved state
+        (:attr:`WindowRoutes.folded_state`). ``"downstream"``: a final
+        aggregation keyed by the key combines them, as with Partial Key
+        Grouping; nothing migrates.
     options : mapping
         More keyword options of the rebalancer (``max_cost``, ``follow`` for
         ``local``; ``beta`` for Mixed...).
@@ -105,6 +112,7 @@ class RebalanceSchedule:
     state_weight: float = 1.0
     split_hot_keys: bool = False
     split_share: float | None = None
+    split_merge: str = "fold"
     options: Mapping = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -112,6 +120,7 @@ class RebalanceSchedule:
         check_option(self.method, "method", owner, METHODS)
         check_interval(self.theta_max, "theta_max", owner, lower=0.0)
         check_interval(self.state_weight, "state_weight", owner, lower=0.0)
+        check_option(self.split_merge, "split_merge", owner, ("fold", "downstream"))
         parse_forecast(self.forecast)
         if self.split_share is not None:
             check_interval(self.split_share, "split_share", owner, lower=0.0, closed="neither")
@@ -142,6 +151,8 @@ class WindowRoutes:
     config: RoutingConfiguration
     moved_state: float = 0.0
     moved_keys: int = 0
+    folded_state: float = 0.0
+    """State the fold of the split keys' parts moves (``split_merge="fold"``; 0 when merged downstream)."""
     runs: int = 0
     split: dict[str, dict] = field(default_factory=dict)
     """Per operator, each split key: its last plan (``route`` by neighbour server, ``parts``), the
@@ -263,8 +274,9 @@ class WindowRouter:
             for code, split in o.split.items():
                 rows = o.row_order[o.row_start[code] : o.row_start[code + 1]]
                 # Folding the parts back into the key's one instance (at the next reconfiguration) moves
-                # the partial states held elsewhere: counted as moved state.
-                out.moved_state += float(np.count_nonzero(routes[o.name][rows] != o.instance[code]))
+                # the partial states held elsewhere.
+                if schedule.split_merge == "fold":
+                    out.folded_state += float(np.count_nonzero(routes[o.name][rows] != o.instance[code]))
                 holders = sorted({int(i) for i in routes[o.name][rows]})
                 out.split[o.name][o.keys[code]] = {
                     **split.to_dict(),
