@@ -79,3 +79,27 @@ def test_following_hourly_lifts_next_week_locality_on_the_ira_tweets(capsys):
     assert follow["mean_worst_imbalance"] <= online["mean_worst_imbalance"]  # 2.075 -> 1.971
     assert 0 < follow["mean_rebalance_cost"] < 0.1  # 7.1% of a week's state moved by following
     assert all(w["rebalance_moved_keys"] > 0 for w in follow["windows"][1:])
+
+
+def test_hot_keys_split_by_neighbour_server_balance_the_ira_bursts(capsys):
+    """Six IRA weeks: split hot keys, partials merged downstream: balanced, more local, little state moved."""
+    common = ["ira_troll_hashtags", "--keys", "user,hashtag", "--servers", "6", "--json", "-q"]
+    common += ["--start", "2016-09-05", "--end", "2016-10-17"]
+    split = ["--mode", "offline", "--rebalance", "local", "--rebalance-every", "30min", "--theta-max", "0.05"]
+    split += ["--state-weight", "3", "--split-hot-keys", "--split-share", "0.05"]
+    docs = {}
+    for name, extra in (
+        ("online", []),
+        ("fold", [*split, "--split-merge", "fold"]),
+        ("downstream", [*split, "--split-merge", "downstream"]),
+    ):
+        assert main(["replay", *common, *extra]) == EXIT_OK
+        docs[name] = json.loads(capsys.readouterr().out)
+    online, fold, downstream = docs["online"], docs["fold"], docs["downstream"]
+    assert downstream["mean_worst_imbalance"] < 1.2 < online["mean_worst_imbalance"]  # measured 2.075 -> 1.126
+    assert downstream["mean_locality"] > online["mean_locality"] + 0.2  # 38.0% -> 68.8%
+    assert downstream["mean_state_moved"] < 0.15 < online["mean_state_moved"]  # 45.1% -> 7.2% a week
+    # folding the parts into one instance instead: the same routing, and the partials' migration on top
+    assert fold["mean_locality"] == downstream["mean_locality"]
+    assert fold["mean_fold_cost"] > 0.2 and downstream["mean_fold_cost"] == 0  # 35.4% of a week's state
+    assert fold["mean_state_moved"] == pytest.approx(downstream["mean_state_moved"] + fold["mean_fold_cost"])
