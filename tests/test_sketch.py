@@ -439,7 +439,7 @@ def test_near_identical_keys_are_counted_apart():
     assert monitored(pairs) == {(a, b): (2.0, 2.0, 2.0) for a, b in zip(first, second, strict=True)}
 
 
-def test_short_strings_without_nul_are_grouped_as_padded_bytes_and_come_back_whole():
+def test_short_strings_without_nul_are_grouped_as_padded_bytes_and_come_back_whole(monkeypatch):
     """Look-alikes that pad to the same width stay apart, and the kept keys are the strings given."""
     words = ["", "a", "ab", "abcdefgh", "abcdefghi", "é", "e\u0301", "東京", "🎉", "x" * 32]
     blocks = [[pa.array(words)], [pa.array(words[::-1] + ["a"])]]
@@ -451,6 +451,10 @@ def test_short_strings_without_nul_are_grouped_as_padded_bytes_and_come_back_who
     for odd in ("a\0", "y" * 33):
         groups = grouping.group([STR], [[pa.array(words)], [pa.array([odd])]], located=1)
         assert isinstance(groups.keys[0], pa.ChunkedArray) and len(groups.rows) == len(words) + 1
+    # A block whose padded bytes would overflow Arrow's 32-bit offsets: strings too.
+    monkeypatch.setattr(grouping, "_MAX_STRING_BYTES", 32 * len(words) - 1)
+    groups = grouping.group([STR], blocks, located=1)
+    assert isinstance(groups.keys[0], pa.ChunkedArray) and groups.rows[groups.at[0]].tolist() == [2, 3] + [2] * 8
 
 
 @pytest.mark.parametrize("arity", [1, 2])

@@ -35,6 +35,7 @@ __all__ = ["Groups", "PackedStrings", "group"]
 _PANDAS_MAX_ROWS = 1 << 20
 # Longer strings (URLs, say) are grouped as strings: padding every key to their length would cost more than it saves.
 _PACKED_MAX_BYTES = 32
+_MAX_STRING_BYTES = 2**31 - 1
 
 
 class PackedStrings:
@@ -145,6 +146,8 @@ def _padded(strings: list[pa.StringArray]) -> list[pa.FixedSizeBinaryArray] | No
     if longest > _PACKED_MAX_BYTES:
         return None
     width = max(1, longest)
+    if width * max(len(s) for s in strings) > _MAX_STRING_BYTES:
+        return None  # a padded block would overflow Arrow's 32-bit string offsets
     padded = []
     for s, offset in zip(strings, offsets, strict=True):
         if offset[-1] > offset[0] and not np.frombuffer(s.buffers()[2], dtype=np.uint8)[offset[0] : offset[-1]].all():
