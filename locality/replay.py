@@ -326,7 +326,7 @@ def _window_result(start, end, config: RoutingConfiguration, routed: WindowRoute
     optimized = _figures(config, routed.routes, rows).figures(config, config.table_sizes())
     hashed = _figures(config, routed.hash_routes, rows).figures(config, dict.fromkeys(routed.routes, 0))
     day = ((ts - pd.Timestamp(start)) // pd.Timedelta("1D")).to_numpy(dtype=np.int64)
-    n_ops = len(routed.routes)
+    window_state = max(rows * len(routed.routes), 1)  # a unit of state per tuple and operator
     return WindowResult(
         start=str(start),
         end=str(end),
@@ -338,7 +338,7 @@ def _window_result(start, end, config: RoutingConfiguration, routed: WindowRoute
         migration_cost=step.moved_share,
         moved_keys=step.moved_keys,
         migration_cost_without_relabeling=step.raw_share,
-        rebalance_cost=routed.moved_state / (rows * n_ops) if rows else 0.0,
+        rebalance_cost=routed.moved_state / window_state,
         table_entries=config.table_sizes(),
         published=step.published,
         reason=step.reason,
@@ -347,7 +347,7 @@ def _window_result(start, end, config: RoutingConfiguration, routed: WindowRoute
         rebalance_moved_keys=routed.moved_keys,
         hot_keys=step.hot_keys,
         split_keys={op: len(keys) for op, keys in routed.split.items() if keys},
-        fold_cost=routed.folded_state / (rows * n_ops) if rows else 0.0,
+        fold_cost=routed.folded_state / window_state,
     )
 
 

@@ -45,9 +45,6 @@ class PackedStrings:
     def __init__(self, padded: pa.ChunkedArray) -> None:
         self.padded = padded
 
-    def __len__(self) -> int:
-        return len(self.padded)
-
     def take(self, rows: np.ndarray) -> pa.StringArray:
         """The strings of ``rows``, their padding stripped (packed strings hold no NUL of their own)."""
         chosen = self.padded.take(rows).combine_chunks().cast(pa.string())
@@ -142,7 +139,7 @@ def group(
 
 def _padded(strings: list[pa.StringArray]) -> list[pa.FixedSizeBinaryArray] | None:
     """Each block's strings NUL-padded to one width, as ``fixed_size_binary``; None if some cannot be."""
-    offsets = [np.frombuffer(s.buffers()[1], dtype=np.int32, count=len(s) + 1, offset=4 * s.offset) for s in strings]
+    offsets = [_offsets(s) for s in strings]
     longest = max((int(np.diff(o).max()) for o in offsets if len(o) > 1), default=0)
     if longest > _PACKED_MAX_BYTES:
         return None
@@ -155,9 +152,14 @@ def _padded(strings: list[pa.StringArray]) -> list[pa.FixedSizeBinaryArray] | No
             return None  # a NUL byte: "a" and "a\0" would pad to the same bytes
         # ascii_rpad counts bytes, so non-ASCII UTF-8 pads to the width as well; the check below makes sure.
         out = pc.ascii_rpad(s, width=width, padding="\0")
-        ends = np.frombuffer(out.buffers()[1], dtype=np.int32, count=len(s) + 1, offset=4 * out.offset)
+        ends = _offsets(out)
         if ends[0] != 0 or ends[-1] != width * len(s):
             return None  # padded by characters, not bytes: the rows would not line up
         data = out.buffers()[2] if len(s) else pa.py_buffer(b"")
         padded.append(pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(s), [None, data]))
     return padded
+
+
+def _offsets(strings: pa.StringArray) -> np.ndarray:
+    """Where each string of the array starts in its data buffer, and where the last ends (int32, no copy)."""
+    return np.frombuffer(strings.buffers()[1], dtype=np.int32, count=len(strings) + 1, offset=4 * strings.offset)
