@@ -187,6 +187,36 @@ def optimizer_options(command: Callable) -> Callable:
     )
 
 
+def split_options(command: Callable) -> Callable:
+    """Hot-key splitting by neighbour server, for ``--rebalance local`` or ``follow`` (associative state only)."""
+    return _apply(
+        command,
+        [
+            click.option(
+                "--split-hot-keys",
+                is_flag=True,
+                help="--rebalance local, associative state only: split keys too heavy for any instance by "
+                "neighbour server (each part keeps a partial state: see --split-merge).",
+            ),
+            click.option(
+                "--split-share",
+                type=float,
+                help="With --split-hot-keys: also split keys whose expected load exceeds this share of an "
+                "instance's fair share.",
+            ),
+            click.option(
+                "--split-merge",
+                type=click.Choice(["fold", "downstream"]),
+                default="fold",
+                show_default=True,
+                help="With --split-hot-keys: how the operator combines a split key's partial states: folded into "
+                "the key's instance when the split ends (the partials held elsewhere move: moved state), or merged "
+                "downstream by a final aggregation keyed by the key, as with Partial Key Grouping (nothing migrates).",
+            ),
+        ],
+    )
+
+
 def output_options(command: Callable) -> Callable:
     """``--json``, ``-q/--quiet``, ``--master`` and ``--debug``: the options of every Spark command."""
     return _apply(
@@ -402,6 +432,7 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
     help="With --rebalance local or follow: how long the moves serve (until the next reconfiguration); "
     "a key's window load is scaled to it.",
 )
+@split_options
 @optimizer_options
 @output_options
 def reconfigure(
@@ -424,6 +455,9 @@ def reconfigure(
     theta_max,
     state_weight,
     horizon,
+    split_hot_keys,
+    split_share,
+    split_merge,
     servers,
     instances_per_server,
     topology_file,
@@ -474,6 +508,9 @@ def reconfigure(
         theta_max=theta_max,
         state_weight=state_weight,
         horizon=horizon,
+        split_hot_keys=split_hot_keys,
+        split_share=split_share,
+        split_merge=split_merge,
         lock_timeout=lock_timeout,
     )
     if window:
@@ -492,6 +529,8 @@ def reconfigure(
         f" (hash {outcome['hash_locality']:.1%}); moves {outcome['moved_keys']:,} keys, "
         f"{outcome['migration_cost_share']:.1%} of the state"
     )
+    if any(outcome.get("split_keys", {}).values()):
+        text += f"; split keys {outcome['split_keys']}"
     _emit(as_json, outcome, text)
 
 
@@ -535,26 +574,7 @@ def reconfigure(
     show_default=True,
     help="--rebalance local or follow: hops per unit of state.",
 )
-@click.option(
-    "--split-hot-keys",
-    is_flag=True,
-    help="--rebalance local, associative state only: split keys too heavy for any instance by neighbour server "
-    "(each part keeps a partial state: see --split-merge).",
-)
-@click.option(
-    "--split-share",
-    type=float,
-    help="With --split-hot-keys: also split keys whose forecast exceeds this share of an instance's fair share.",
-)
-@click.option(
-    "--split-merge",
-    type=click.Choice(["fold", "downstream"]),
-    default="fold",
-    show_default=True,
-    help="With --split-hot-keys: how the operator combines a split key's partial states: folded into the key's "
-    "instance at the next reconfiguration (the partials held elsewhere count as moved state), or merged downstream "
-    "by a final aggregation keyed by the key, as with Partial Key Grouping (nothing migrates).",
-)
+@split_options
 @click.option(
     "--forecast",
     help="Online: balance each reconfiguration on this forecast of next window's key loads (e.g. decay:0.5).",

@@ -215,6 +215,9 @@ def replay(
         uniques = np.asarray(uniques, dtype=object)
         optimized_routes[op] = config.route_many(op, uniques)[codes]
         hash_routes[op] = config.tables[op].fallback.instances_of(uniques)[codes]
+    if any(config.split_keys().values()):  # split keys follow their neighbour's server, row by row
+        keys = {op: frame[mapping[op]].to_numpy(dtype=object) for op in ops}
+        optimized_routes = config.route_rows(keys, home=optimized_routes)
     return (
         _totals(config, optimized_routes, weights, rows, dropped),
         _totals(config, hash_routes, weights, rows, dropped),
@@ -287,25 +290,74 @@ def estimate_from_counts(config: RoutingConfiguration, counts: KeyCounts, rows: 
     the counts cover the whole trace (a sketch that never filled up, or exact
     counts with no top-N cut); otherwise an estimate whose error is bounded by
     the uncovered weight. ``locality evaluate`` replays a trace for exact figures.
+
+    Split keys are routed by their neighbour's server as in
+    :meth:`RoutingConfiguration.route_rows`, which a pair holds for the hop
+    into a split key and for the first operator's; a split key of a middle
+    operator sends from its home instance here (its upstream key is not in
+    the pair). A split key's load is spread over its parts as its pairs are.
     """
     ops = list(config.topology.operators)
     total = counts.total_weight
     figures = []
     for routing in (config, config.hash_only()):
+        pair_routes = [_pair_routes(routing, i, pairs) for i, pairs in enumerate(counts.pair_counts)]
         loads, local = {}, {}
-        for op in ops:
+        for i, op in enumerate(ops):
             table = counts.key_loads[op]
-            inst = routing.route_many(op, table["key"].to_numpy(dtype=object))
+            keys = table["key"].to_numpy(dtype=object)
+            weights = table["weight"].to_numpy(dtype=float)
             n = config.topology.n_instances(op)
-            known = np.bincount(inst, weights=table["weight"].to_numpy(dtype=float), minlength=n)
+            split = routing.tables[op].splits
+            whole = ~pd.Index(keys).isin(list(split)) if split else np.ones(len(keys), dtype=bool)
+            known = np.bincount(routing.route_many(op, keys[whole]), weights=weights[whole], minlength=n)
+            if split and pair_routes:
+                hop, side = (i - 1, 1) if i > 0 else (0, 0)
+                pairs = counts.pair_counts[hop]
+                known += _split_loads(pairs[f"key{side}"], pair_routes[hop][side], pairs["weight"], table, routing, op)
             loads[op] = known + max(total - known.sum(), 0.0) / n
-        for (a, b), pairs in zip(zip(ops, ops[1:]), counts.pair_counts):
-            servers_a = config.topology.instance_servers(a)[routing.route_many(a, pairs["key0"].to_numpy(dtype=object))]
-            servers_b = config.topology.instance_servers(b)[routing.route_many(b, pairs["key1"].to_numpy(dtype=object))]
+        for (a, b), pairs, (inst_a, inst_b) in zip(zip(ops, ops[1:]), counts.pair_counts, pair_routes):
+            same = config.topology.instance_servers(a)[inst_a] == config.topology.instance_servers(b)[inst_b]
             weights = pairs["weight"].to_numpy(dtype=float)
             residual = max(total - weights.sum(), 0.0)
-            local[hop_name(a, b)] = float(weights[servers_a == servers_b].sum()) + residual * _hash_local_share(
-                config, a, b
-            )
+            local[hop_name(a, b)] = float(weights[same].sum()) + residual * _hash_local_share(config, a, b)
         figures.append(ReplayTotals(rows, 0, total, loads, local).figures(config, routing.table_sizes()))
     return EvaluationReport(optimized=figures[0], hash=figures[1])
+
+
+def _pair_routes(config: RoutingConfiguration, hop: int, pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Instances of both keys of each pair of hop ``hop`` (split keys by their neighbour where the pair holds it)."""
+    ops = list(config.topology.operators)
+    a, b = ops[hop], ops[hop + 1]
+    key0, key1 = pairs["key0"].to_numpy(dtype=object), pairs["key1"].to_numpy(dtype=object)
+    servers = config.topology.instance_servers
+    inst_a, inst_b = config.route_many(a, key0), config.route_many(b, key1)
+    if hop == 0 and config.tables[a].splits:  # the first operator's split keys follow the next key's home
+        inst_a = config.route_many(a, key0, servers(b)[inst_b])
+    if config.tables[b].splits:
+        inst_b = config.route_many(b, key1, servers(a)[inst_a])
+    return inst_a, inst_b
+
+
+def _split_loads(
+    pair_keys: pd.Series,
+    instances: np.ndarray,
+    weights: pd.Series,
+    key_loads: pd.DataFrame,
+    config: RoutingConfiguration,
+    op: str,
+) -> np.ndarray:
+    """Load per instance of ``op``'s split keys: each key's load spread as its pairs go (else whole at home)."""
+    n = config.topology.n_instances(op)
+    keys = pd.Index(list(config.tables[op].splits))
+    load = key_loads.set_index("key")["weight"].reindex(keys).fillna(0.0).to_numpy(dtype=float)
+    owner = keys.get_indexer(pair_keys.to_numpy(dtype=object))
+    mine = owner >= 0
+    flows = np.zeros((len(keys), n))
+    np.add.at(flows, (owner[mine], instances[mine]), weights.to_numpy(dtype=float)[mine])
+    seen = flows.sum(axis=1)
+    out = (flows * np.divide(load, seen, out=np.zeros_like(load), where=seen > 0)[:, None]).sum(axis=0)
+    unseen = np.flatnonzero((seen <= 0) & (load > 0))
+    if unseen.size:
+        np.add.at(out, config.route_many(op, keys[unseen].to_numpy(dtype=object)), load[unseen])
+    return out

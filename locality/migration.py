@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from locality._validation import check_option
 from locality.errors import InvalidParameterError, SerializationError
 from locality.routing import RoutingConfiguration
 
@@ -190,6 +191,18 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
+def _folds(op: str, old: RoutingConfiguration, new: RoutingConfiguration, sizes: pd.Series) -> pd.DataFrame:
+    """Partial states of ``old``'s split keys held where ``new`` no longer sends the key: folded into its home."""
+    out = []
+    for key, route in old.tables[op].splits.items():
+        holders = {*route, old.route(op, key)}
+        home = new.route(op, key)
+        keeps = {*new.tables[op].splits.get(key, ()), home}
+        share = float(sizes.get(key, 0.0)) / len(holders)
+        out.extend((op, key, part, home, share) for part in sorted(holders - keeps))
+    return pd.DataFrame(out, columns=["operator", "key", "source", "target", "state"])
+
+
 def plan_migration(
     old: RoutingConfiguration,
     new: RoutingConfiguration,
@@ -197,6 +210,7 @@ def plan_migration(
     *,
     from_version: int | None = None,
     to_version: int | None = None,
+    split_merge: str = "fold",
 ) -> MigrationPlan:
     """The keys whose instance changes from ``old`` to ``new``, and the state each carries.
 
@@ -210,11 +224,20 @@ def plan_migration(
         in either table but absent here carry no known state (0) but still
         move. A key in neither table routes by the same hash in both and
         never moves.
+    split_merge : {"fold", "downstream"}, default "fold"
+        How split keys' partial states are combined (see
+        :mod:`locality.rebalance.split`). ``"fold"``: a partial state held on
+        an instance that ``new`` no longer sends the key to (a split ended, or
+        its plan changed) moves to the key's home instance in ``new`` and is
+        merged there; each partial counts an equal share of the key's state
+        (the plan does not know the parts' sizes). ``"downstream"``: a final
+        aggregation combines them; a split key's partials never move.
 
     Returns
     -------
     MigrationPlan
     """
+    check_option(split_merge, "split_merge", "plan_migration", ("fold", "downstream"))
     if old.topology != new.topology:
         raise InvalidParameterError("a migration plan needs two configurations of the same topology")
     for op in new.topology.operators:
@@ -227,19 +250,19 @@ def plan_migration(
     for op in new.topology.operators:
         sizes = state_sizes.get(op, pd.Series(dtype=float))
         total += float(sizes.sum())
+        was_split = old.tables[op].splits
         candidates = old.tables[op].entries.index.append(new.tables[op].entries.index).unique()
-        if len(candidates) == 0:
-            continue
-        keys = candidates.to_numpy(dtype=object)
-        source = old.route_many(op, keys)
-        target = new.route_many(op, keys)
-        moved = source != target
-        state = sizes.reindex(candidates[moved]).fillna(0.0).to_numpy(dtype=float)
-        rows.append(
-            pd.DataFrame(
-                {"operator": op, "key": keys[moved], "source": source[moved], "target": target[moved], "state": state}
-            )
-        )
+        candidates = candidates[~candidates.isin(list(was_split))]  # their partials are handled below
+        if len(candidates):
+            keys = candidates.to_numpy(dtype=object)
+            source = old.route_many(op, keys)
+            target = new.route_many(op, keys)
+            moved = source != target
+            state = sizes.reindex(candidates[moved]).fillna(0.0).to_numpy(dtype=float)
+            frame = {"operator": op, "key": keys[moved], "source": source[moved], "target": target[moved]}
+            rows.append(pd.DataFrame({**frame, "state": state}))
+        if was_split and split_merge == "fold":
+            rows.append(_folds(op, old, new, sizes))
     moves = (
         pd.concat(rows, ignore_index=True)
         if rows

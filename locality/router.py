@@ -49,6 +49,9 @@ logger = logging.getLogger(__name__)
 
 _PLAN_FILE = "migration_plan.json"
 
+#: A batch of keys: the containers :meth:`RoutingTable.route_many` takes.
+KeyBatch = Iterable[str | int] | np.ndarray | pd.Series | pa.Array
+
 
 @dataclass(frozen=True, eq=False)
 class RoutingSnapshot:
@@ -94,13 +97,18 @@ class RoutingSnapshot:
                 f"got {operator!r}"
             ) from None
 
-    def route(self, operator: str, key: str | int) -> int:
-        """Instance of ``key`` at ``operator``: its table entry, else the fallback hash."""
-        return self.table(operator).route(key)
+    def route(self, operator: str, key: str | int, server: int | str | None = None) -> int:
+        """Instance of ``key`` at ``operator``: its split plan's for ``server``, its entry, else the fallback hash.
 
-    def route_many(self, operator: str, keys: Iterable[str | int] | np.ndarray | pd.Series | pa.Array) -> np.ndarray:
+        ``server`` (a position or a name) is the server of the tuple's
+        neighbouring key: for a router inside an instance, its own server.
+        """
+        self.table(operator)  # names the operator when it is unknown
+        return self.configuration.route(operator, key, server)
+
+    def route_many(self, operator: str, keys: KeyBatch, servers: np.ndarray | None = None) -> np.ndarray:
         """Instances of a batch of keys at ``operator`` (see :meth:`RoutingTable.route_many`)."""
-        return self.table(operator).route_many(keys)
+        return self.table(operator).route_many(keys, servers)
 
     def server_of(self, operator: str, key: str | int) -> str:
         """Server of the instance ``key`` goes to at ``operator``."""
@@ -246,23 +254,25 @@ class Router:
         """The current routing table of ``operator`` (see :meth:`RoutingSnapshot.table`)."""
         return self._snapshot.table(operator)
 
-    def route(self, operator: str, key: str | int) -> int:
-        """Instance of ``key`` at ``operator`` in the version in service."""
-        return self._snapshot.table(operator).route(key)
+    def route(self, operator: str, key: str | int, server: int | str | None = None) -> int:
+        """Instance of ``key`` at ``operator`` in the version in service (see :meth:`RoutingSnapshot.route`)."""
+        return self._snapshot.route(operator, key, server)
 
-    def route_many(self, operator: str, keys: Iterable[str | int] | np.ndarray | pd.Series | pa.Array) -> np.ndarray:
+    def route_many(self, operator: str, keys: KeyBatch, servers: np.ndarray | None = None) -> np.ndarray:
         """Instances of a batch of keys at ``operator``, all from one version.
 
         Parameters
         ----------
         operator : str
         keys : sequence of str and int, numpy array, pandas Series or pyarrow Array
+        servers : array of int, optional
+            Per key, the position of its neighbouring key's server (read by split keys only).
 
         Returns
         -------
         numpy.ndarray of int64, shape (len(keys),)
         """
-        return self._snapshot.table(operator).route_many(keys)
+        return self._snapshot.table(operator).route_many(keys, servers)
 
     def server_of(self, operator: str, key: str | int) -> str:
         """Server of the instance ``key`` goes to at ``operator``."""

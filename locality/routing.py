@@ -5,10 +5,23 @@ holds the tables of the whole chain with the topology and the parameters
 that made them. Entries equal to the fallback are never stored: the table
 holds only what the hash gets wrong, so its size is what an engine must load.
 
+A table may also *split* hot keys (associative state only, see
+:mod:`locality.rebalance.split`): a split key's tuples go to the instance its
+plan names for the server of the tuple's neighbouring key (the upstream
+key's server, which is the sending instance's; for the first operator, the
+server of the next operator's key). :meth:`RoutingTable.route` takes that
+server; without one a split key goes to its home instance, the one its
+partial states fold back into. :meth:`RoutingConfiguration.route_rows`
+applies the rule to whole tuples.
+
 A configuration is written as JSON (one document: topology, fallback spec,
 entries) and as Parquet (one file per operator with typed ``key`` and int32
 ``instance`` columns, plus ``configuration.json`` without the entries), so a
-non-Python engine can load either.
+non-Python engine can load either. Split plans add one Parquet file per
+operator that has some (``key``, ``server_index``, ``server``, ``instance``:
+one row per key and server) and raise the format version to 2, so that a
+reader that cannot route them refuses the configuration instead of routing
+split keys whole.
 """
 
 from __future__ import annotations
@@ -36,8 +49,10 @@ __all__ = ["RoutingTable", "RoutingConfiguration", "build_routing", "entry_value
 
 logger = logging.getLogger(__name__)
 
-#: Version of the JSON / Parquet layout; readers refuse newer versions.
-FORMAT_VERSION = 1
+#: Version of the JSON / Parquet layout; readers refuse newer versions. A configuration
+#: without split keys is written as version 1 (readable by every release), with them as 2.
+FORMAT_VERSION = 2
+_SPLIT_FORMAT = 2
 
 
 def _plain(value):
@@ -55,6 +70,11 @@ class RoutingTable:
         The engine's own routing for keys not in the table.
     entries : mapping of key -> instance, or pandas Series indexed by key
         Entries equal to the fallback are dropped on construction.
+    splits : mapping of key -> sequence of int, optional
+        Split keys: for each, the instance of its tuples whose neighbouring
+        key is on server ``s`` (position ``s`` in the topology's servers),
+        one per server. The key's entry (or the fallback) stays its home
+        instance.
 
     Notes
     -----
@@ -63,7 +83,13 @@ class RoutingTable:
     constructor, so any number of threads may route through one table.
     """
 
-    def __init__(self, operator: str, fallback: FallbackHash, entries: Mapping | pd.Series | None = None) -> None:
+    def __init__(
+        self,
+        operator: str,
+        fallback: FallbackHash,
+        entries: Mapping | pd.Series | None = None,
+        splits: Mapping[str | int, Iterable[int]] | None = None,
+    ) -> None:
         self.operator = operator
         self.fallback = fallback
         series = pd.Series(entries, dtype="int64") if not isinstance(entries, pd.Series) else entries.astype("int64")
@@ -84,6 +110,7 @@ class RoutingTable:
             keep = series.to_numpy() != fallback.instances_of(series.index.to_numpy(dtype=object))
             series = series[keep]
         self.entries: pd.Series = series
+        self.splits: dict[str | int, tuple[int, ...]] = _checked_splits(operator, splits, fallback.n_instances)
         self._build_lookups()
 
     def _build_lookups(self) -> None:
@@ -97,6 +124,9 @@ class RoutingTable:
         """
         keys = self.entries.index
         self._kind = _key_kind(keys[0]) if len(keys) else None
+        if self.splits:
+            self._split_index = pd.Index(list(self.splits))
+            self._split_routes = np.array(list(self.splits.values()), dtype=np.int64)
         instances = self.entries.to_numpy(dtype=np.int64)
         self._by_key: dict = dict(zip(keys.tolist(), instances.tolist()))
         if self._kind == "integer":
@@ -111,36 +141,58 @@ class RoutingTable:
 
     def __getstate__(self) -> dict:
         # pickles (Spark shipping a table to executors) hold the entries, not the lookups
-        return {"operator": self.operator, "fallback": self.fallback, "entries": self.entries}
+        return {"operator": self.operator, "fallback": self.fallback, "entries": self.entries, "splits": self.splits}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._build_lookups()
 
-    def route(self, key: str | int) -> int:
-        """Instance of ``key``: its entry, else the fallback hash.
+    @property
+    def n_servers(self) -> int | None:
+        """Servers a split plan names an instance for (None without split keys)."""
+        return len(next(iter(self.splits.values()))) if self.splits else None
+
+    def route(self, key: str | int, server: int | None = None) -> int:
+        """Instance of ``key``: its split plan's for ``server``, else its entry, else the fallback hash.
+
+        Parameters
+        ----------
+        key : str or int
+        server : int, optional
+            Position of the server of the tuple's neighbouring key (see the
+            module docstring); only split keys read it.
 
         Raises
         ------
         InvalidParameterError
-            If ``key`` is not a str or an int the fallback takes.
+            If ``key`` is not a str or an int the fallback takes, or ``server``
+            is not a server position of the split plan.
         """
         # bool is an int that equals 0 or 1: it must not find the entries of 0 and 1
         if isinstance(key, (str, int, np.integer)) and not isinstance(key, bool):
+            if server is not None and self.splits:
+                plan = self.splits.get(key)
+                if plan is not None:
+                    return plan[self._check_server(server)]
             instance = self._by_key.get(key)
             if instance is not None:
                 return instance
         return self.fallback.instance_of(key)
 
-    def route_many(self, keys: Iterable[str | int] | np.ndarray | pd.Series | pa.Array) -> np.ndarray:
+    def route_many(
+        self, keys: Iterable[str | int] | np.ndarray | pd.Series | pa.Array, servers: np.ndarray | None = None
+    ) -> np.ndarray:
         """Instances of a batch of keys: one hash-table probe, then the fallback hash for the misses.
 
-        Gives exactly ``[self.route(k) for k in keys]``.
+        Gives exactly ``[self.route(k, s) for k, s in zip(keys, servers)]``
+        (``[self.route(k) for k in keys]`` without ``servers``).
 
         Parameters
         ----------
         keys : sequence of str and int, numpy array, pandas Series or pyarrow Array
             The containers and key types :meth:`FallbackHash.instances_of` takes.
+        servers : array of int, optional
+            Per key, the position of its neighbouring key's server (split keys only read it).
 
         Returns
         -------
@@ -151,6 +203,24 @@ class RoutingTable:
         InvalidParameterError
             If a key has another type or is null (the message gives its position).
         """
+        out = self._route_entries(keys)
+        if servers is not None and self.splits:
+            servers = np.asarray(servers, dtype=np.int64)
+            if servers.shape != out.shape:
+                raise InvalidParameterError(
+                    f"RoutingTable.route_many of {self.operator!r} needs one server per key; "
+                    f"got {servers.shape[0] if servers.ndim == 1 else servers.shape} for {out.shape[0]} keys"
+                )
+            plan = self._split_index.get_indexer(_as_objects(keys))
+            split = np.flatnonzero(plan >= 0)
+            if split.size:
+                for server in np.unique(servers[split]).tolist():
+                    self._check_server(server)
+                out[split] = self._split_routes[plan[split], servers[split]]
+        return out
+
+    def _route_entries(self, keys: Iterable[str | int] | np.ndarray | pd.Series | pa.Array) -> np.ndarray:
+        """Instances of a batch of keys by their entries and the fallback (split keys at home)."""
         if self._kind == "string" and isinstance(keys, (list, np.ndarray)):
             try:  # probe the dict with the objects as they come, without a trip through Arrow
                 return self._route_strings(keys, keys)
@@ -162,6 +232,15 @@ class RoutingTable:
             if column is not None and len(column):
                 out[slice(None) if rows is None else rows] = self._route_column(kind, column)
         return out
+
+    def _check_server(self, server: int) -> int:
+        n = self.n_servers
+        if isinstance(server, bool) or not isinstance(server, (int, np.integer)) or not 0 <= server < n:
+            raise InvalidParameterError(
+                f"the 'server' of a split key of {self.operator!r} must be a server position in [0, {n - 1}]; "
+                f"got {server!r}"
+            )
+        return int(server)
 
     def _route_column(self, kind: str, column: pa.LargeStringArray | np.ndarray) -> np.ndarray:
         """Instances of valid keys of one kind (Arrow strings or int64)."""
@@ -198,10 +277,12 @@ class RoutingTable:
             and self.operator == other.operator
             and self.fallback.to_dict() == other.fallback.to_dict()
             and self.entries.sort_index().equals(other.entries.sort_index())
+            and self.splits == other.splits
         )
 
     def __repr__(self) -> str:
-        return f"RoutingTable({self.operator!r}, {len(self)} entries, fallback={self.fallback.to_dict()})"
+        split = f", {len(self.splits)} split keys" if self.splits else ""
+        return f"RoutingTable({self.operator!r}, {len(self)} entries{split}, fallback={self.fallback.to_dict()})"
 
 
 @dataclass
@@ -212,13 +293,60 @@ class RoutingConfiguration:
     tables: dict[str, RoutingTable]
     parameters: dict = field(default_factory=dict)
 
-    def route(self, operator: str, key) -> int:
-        """Instance of ``key`` at ``operator``."""
-        return self.tables[operator].route(key)
+    def __post_init__(self) -> None:
+        n_servers = len(self.topology.servers)
+        for op, table in self.tables.items():
+            if table.splits and table.n_servers != n_servers:
+                raise InvalidParameterError(
+                    f"the split plans of {op!r} name an instance for {table.n_servers} servers; "
+                    f"the topology has {n_servers}"
+                )
 
-    def route_many(self, operator: str, keys) -> np.ndarray:
-        """Instances of an array of keys at ``operator``."""
-        return self.tables[operator].route_many(keys)
+    def route(self, operator: str, key, server: int | str | None = None) -> int:
+        """Instance of ``key`` at ``operator``; a split key reads ``server`` (a position or a server name)."""
+        if isinstance(server, str):
+            server = self.server_index(server)
+        return self.tables[operator].route(key, server)
+
+    def route_many(self, operator: str, keys, servers: np.ndarray | None = None) -> np.ndarray:
+        """Instances of an array of keys at ``operator`` (split keys read ``servers``, positions)."""
+        return self.tables[operator].route_many(keys, servers)
+
+    def server_index(self, server: str) -> int:
+        """Position of the server named ``server`` in the topology (what split plans are indexed by)."""
+        try:
+            return self.topology.servers.index(server)
+        except ValueError:
+            servers = list(self.topology.servers)
+            raise InvalidParameterError(f"unknown server {server!r}; the topology has {servers}") from None
+
+    def route_rows(
+        self,
+        columns: Mapping[str, Iterable[str | int] | np.ndarray | pa.Array],
+        home: Mapping[str, np.ndarray] | None = None,
+    ) -> dict[str, np.ndarray]:
+        """Instances of whole tuples at every operator: ``columns[op]`` holds each tuple's key of ``op``.
+
+        Split keys follow their neighbouring key's server: the upstream one
+        (the instance that sends the tuple), and for the first operator the
+        next operator's key where that one routes without a split (its home).
+        Without split keys this is ``route_many`` per operator. ``home``, if
+        given, holds those per-operator routes already (computed once per
+        distinct key, say); only the split keys' rows are routed again.
+        """
+        ops = list(self.topology.operators)
+        routes = {op: home[op] if home is not None else self.route_many(op, columns[op]) for op in ops}
+        for i, op in enumerate(ops):
+            if not self.tables[op].splits or len(ops) < 2:
+                continue
+            neighbour = ops[i - 1] if i > 0 else ops[1]
+            servers = self.topology.instance_servers(neighbour)[routes[neighbour]]
+            routes[op] = self.route_many(op, columns[op], servers)
+        return routes
+
+    def split_keys(self) -> dict[str, int]:
+        """Number of split keys per operator."""
+        return {op: len(t.splits) for op, t in self.tables.items()}
 
     def server_of(self, operator: str, key) -> str:
         """Server of the instance that ``key`` goes to at ``operator``."""
@@ -243,7 +371,7 @@ class RoutingConfiguration:
     # ------------------------------------------------------------------ JSON
     def _header(self) -> dict:
         return {
-            "format_version": FORMAT_VERSION,
+            "format_version": _SPLIT_FORMAT if any(t.splits for t in self.tables.values()) else 1,
             "topology": self.topology.to_dict(),
             "parameters": self.parameters,
             "fallbacks": {op: t.fallback.to_dict() for op, t in self.tables.items()},
@@ -253,6 +381,9 @@ class RoutingConfiguration:
         """Everything as one JSON-ready document (entries as ``[key, instance]`` lists)."""
         doc = self._header()
         doc["tables"] = {op: [[_plain(k), int(v)] for k, v in t.entries.items()] for op, t in self.tables.items()}
+        splits = {op: [[k, list(r)] for k, r in t.splits.items()] for op, t in self.tables.items() if t.splits}
+        if splits:
+            doc["splits"] = splits
         return doc
 
     def to_json(self) -> str:
@@ -263,7 +394,8 @@ class RoutingConfiguration:
         """Inverse of :meth:`to_json_dict`."""
         cls._check_version(doc)
         entries = {op: pd.Series({_key(k): v for k, v in rows}, dtype="int64") for op, rows in doc["tables"].items()}
-        return cls._from_parts(doc, entries)
+        splits = {op: {_key(k): route for k, route in rows} for op, rows in doc.get("splits", {}).items()}
+        return cls._from_parts(doc, entries, splits)
 
     @classmethod
     def from_json(cls, text: str) -> RoutingConfiguration:
@@ -296,6 +428,9 @@ class RoutingConfiguration:
                 pa.table({"key": key_array, "instance": pa.array(instances, pa.int32()), "server": servers}),
                 directory / name,
             )
+            if table.splits:
+                header.setdefault("split_files", {})[op] = name = f"tables/{i:02d}.splits.parquet"
+                pq.write_table(_split_frame(self.topology, table), directory / name)
         (directory / "header.json").write_text(json.dumps(header, indent=2, sort_keys=True))
         (directory / "configuration.json").write_text(self.to_json())
 
@@ -318,7 +453,15 @@ class RoutingConfiguration:
                 table.column("instance").to_numpy().astype(np.int64),
                 index=pd.Index(table.column("key").to_pylist(), dtype=object),
             )
-        return cls._from_parts(header, entries)
+        splits = {}
+        for op, name in header.get("split_files", {}).items():
+            try:
+                frame = pq.read_table(directory / name, columns=["key", "server_index", "instance"]).to_pandas()
+            except (OSError, pa.ArrowException) as exc:
+                raise SerializationError(f"cannot read split plans {directory / name}: {exc}") from None
+            frame = frame.sort_values(["key", "server_index"], kind="stable")
+            splits[op] = {k: g["instance"].tolist() for k, g in frame.groupby("key", sort=False)}
+        return cls._from_parts(header, entries, splits)
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
@@ -330,11 +473,13 @@ class RoutingConfiguration:
             )
 
     @classmethod
-    def _from_parts(cls, doc: Mapping, entries: Mapping[str, pd.Series]) -> RoutingConfiguration:
+    def _from_parts(
+        cls, doc: Mapping, entries: Mapping[str, pd.Series], splits: Mapping[str, Mapping]
+    ) -> RoutingConfiguration:
         try:
             topology = Topology.from_dict(doc["topology"])
             tables = {
-                op: RoutingTable(op, fallback_from_dict(doc["fallbacks"][op]), entries.get(op))
+                op: RoutingTable(op, fallback_from_dict(doc["fallbacks"][op]), entries.get(op), splits.get(op))
                 for op in topology.operators
             }
         except KeyError as exc:
@@ -347,6 +492,54 @@ def _key(value):
     if isinstance(value, (str, int)) and not isinstance(value, bool):
         return value
     raise SerializationError(f"routing table keys must be strings or integers; got {value!r}")
+
+
+def _split_frame(topology: Topology, table: RoutingTable) -> pa.Table:
+    """A table's split plans in long form: one row per split key and server."""
+    n_servers = len(topology.servers)
+    keys = list(table.splits)
+    routes = np.array(list(table.splits.values()), dtype=np.int32).ravel()
+    key_type = _arrow_key_type(np.array(keys, dtype=object))
+    key_array = pa.array([k for k in keys for _ in range(n_servers)], type=key_type)
+    return pa.table(
+        {
+            "key": key_array,
+            "server_index": pa.array(np.tile(np.arange(n_servers, dtype=np.int32), len(keys))),
+            "server": pa.array(list(topology.servers) * len(keys), type=pa.string()),
+            "instance": pa.array(routes),
+        }
+    )
+
+
+def _checked_splits(operator: str, splits: Mapping | None, n_instances: int) -> dict:
+    """Split plans as ``key -> tuple of instances``, checked: one kind of key, one length, instances in range."""
+    if not splits:
+        return {}
+    out = {}
+    for key, plan in splits.items():
+        if _key_kind(key) is None:
+            raise InvalidParameterError(f"split keys of {operator!r} must be strings or integers; got {key!r}")
+        route = tuple(int(i) for i in plan)
+        if not route or min(route) < 0 or max(route) >= n_instances:
+            raise InvalidParameterError(
+                f"the split plan of key {key!r} of {operator!r} must name an instance in [0, {n_instances - 1}] "
+                f"for every server; got {list(route)}"
+            )
+        out[_plain(key)] = route
+    if len({_key_kind(k) for k in out}) > 1 or len({len(r) for r in out.values()}) > 1:
+        raise InvalidParameterError(
+            f"split keys of {operator!r} must be all strings or all integers, each with one instance per server"
+        )
+    return out
+
+
+def _as_objects(keys) -> np.ndarray:
+    """A batch of keys as a numpy array (Python objects for strings) to probe a pandas index with."""
+    if isinstance(keys, (pa.Array, pa.ChunkedArray)):
+        return keys.to_numpy(zero_copy_only=False)
+    if isinstance(keys, pd.Series):
+        return keys.to_numpy()
+    return keys if isinstance(keys, np.ndarray) else np.array(list(keys), dtype=object)
 
 
 def _key_kind(key) -> str | None:

@@ -22,7 +22,11 @@ from the window's length to the horizon), and the result is published with
 its migration plan when a key moves. A key's state in such a run is its load
 in the window plus one period's worth of its stored history (the blended
 load times ``1 - decay``), so that a key known for weeks is not moved as if
-it had just appeared.
+it had just appeared. With ``split_hot_keys`` (associative state only) the
+step also splits the window's hot keys by neighbour server and publishes the
+split plans in the tables (:attr:`RoutingTable.splits`); ``split_merge`` says
+whether their partial states fold home when a split ends (moves in the plan)
+or are merged downstream (no moves).
 
 Store layout added by this job (beside ``versions/`` and ``CURRENT``)::
 
@@ -110,6 +114,9 @@ class OnlineParams:
     theta_max: float = 0.08
     state_weight: float = 1.0
     horizon: str = DEFAULT_HORIZON
+    split_hot_keys: bool = False
+    split_share: float | None = None
+    split_merge: str = "fold"
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 
     def __post_init__(self) -> None:
@@ -119,6 +126,14 @@ class OnlineParams:
             check_interval(self.theta_max, "theta_max", owner, lower=0.0)
             check_interval(self.state_weight, "state_weight", owner, lower=0.0)
             check_duration(self.horizon, "horizon", owner)
+        check_option(self.split_merge, "split_merge", owner, ("fold", "downstream"))
+        if self.split_share is not None:
+            check_interval(self.split_share, "split_share", owner, lower=0.0, closed="neither")
+        if self.split_hot_keys and self.rebalance not in BASE_AWARE:
+            raise InvalidParameterError(
+                f"split_hot_keys in {owner} needs --rebalance with a locality-aware rebalancer ({sorted(BASE_AWARE)}); "
+                f"got {self.rebalance!r}"
+            )
         check_interval(self.alpha, "alpha", owner, lower=1.0)
         check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0)
         check_integer(self.seed, "seed", owner, lower=0)
@@ -271,7 +286,8 @@ def _decide_and_publish(store: ConfigStore, params: OnlineParams, window: str, c
     before = estimate_from_counts(current, counts, counts.usable_rows) if current is not None else None
     after = estimate_from_counts(new, counts, counts.usable_rows)
     if params.rebalance is not None:
-        verdict = _rebalance_decision(before.optimized, after.optimized, plan)
+        resplit = any(current.tables[op].splits != new.tables[op].splits for op in topology.operators)
+        verdict = _rebalance_decision(before.optimized, after.optimized, plan, resplit)
     else:
         verdict = decide(
             before.optimized if before else None,
@@ -300,6 +316,7 @@ def _decide_and_publish(store: ConfigStore, params: OnlineParams, window: str, c
         "rows": counts.rows,
         "dropped": counts.dropped,
         "table_entries": new.table_sizes(),
+        "split_keys": new.split_keys(),
     }
     if verdict.publish:
         with stages.stage("publish"):
@@ -375,6 +392,8 @@ def _rebalanced(store: ConfigStore, params: OnlineParams, current, counts: KeyCo
         options = {"state_weight": params.state_weight, "horizon": _horizon(params)}
         if not params.trace.state and stored is not None:
             state = _with_history(state, stored, params.decay)
+    if params.split_hot_keys:
+        options.update(split_hot_keys=True, split_share=params.split_share)
     new, _, _ = rebalance_configuration(
         current,
         loads,
@@ -385,7 +404,7 @@ def _rebalanced(store: ConfigStore, params: OnlineParams, current, counts: KeyCo
         table_cap=params.max_entries,
         **options,
     )
-    return new, plan_migration(current, new, state), None
+    return new, plan_migration(current, new, state, split_merge=params.split_merge), None
 
 
 def _horizon(params: OnlineParams) -> float:
@@ -409,10 +428,10 @@ def _with_history(state: dict, stored: KeyCounts, decay: float | None) -> dict:
     return out
 
 
-def _rebalance_decision(before, after, plan) -> Decision:
-    """A rebalancing step publishes whenever it moves a key (balance is its purpose, not the gain)."""
+def _rebalance_decision(before, after, plan, resplit: bool) -> Decision:
+    """A rebalancing step publishes when it moves a key or changes a split (balance is its purpose, not the gain)."""
     worst_before, worst_after = max(before.imbalance.values()), max(after.imbalance.values())
-    if plan.moved_keys == 0:
+    if plan.moved_keys == 0 and not resplit:
         return Decision(False, f"nothing to rebalance: worst imbalance {worst_before:.3f} on the window", 0.0, None)
     reason = (
         f"rebalanced: worst imbalance {worst_before:.3f} -> {worst_after:.3f} on the window, "

@@ -37,7 +37,7 @@ from locality._validation import check_integer
 from locality.errors import InvalidParameterError
 from locality.rebalance._base import RebalanceProblem, RebalanceResult, imbalance, instance_loads, theta
 
-__all__ = ["find_hot_keys", "split_hot_keys", "LocalSplit", "split_locally"]
+__all__ = ["find_hot_keys", "split_hot_keys", "LocalSplit", "split_locally", "plan_local_splits"]
 
 logger = logging.getLogger(__name__)
 
@@ -281,3 +281,65 @@ def split_locally(
         if flows[s] > 0:
             used.add(best)
     return LocalSplit(key, route, float(load), flows)
+
+
+def plan_local_splits(
+    ids: np.ndarray,
+    loads: np.ndarray,
+    current: np.ndarray,
+    base: np.ndarray,
+    affinity: np.ndarray | None,
+    servers: np.ndarray,
+    *,
+    theta_max: float,
+    split_share: float | None = None,
+    keep: np.ndarray | None = None,
+) -> tuple[dict[int, LocalSplit], np.ndarray]:
+    """Choose the hot keys of a rebalancing run and split each by neighbour server (:func:`split_locally`).
+
+    A key is hot when its expected load exceeds ``split_share`` of an
+    instance's fair share of the load to come, or (``split_share`` None) when
+    it fits on no instance: over ``(1 + theta_max)`` times the mean even on
+    the least-loaded one. Keys marked in ``keep`` (split before) are
+    re-planned whatever their load. Hot keys are split heaviest first, each
+    around the instances' ``base`` loads plus the other keys where they are.
+
+    Parameters
+    ----------
+    ids : ndarray of int
+        Each key's number in the caller's numbering (recorded in the plans).
+    loads, current : ndarray, shape (K,)
+        Each key's expected load and instance.
+    base : ndarray of float, shape (n_instances,)
+        Load each instance carries whatever the keys do.
+    affinity : ndarray of float, shape (K, n_servers), or None
+        Edge weight from each key to the keys on each server.
+    servers : ndarray of int, shape (n_instances,)
+        Server of each instance.
+
+    Returns
+    -------
+    (dict, ndarray)
+        The plan of each split key by its position in ``loads``, and ``base``
+        plus the split keys' planned flows (the load the other keys are
+        rebalanced around).
+    """
+    n = servers.shape[0]
+    planned = base + np.bincount(current, weights=loads, minlength=n)
+    bound = (1.0 + theta_max) * planned.sum() / n
+    if split_share is None:  # too heavy for the least-loaded instance
+        hot = loads > bound - base.min()
+    else:  # heavier than that share of the fair share of the load to come
+        hot = loads > split_share * loads.sum() / n
+    if keep is not None:
+        hot |= keep
+    if not hot.any():
+        return {}, base
+    cold = ~hot
+    expected = base + np.bincount(current[cold], weights=loads[cold], minlength=n)
+    without = expected.copy()
+    plans = {}
+    for r in np.flatnonzero(hot)[np.argsort(-loads[hot], kind="stable")].tolist():
+        row = affinity[r] if affinity is not None else None
+        plans[r] = split_locally(int(ids[r]), float(loads[r]), row, expected, servers, bound)
+    return plans, base + (expected - without)

@@ -7,7 +7,11 @@ where the fallback hash would; entries of keys not seen are kept as they are.
 Given the key graph of the tables in force, the locality-aware rebalancers
 (``"local"``, ``"follow"``) also see each key's affinity to every server (the
 weight of its edges to keys routed there) and the hops it will make until the
-next reconfiguration (its load times ``horizon``).
+next reconfiguration (its load times ``horizon``). With ``split_hot_keys``
+they split the keys too hot for one instance by neighbour server
+(:func:`locality.rebalance.split.plan_local_splits`, associative state only)
+and rebalance the other keys around the split keys' flows; the tables carry
+the split plans (:attr:`RoutingTable.splits`).
 """
 
 from __future__ import annotations
@@ -18,10 +22,12 @@ import numpy as np
 import pandas as pd
 
 from locality._validation import check_interval
+from locality.errors import InvalidParameterError
 from locality.graph import KeyGraph
 from locality.placement import server_connections
 from locality.rebalance import BASE_AWARE, DEFAULT_METHOD, RebalanceProblem, rebalance
 from locality.rebalance.local import hops_per_tuple
+from locality.rebalance.split import plan_local_splits
 from locality.routing import RoutingConfiguration, RoutingTable
 
 __all__ = ["rebalance_tables", "rebalance_configuration", "key_affinity"]
@@ -62,6 +68,8 @@ def rebalance_configuration(
     theta_max: float = 0.08,
     table_cap: int | None = None,
     horizon: float = 1.0,
+    split_hot_keys: bool = False,
+    split_share: float | None = None,
     **options,
 ) -> tuple[RoutingConfiguration, float, float]:
     """Rebalance every operator's table on the key loads ``loads``.
@@ -84,6 +92,15 @@ def rebalance_configuration(
         crosses each hop before the next reconfiguration (the time until then
         over the length of the window ``loads`` were counted on). A move gains
         or loses locality on that many hops, against its state once.
+    split_hot_keys : bool, default False
+        Locality-aware rebalancers with a ``graph``: split the hot keys by
+        neighbour server (associative state only). A key split before stays
+        split, re-planned, while ``loads`` holds it; a split key absent from
+        ``loads`` goes back to its home instance (its partial states fold
+        there, :func:`locality.migration.plan_migration`).
+    split_share : float, optional
+        With ``split_hot_keys``: a key is hot above this share of an
+        instance's fair share of the load; None: when it fits on no instance.
     **options
         Passed to the rebalancer (e.g. ``state_weight`` for ``local``).
 
@@ -93,7 +110,15 @@ def rebalance_configuration(
         The adjusted configuration, the share of the seen keys' state that
         moves, and the planning time in seconds.
     """
-    horizon = check_interval(horizon, "horizon", "rebalance_configuration", lower=0.0)
+    owner = "rebalance_configuration"
+    horizon = check_interval(horizon, "horizon", owner, lower=0.0)
+    if split_hot_keys and (method not in BASE_AWARE or graph is None):
+        raise InvalidParameterError(
+            f"split_hot_keys in {owner} needs a locality-aware rebalancer ({sorted(BASE_AWARE)}) and the key graph; "
+            f"got method {method!r}{' without a graph' if graph is None else ''}"
+        )
+    if split_share is not None:
+        check_interval(split_share, "split_share", owner, lower=0.0, closed="neither")
     tables, moved, total, seconds = {}, 0.0, 0.0, 0.0
     operators = list(config.topology.operators)
     for position, op in enumerate(operators):
@@ -101,28 +126,52 @@ def rebalance_configuration(
         keys = series.index.to_numpy(dtype=object)
         sizes = series if state is None or op not in state else state[op].reindex(series.index).fillna(series)
         table = config.tables[op]
-        problem = RebalanceProblem(
-            loads=series.to_numpy(dtype=float),
-            state_sizes=sizes.to_numpy(dtype=float),
-            current=table.route_many(keys),
-            fallback=table.fallback.instances_of(keys),
-            n_instances=config.topology.n_instances(op),
-            theta_max=theta_max,
-            table_cap=table_cap,
-        )
+        servers = config.topology.instance_servers(op)
+        n = config.topology.n_instances(op)
+        current = table.route_many(keys)
+        load = series.to_numpy(dtype=float)
         extra = dict(options)
         if method in BASE_AWARE and graph is not None:
             extra.update(
                 affinity=key_affinity(config, graph, op, keys),
-                servers=config.topology.instance_servers(op),
-                hop_loads=problem.loads * horizon * hops_per_tuple(position, len(operators)),
+                servers=servers,
+                hop_loads=load * horizon * hops_per_tuple(position, len(operators)),
             )
+        inside, base, splits = np.ones(len(keys), dtype=bool), None, {}
+        if split_hot_keys:
+            ids = np.arange(len(keys))
+            keep = pd.Index(keys).isin(list(table.splits))
+            plans, base = plan_local_splits(
+                ids,
+                load,
+                current,
+                np.zeros(n),
+                extra["affinity"],
+                servers,
+                theta_max=theta_max,
+                split_share=split_share,
+                keep=keep,
+            )
+            splits = {keys[r]: plan.route for r, plan in plans.items()}
+            inside[list(plans)] = False
+            extra = {k: (v[inside] if k in ("affinity", "hop_loads") else v) for k, v in extra.items()}
+        problem = RebalanceProblem(
+            loads=load[inside],
+            state_sizes=sizes.to_numpy(dtype=float)[inside],
+            current=current[inside],
+            fallback=table.fallback.instances_of(keys[inside]),
+            n_instances=n,
+            theta_max=theta_max,
+            table_cap=table_cap,
+            base_loads=base,
+        )
         result = rebalance(problem, method=method, **extra)
         kept = table.entries[~table.entries.index.isin(series.index)]
-        assigned = pd.Series(result.assignment, index=pd.Index(keys, dtype=object))
-        tables[op] = RoutingTable(op, table.fallback, pd.concat([kept, assigned]))
+        assigned = pd.Series(result.assignment, index=pd.Index(keys[inside], dtype=object))
+        homes = pd.Series(current[~inside], index=pd.Index(keys[~inside], dtype=object))  # split keys stay home
+        tables[op] = RoutingTable(op, table.fallback, pd.concat([kept, assigned, homes]), splits)
         moved += float(problem.state_sizes[result.moved].sum())
-        total += float(problem.state_sizes.sum())
+        total += float(sizes.sum())
         seconds += result.planning_seconds
     return RoutingConfiguration(config.topology, tables, config.parameters), (moved / total if total else 0.0), seconds
 

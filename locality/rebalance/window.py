@@ -47,7 +47,7 @@ from locality.forecast import forecast_matrix, parse_forecast
 from locality.graph import KeyGraph
 from locality.rebalance import BASE_AWARE, METHODS, RebalanceProblem, rebalance
 from locality.rebalance.local import hops_per_tuple
-from locality.rebalance.split import LocalSplit, split_locally
+from locality.rebalance.split import LocalSplit, plan_local_splits
 from locality.routing import RoutingConfiguration, RoutingTable
 
 __all__ = ["RebalanceSchedule", "WindowRouter", "WindowRoutes"]
@@ -432,23 +432,23 @@ class WindowRouter:
 
         Their planned flows join the base loads; the other keys are rebalanced around them.
         """
-        planned = base + np.bincount(o.instance[keys], weights=loads, minlength=o.n_instances)
-        hi = (1.0 + self.schedule.theta_max) * planned.sum() / o.n_instances
-        if self.schedule.split_share is None:  # too heavy for the least-loaded instance
-            hot = loads > hi - base.min()
-        else:  # heavier than that share of the fair share of the load to come
-            hot = loads > self.schedule.split_share * loads.sum() / o.n_instances
-        hot |= np.isin(keys, list(o.split))
-        if not hot.any():
+        plans, base = plan_local_splits(
+            keys,
+            loads,
+            o.instance[keys],
+            base,
+            options["affinity"],
+            o.servers,
+            theta_max=self.schedule.theta_max,
+            split_share=self.schedule.split_share,
+            keep=np.isin(keys, list(o.split)),
+        )
+        if not plans:
             return keys, loads, base, options
-        cold = ~hot
-        expected = base + np.bincount(o.instance[keys[cold]], weights=loads[cold], minlength=o.n_instances)
-        without = expected.copy()
-        for r in np.flatnonzero(hot)[np.argsort(-loads[hot], kind="stable")].tolist():
-            code = int(keys[r])
-            affinity = o.affinity[code] if o.affinity is not None else None
-            o.split[code] = split_locally(code, float(loads[r]), affinity, expected, o.servers, hi)
-        base = base + (expected - without)  # the split keys' planned flows
+        for plan in plans.values():
+            o.split[plan.key] = plan
+        cold = np.ones(keys.shape[0], dtype=bool)
+        cold[list(plans)] = False
         options = {k: (v[cold] if k in ("affinity", "hop_loads") and v is not None else v) for k, v in options.items()}
         return keys[cold], loads[cold], base, options
 

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from locality.cli import EXIT_OK, main
+from locality.evaluation import evaluate
 from locality.migration import MigrationPlan
 from locality.store import ConfigStore
 from locality.topology import Topology
@@ -186,3 +187,37 @@ def test_following_run_brings_new_keys_next_to_their_neighbours(spark, tmp_path,
     assert json.loads(capsys.readouterr().out)["previous_version"] == outcome["version"]
     assert main([*args, "--rebalance", "follow", "--horizon", "soon"]) == 2
     assert "'horizon' parameter" in capsys.readouterr().err
+
+
+def test_a_rebalancing_run_splits_hot_keys_and_publishes_their_plans(spark, tmp_path, capsys):
+    """``--split-hot-keys`` on a day of IRA tweets after a week's tables: split plans in the store, routed locally."""
+    path, keys = str(trace_path("ira")), trace_keys("ira")
+    week_spec = TraceSpec(path, keys, ts="ts", start="2016-09-05", end="2016-09-12")
+    run(spark, OnlineParams(trace=week_spec, store=str(tmp_path), topology=Topology.uniform(keys, 6)))
+    day = TraceSpec(path, keys, ts="ts", start="2016-09-12", end="2016-09-13")
+    params = dict(rebalance="local", theta_max=0.05, state_weight=3.0, split_hot_keys=True, split_share=0.05)
+    outcome = run(spark, OnlineParams(trace=day, store=str(tmp_path), split_merge="downstream", horizon="1D", **params))
+    assert outcome["published"] and all(outcome["split_keys"][op] > 0 for op in keys)
+    config = ConfigStore(tmp_path).get(outcome["version"]).config  # read back from Parquet
+    assert config.split_keys() == outcome["split_keys"]
+    # the day replayed through the published tables: split keys reach only their parts, and the hops and the
+    # hashtags' balance are better than with the week's tables alone
+    frame = pd.read_parquet(path, columns=[*keys, "ts"])
+    frame = frame[(frame.ts >= pd.Timestamp(day.start, tz="UTC")) & (frame.ts < pd.Timestamp(day.end, tz="UTC"))]
+    routes = config.route_rows({op: frame[op].to_numpy(dtype=object) for op in keys})
+    for op in keys:
+        for key, plan in config.tables[op].splits.items():
+            assert set(routes[op][frame[op].to_numpy() == key].tolist()) <= set(plan)
+    week_tables = evaluate(frame, ConfigStore(tmp_path).get(1).config).optimized
+    split = evaluate(frame, config).optimized
+    assert split.locality > week_tables.locality and split.imbalance["hashtag"] < week_tables.imbalance["hashtag"]
+    # merged downstream, a split moves no state; the CLI takes the options and refuses them without a
+    # locality-aware rebalancer (exit 2, named)
+    plan = MigrationPlan.from_dict(ConfigStore(tmp_path).get(outcome["version"]).read_json("migration_plan.json"))
+    assert not plan.moves["key"].isin([k for op in keys for k in config.tables[op].splits]).any()
+    args = ["reconfigure", path, "--keys", ",".join(keys), "--ts", "ts", "--quiet", "--json", "--store", str(tmp_path)]
+    nextday = ["--start", "2016-09-13", "--end", "2016-09-14", "--rebalance", "local", "--split-hot-keys"]
+    assert main([*args, *nextday, "--split-share", "0.05", "--horizon", "1D"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["split_keys"]["hashtag"] > 0
+    assert main([*args, *nextday[:4], "--rebalance", "mixed", "--split-hot-keys"]) == 2
+    assert "split_hot_keys" in capsys.readouterr().err
