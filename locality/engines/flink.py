@@ -9,6 +9,7 @@ on the subtask the table names, while the state under the surrogate keeps the
 real keys (a map state). :func:`flink_surrogates` finds the surrogates,
 :class:`FlinkKeySelector` maps real keys to routing keys (PyFlink's
 ``key_by``), and :func:`write_routing_file` writes the mapping for a Java job.
+A split key gets the surrogate of its part on the selecting instance's server.
 See ``docs/engines/flink.md``. The module runs past 500 lines because everything
 Flink needs (two hash forms, surrogates, selector, routing file) stays in one
 file: one engine, one module.
@@ -31,6 +32,7 @@ from locality._durable import replace_file
 from locality._validation import check_integer, check_option
 from locality.engines.base import make_fallback
 from locality.engines.jvm import HashCodeEngine
+from locality.engines.kafka import server_position
 from locality.engines.primitives import M32, murmur3_final, murmur3_step, signed32
 from locality.errors import InvalidParameterError, SerializationError
 
@@ -375,6 +377,15 @@ class FlinkKeySelector:
     real key inside the routing key's state (a ``MapState``), since several
     real keys share one surrogate.
 
+    A table may split hot keys of an associative operator (its ``splits``):
+    a split key's record then goes to the part its plan names for the server
+    of the instance that selects the key (the upstream instance), keyed on
+    that part's subtask's surrogate, and the state under the real key there
+    is a partial state, merged downstream by the real key. The selector must
+    know that server (``server``); without it split keys go whole to their
+    home subtask (their entry's, else Flink's hash), and a warning says so
+    once.
+
     Parameters
     ----------
     routing : RoutingTable, RoutingConfiguration, or an object with the same lookup
@@ -393,6 +404,13 @@ class FlinkKeySelector:
         Java type of the keys (``String``, ``Long``, ``Integer``). Default: from
         the table's keys (str -> ``string``, int -> the fallback's
         ``int_type``); an empty table needs it.
+    server : str, int or callable, optional
+        The server whose parts split keys go to: a server name of the
+        topology (``routing`` a configuration or a router) or a position in
+        ``topology.servers``; or ``server(record)`` returning one, for a
+        selector shared by instances on several servers (PyFlink ships one
+        selector to every upstream subtask: let the upstream operator put its
+        server in the record).
 
     Attributes
     ----------
@@ -402,12 +420,20 @@ class FlinkKeySelector:
     key_type : str
     routes : dict
         Real key -> surrogate, one per table entry.
+    split_routes : dict
+        Split key -> the routing key of its part for each server position (a surrogate, or the key itself
+        on the subtask Flink's hash gives it).
+    servers : tuple of str or None
+        The topology's servers (None for a table given alone).
+    server : int, callable or None
+        ``server`` as a position (or the callable).
 
     Raises
     ------
     InvalidParameterError
         If the table cannot be found, its fallback is not Flink's, ``key_type``
-        does not match its keys, or one of its keys has a reserved form.
+        does not match its keys, one of its keys has a reserved form, or
+        ``server`` is not a server of the topology.
 
     Notes
     -----
@@ -428,6 +454,9 @@ class FlinkKeySelector:
     >>> select = FlinkKeySelector(table, field=1)
     >>> [select(("US/Ohio", tag)) for tag in ("abc", "other")]
     ['\\x00locality:355', 'other']
+    >>> split = RoutingTable("tag", PyFlinkKeyGroups(6, 128), pd.Series({"abc": 0}), {"hot": [2, 5]})
+    >>> PyFlinkKeyGroups(6, 128).instance_of(FlinkKeySelector(split, field=1, server=1)(("US/Ohio", "hot")))
+    5
     """
 
     def __init__(
@@ -437,9 +466,10 @@ class FlinkKeySelector:
         *,
         field: int | str | Callable[[Any], Hashable] | None = None,
         key_type: str | None = None,
+        server: str | int | Callable[[Any], str | int] | None = None,
     ) -> None:
         owner = "FlinkKeySelector"
-        table = _table_of(routing, operator, owner)
+        table, self.servers = _table_of(routing, operator, owner)
         fallback = table.fallback
         if not isinstance(fallback, FlinkKeyGroups):
             raise InvalidParameterError(
@@ -448,16 +478,22 @@ class FlinkKeySelector:
                 f"(Java keyBy) fallback"
             )
         keys = [k.item() if isinstance(k, np.generic) else k for k in table.entries.index]
+        splits = dict(getattr(table, "splits", None) or {})
         self.operator: str = getattr(table, "operator", operator)
         self.fallback = fallback
-        self.key_type = _key_type_of(keys, fallback, key_type, owner)
+        self.key_type = _key_type_of(keys + list(splits), fallback, key_type, owner)
         self.field = field
-        reserved = next((k for k in keys if _is_reserved(k, self.key_type)), None)
+        reserved = next((k for k in [*keys, *splits] if _is_reserved(k, self.key_type)), None)
         if reserved is not None:
             raise InvalidParameterError(
                 f"the table of {self.operator!r} holds {_reserved_error(reserved, self.key_type)}"
             )
-        self.routes = _surrogate_routes(keys, table.entries.to_numpy(dtype=np.int64), fallback, self.key_type)
+        self.routes = dict(
+            zip(keys, _surrogates(keys, table.entries.to_numpy(dtype=np.int64), fallback, self.key_type))
+        )
+        self.split_routes = _split_routes(splits, self.routes, fallback, self.key_type)
+        self.server = server if server is None or callable(server) else self._position(server)
+        self._warned_whole = False
 
     @property
     def max_parallelism(self) -> int:
@@ -469,20 +505,53 @@ class FlinkKeySelector:
         """Parallelism of the keyed operator the routes are for."""
         return self.fallback.n_instances
 
-    def __call__(self, record: Any) -> Hashable:
-        field = self.field
-        key = record if field is None else field(record) if callable(field) else record[field]
-        return self.routing_key(key)
+    @property
+    def n_servers(self) -> int | None:
+        """Servers a split key has a part for (the topology's; None for a table alone without split keys)."""
+        if self.servers is not None:
+            return len(self.servers)
+        return len(next(iter(self.split_routes.values()))) if self.split_routes else None
 
-    def routing_key(self, key: Hashable) -> Hashable:
-        """Routing key of one real key: its surrogate if the table lists it, else the key itself.
+    def _position(self, server: str | int) -> int:
+        return server_position(server, self.servers, self.n_servers, "FlinkKeySelector")
+
+    def __call__(self, record: Any) -> Hashable:
+        field, server = self.field, self.server
+        key = record if field is None else field(record) if callable(field) else record[field]
+        return self.routing_key(key, server(record) if callable(server) else None)
+
+    def routing_key(self, key: Hashable, server: str | int | None = None) -> Hashable:
+        """Routing key of one real key: a split key's part for ``server``, its surrogate if the table lists it,
+        else the key itself.
+
+        Parameters
+        ----------
+        key : str or int
+        server : str or int, optional
+            Server name or position of the selecting instance (read by split
+            keys only). Default: the selector's ``server`` if it is not a
+            callable; without any, split keys get their home routing key.
 
         Raises
         ------
         InvalidParameterError
             If ``key`` is not of the selector's key type or has the reserved
-            form of a surrogate.
+            form of a surrogate, or ``server`` is not a server of the topology.
         """
+        parts = self.split_routes.get(key) if self.split_routes else None
+        if parts is not None:
+            if server is None and not callable(self.server):
+                server = self.server
+            if server is not None:
+                return parts[self._position(server)]
+            if not self._warned_whole:
+                logger.warning(
+                    "the table of %r splits %d hot keys but the key selector was given no 'server': "
+                    "their records go whole to their home subtask",
+                    self.operator,
+                    len(self.split_routes),
+                )
+                self._warned_whole = True
         route = self.routes.get(key)
         if route is not None:
             return route
@@ -529,17 +598,20 @@ class FlinkKeySelector:
         return stream.key_by(self, key_type=self.key_type_info())
 
     def __repr__(self) -> str:
+        splits = f", splits={len(self.split_routes)}" if self.split_routes else ""
+        server = "" if self.server is None else f", server={self.server!r}"
         return (
             f"FlinkKeySelector(operator={self.operator!r}, engine={self.fallback.engine!r}, "
             f"key_type={self.key_type!r}, max_parallelism={self.max_parallelism}, "
-            f"parallelism={self.parallelism}, routes={len(self.routes)})"
+            f"parallelism={self.parallelism}, routes={len(self.routes)}{splits}{server})"
         )
 
 
-def _table_of(routing: Any, operator: str | None, owner: str) -> Any:
-    """The table of ``operator`` from a table, a configuration (``tables``) or a router (``snapshot()``)."""
+def _table_of(routing: Any, operator: str | None, owner: str) -> tuple[Any, tuple[str, ...] | None]:
+    """The table of ``operator`` and the topology's servers (None for a table alone), from a table, a
+    configuration (``tables``) or a router (``snapshot()``)."""
     if hasattr(routing, "entries") and hasattr(routing, "fallback"):
-        return routing
+        return routing, None
     if callable(getattr(routing, "snapshot", None)):  # a Router: the version in service
         routing = routing.snapshot()
     if callable(getattr(routing, "table", None)) and hasattr(routing, "configuration"):  # a RoutingSnapshot
@@ -554,7 +626,8 @@ def _table_of(routing: Any, operator: str | None, owner: str) -> Any:
         raise InvalidParameterError(
             f"the 'operator' parameter of {owner} must be one of {sorted(tables)}; got {operator!r}"
         )
-    return tables[operator]
+    topology = getattr(routing, "topology", None)
+    return tables[operator], None if topology is None else tuple(topology.servers)
 
 
 def _key_type_of(keys: list, fallback: FlinkKeyGroups, key_type: str | None, owner: str) -> str:
@@ -575,15 +648,32 @@ def _key_type_of(keys: list, fallback: FlinkKeyGroups, key_type: str | None, own
     return key_type
 
 
-def _surrogate_routes(keys: list, subtasks: np.ndarray, fallback: FlinkKeyGroups, key_type: str) -> dict:
-    """Real key -> surrogate of key group ``start + own key group mod size`` of its subtask."""
+def _surrogates(keys: list, subtasks: np.ndarray, fallback: FlinkKeyGroups, key_type: str) -> list:
+    """Per key, the surrogate of key group ``start + own key group mod size`` of its subtask."""
     if not keys:
-        return {}
+        return []
     m, p = fallback.max_parallelism, fallback.n_instances
     start, stop = _key_group_bounds(subtasks, m, p)
     groups = start + fallback.key_groups(keys) % (stop - start)
     by_group = _surrogates_by_key_group(fallback.engine, m, key_type)
-    return {k: by_group[g] for k, g in zip(keys, groups.tolist())}
+    return [by_group[g] for g in groups.tolist()]
+
+
+def _split_routes(splits: dict, routes: dict, fallback: FlinkKeyGroups, key_type: str) -> dict:
+    """Split key -> the routing key of each part: on subtask ``i``, the one a table entry for ``i`` would give.
+
+    That is a surrogate, or the key itself on the subtask Flink's hash gives a
+    key without an entry (``routes`` holds the entries' surrogates).
+    """
+    if not splits:
+        return {}
+    n = len(next(iter(splits.values())))
+    keys = [k for k in splits for _ in range(n)]
+    subtasks = np.array(list(splits.values()), dtype=np.int64).ravel()
+    flat = _surrogates(keys, subtasks, fallback, key_type)
+    hashed = (fallback.instances_of(keys) == subtasks).tolist()
+    flat = [k if own and k not in routes else s for k, s, own in zip(keys, flat, hashed)]
+    return {k: tuple(flat[i * n : (i + 1) * n]) for i, k in enumerate(splits)}
 
 
 def _reserved_error(key: Any, key_type: str) -> str:
@@ -606,6 +696,7 @@ def write_routing_file(
     operator: str | None = None,
     *,
     key_type: str | None = None,
+    server: str | int | None = None,
 ) -> Path:
     """Write one operator's routes (real key -> surrogate) as a JSON-lines file a Flink job loads.
 
@@ -624,10 +715,19 @@ def write_routing_file(
     job keys every record on ``surrogate`` if its key is listed, else on the
     key itself, with the file's max parallelism and parallelism.
 
+    A table with split keys has one file per server: the routes of the
+    instances on ``server`` (``"server"`` in the header), where a split key
+    is an entry for its part on that server (not listed where that part is
+    the subtask Flink's hash gives the key itself). The format stays that of
+    a plain table. Without ``server`` split keys get their home routes, and
+    a warning says so.
+
     Parameters
     ----------
     routing, operator, key_type
         As for :class:`FlinkKeySelector`.
+    server : str or int, optional
+        As for :class:`FlinkKeySelector`, a server name or position (not a callable).
     path : str or path-like
         File to write. It is written aside and renamed into place, so a
         reader never sees half of it and a failed write leaves no file.
@@ -642,10 +742,15 @@ def write_routing_file(
     InvalidParameterError
         As :class:`FlinkKeySelector`.
     """
-    selector = FlinkKeySelector(routing, operator, key_type=key_type)
+    if callable(server):
+        raise InvalidParameterError(
+            f"the 'server' parameter of write_routing_file must be a server name or position; got {server!r}"
+        )
+    selector = FlinkKeySelector(routing, operator, key_type=key_type, server=server)
     fallback = selector.fallback
-    keys = sorted(selector.routes)
-    surrogates = [selector.routes[k] for k in keys]
+    routes = {k: selector.routing_key(k) for k in {**selector.routes, **selector.split_routes}}
+    keys = sorted(k for k, route in routes.items() if route != k)
+    surrogates = [routes[k] for k in keys]
     groups = fallback.key_groups(surrogates).tolist() if keys else []
     header = {
         "format": _FILE_FORMAT,
@@ -657,6 +762,8 @@ def write_routing_file(
         "parallelism": selector.parallelism,
         "entries": len(keys),
     }
+    if server is not None:
+        header["server"] = server if selector.servers is None else selector.servers[selector.server]
     p = fallback.n_instances
     lines = [json.dumps(header, ensure_ascii=False)]
     for key, surrogate, group in zip(keys, surrogates, groups):
@@ -727,4 +834,5 @@ def read_routing_file(
     selector = FlinkKeySelector.__new__(FlinkKeySelector)
     selector.operator, selector.fallback, selector.key_type = header["operator"], fallback, key_type
     selector.field, selector.routes = field, routes
+    selector.split_routes, selector.servers, selector.server, selector._warned_whole = {}, None, None, False
     return selector

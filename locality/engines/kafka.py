@@ -6,7 +6,8 @@ Keys without a table entry must land where Kafka itself puts them:
 every other key there, for kafka-python's ``KafkaProducer(partitioner=...)``
 and for clients that take an explicit partition (confluent-kafka). Partition
 *i* of a topic feeds instance *i* of the stage that consumes it
-(``docs/engines/kafka.md``).
+(``docs/engines/kafka.md``). A table's split keys go to the partition their
+plan names for the producer's server (``server=``).
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from __future__ import annotations
 import logging
 import struct
 import warnings
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
+from locality._validation import check_integer, check_option
 from locality.engines.jvm import JavaEngine
 from locality.engines.primitives import M32, Words, bswap32, murmur2_final, murmur2_step, murmur2_tail, signed32
 from locality.errors import InvalidParameterError
@@ -195,6 +198,12 @@ class KafkaTablePartitioner:
       librdkafka's default partitioner hashes with CRC32, not murmur2, so these
       clients must pass the partition for keys without an entry too.
 
+    A table may split hot keys (:class:`~locality.routing.RoutingTable`
+    ``splits``): a split key's records go to the partition its plan names for
+    the server the producer runs on (the server of the records' upstream
+    key), so the producer must say which one that is (``server``). Without it
+    split keys go whole to their home partition, and a warning says so once.
+
     Parameters
     ----------
     source : Router, RoutingSnapshot or RoutingTable
@@ -204,13 +213,21 @@ class KafkaTablePartitioner:
     operator : str, optional
         The operator whose instances the topic's partitions are. Required with
         a router or a snapshot; with a table, defaults to the table's operator.
+    server : str or int, optional
+        The server this producer runs on: a server name of the topology or its
+        position in ``topology.servers``. With a router or a snapshot a name
+        is looked up in the topology of the version in force at each record
+        (a new version may list the servers in another order); a table has no
+        topology, so it takes a position only.
 
     Raises
     ------
     InvalidParameterError
-        If ``source`` is none of those, ``operator`` is missing or unknown, or
-        the table's fallback is not Kafka's partitioner (a table built with
-        another ``--hash`` names other instances for the keys it left out).
+        If ``source`` is none of those, ``operator`` is missing or unknown, the
+        table's fallback is not Kafka's partitioner (a table built with
+        another ``--hash`` names other instances for the keys it left out), or
+        ``server`` is not a server of the topology (or a position of the split
+        plans).
 
     Notes
     -----
@@ -233,9 +250,18 @@ class KafkaTablePartitioner:
     >>> p = KafkaTablePartitioner(table)
     >>> p.partition_for("hello"), p.partition_for(b"hello"), p.partition_for("paris")
     (0, 0, 11)
+    >>> split = RoutingTable("region", make_fallback("kafka", 12), {"hello": 0}, {"paris": [3, 7]})
+    >>> KafkaTablePartitioner(split, server=1).partition_for("paris")
+    7
     """
 
-    def __init__(self, source: Router | RoutingSnapshot | RoutingTable, operator: str | None = None) -> None:
+    def __init__(
+        self,
+        source: Router | RoutingSnapshot | RoutingTable,
+        operator: str | None = None,
+        *,
+        server: str | int | None = None,
+    ) -> None:
         owner = "KafkaTablePartitioner"
         if callable(getattr(source, "table", None)):  # a Router or a RoutingSnapshot
             if operator is None:
@@ -252,24 +278,48 @@ class KafkaTablePartitioner:
                 f"the 'source' parameter of {owner} must be a Router, a RoutingSnapshot or a RoutingTable; "
                 f"got {type(source).__name__}"
             )
-        self._checked: RoutingTable | None = None
-        self._warned_width = False
-        self.table()  # fail now on an unknown operator or a table that is not Kafka's
+        if server is not None and not isinstance(server, str):
+            server = check_integer(server, "server", owner, lower=0)
+        self.server = server
+        self._checked: _InForce | None = None  # replaced whole, so a reader on another thread sees one version
+        self._warned_width = self._warned_whole = False
+        self._in_force()  # fail now on an unknown operator or server, or a table that is not Kafka's
         _register_with_kafka_python(type(self))
 
     def table(self) -> RoutingTable:
         """The routing table in force (the router's current one)."""
-        table = self._fixed if self._source is None else self._source.table(self.operator)
-        if table is not self._checked:
-            engine = getattr(table.fallback, "engine", None)
-            if engine != "kafka":
-                raise InvalidParameterError(
-                    f"the routing table of {self.operator!r} falls back to {engine!r}, not Kafka's partitioner: "
-                    "its keys without an entry would go elsewhere than the table assumes; "
-                    "publish tables built with --hash kafka"
-                )
-            self._checked = table
-        return table
+        return self._in_force().table
+
+    def _in_force(self) -> _InForce:
+        """The table in force, checked, with this producer's server position in its version."""
+        if self._source is None:
+            table, servers = self._fixed, None
+        else:
+            snapshot = self._source.snapshot() if callable(getattr(self._source, "snapshot", None)) else self._source
+            table, servers = snapshot.table(self.operator), snapshot.configuration.topology.servers
+        checked = self._checked
+        if checked is not None and checked.table is table:
+            return checked
+        engine = getattr(table.fallback, "engine", None)
+        if engine != "kafka":
+            raise InvalidParameterError(
+                f"the routing table of {self.operator!r} falls back to {engine!r}, not Kafka's partitioner: "
+                "its keys without an entry would go elsewhere than the table assumes; "
+                "publish tables built with --hash kafka"
+            )
+        server = None
+        if self.server is not None:
+            server = server_position(self.server, servers, table.n_servers, "KafkaTablePartitioner")
+        elif table.splits and not self._warned_whole:
+            logger.warning(
+                "the table of %r splits %d hot keys but the partitioner was given no 'server': "
+                "their records go whole to their home partition",
+                self.operator,
+                len(table.splits),
+            )
+            self._warned_whole = True
+        self._checked = checked = _InForce(table, server, table.key_kind or _key_kind_of(table.splits))
+        return checked
 
     def check_partitions(self, n_partitions: int, topic: str = "the topic") -> None:
         """Raise unless ``topic`` has as many partitions as the table has instances.
@@ -308,10 +358,10 @@ class KafkaTablePartitioner:
         InvalidParameterError
             If ``key`` is of another type (see :meth:`RoutingTable.route`).
         """
-        table = self.table()
+        now = self._in_force()
         if isinstance(key, (bytes, bytearray, memoryview)):
-            return self._partition_of_bytes(table, bytes(key))
-        return table.route(key)
+            return self._partition_of_bytes(now, bytes(key))
+        return now.table.route(key, now.server)
 
     def partition(
         self,
@@ -354,24 +404,25 @@ class KafkaTablePartitioner:
             from kafka.partitioner import DefaultPartitioner
 
             return DefaultPartitioner().partition(topic, key, None, value, serialized_value, cluster)
-        return self._partition_of_bytes(self.table(), bytes(serialized_key))
+        return self._partition_of_bytes(self._in_force(), bytes(serialized_key))
 
-    def _partition_of_bytes(self, table: RoutingTable, data: bytes) -> int:
-        key = self._table_key(table, data)
-        return table.fallback.partition_of(data) if key is None else table.route(key)
+    def _partition_of_bytes(self, now: _InForce, data: bytes) -> int:
+        key = self._table_key(now, data)
+        return now.table.fallback.partition_of(data) if key is None else now.table.route(key, now.server)
 
-    def _table_key(self, table: RoutingTable, data: bytes) -> str | int | None:
+    def _table_key(self, now: _InForce, data: bytes) -> str | int | None:
         """The table key these serialized bytes are, or None if they cannot be one.
 
         Decoding is exact both ways (strict UTF-8; fixed-width two's complement),
         so a decoded key not in the table gets the very partition of ``data``.
         """
-        if table.key_kind == "string":
+        table = now.table
+        if now.key_kind == "string":
             try:
                 return data.decode("utf-8")
             except UnicodeDecodeError:
                 return None
-        if table.key_kind == "integer":
+        if now.key_kind == "integer":
             width = 4 if table.fallback.int_type == "int" else 8
             if len(data) == width:
                 return int.from_bytes(data, "big", signed=True)
@@ -388,9 +439,46 @@ class KafkaTablePartitioner:
         return None
 
     def __repr__(self) -> str:
-        return (
-            f"KafkaTablePartitioner(operator={self.operator!r}, source={'table' if self._source is None else 'router'})"
-        )
+        server = "" if self.server is None else f", server={self.server!r}"
+        source = "table" if self._source is None else "router"
+        return f"KafkaTablePartitioner(operator={self.operator!r}, source={source}{server})"
+
+
+class _InForce(NamedTuple):
+    """A partitioner's table as last checked, its server's position there, and the kind of its keys."""
+
+    table: RoutingTable
+    server: int | None
+    key_kind: str | None
+
+
+def _key_kind_of(keys: Any) -> str | None:
+    """``"string"`` or ``"integer"`` after the first of ``keys`` (None if there is none)."""
+    first = next(iter(keys), None)
+    return None if first is None else "string" if isinstance(first, str) else "integer"
+
+
+def server_position(server: str | int, servers: Sequence[str] | None, n_servers: int | None, owner: str) -> int:
+    """Position of ``server`` in a split plan: a name of ``servers``, or a position below ``n_servers``.
+
+    ``servers`` is the topology's server list (None for a bare table, which
+    names no servers); ``n_servers`` bounds a position when there is no list
+    (None: no bound). The engine adapters that route split keys share it.
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming ``owner``'s ``server`` parameter, if ``server`` is not one.
+    """
+    if isinstance(server, str):
+        if servers is None:
+            raise InvalidParameterError(
+                f"the 'server' parameter of {owner} must be a server position with a routing table alone, which "
+                f"names no servers; got {server!r} (pass a router, snapshot or configuration to name servers)"
+            )
+        return list(servers).index(check_option(server, "server", owner, servers))
+    n = len(servers) if servers is not None else n_servers
+    return check_integer(server, "server", owner, lower=0, upper=None if n is None else n - 1)
 
 
 def _register_with_kafka_python(cls: type) -> None:

@@ -18,9 +18,11 @@ on ``i``, one group holds several real keys: :func:`per_key_function`
 its own :class:`KeyState`, so the results per real key are those of the query
 grouped by the real key. When the job restarts with a new table version,
 :func:`write_handover` hands the state of the keys whose group changes over to
-their new group. ``docs/engines/spark.md`` shows a whole job.
+their new group. A split key's rows get the route of the part on their
+neighbouring key's server, given by a column (``server_column``).
+``docs/engines/spark.md`` shows a whole job.
 
-Why one module of about 900 lines: the layout is one engine per module
+Why one module of about 1,000 lines: the layout is one engine per module
 (adding an engine is adding a file), and everything Spark-specific is here:
 the hash, the surrogates, the route column, per-key state inside grouped
 state and the hand-over all rest on the same partitioning contract.
@@ -32,7 +34,7 @@ import functools
 import json
 import logging
 import struct
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -251,15 +253,40 @@ def _table_parts(table: Any, owner: str) -> tuple[SparkHashPartitioning, pd.Seri
             f"with --hash spark"
         )
     entries = entries if isinstance(entries, pd.Series) else pd.Series(dict(entries), dtype="int64")
-    kind = "integer" if len(entries) and not isinstance(entries.index[0], str) else "string"
+    keys = entries.index if len(entries) else list(getattr(table, "splits", None) or ())
+    kind = "integer" if len(keys) and not isinstance(keys[0], str) else "string"
     return fallback, entries, kind
 
 
-def route_values(table: Any, keys: Iterable[str | int] | np.ndarray | pd.Series) -> np.ndarray:
+def _split_parts(table: Any, fallback: SparkHashPartitioning, entries: pd.Series, kind: str) -> tuple[list, np.ndarray]:
+    """The split keys, and the route value of each one's part per server position (object array, key x server).
+
+    A part on partition ``i`` has the route an entry for ``i`` would give: the
+    surrogate of ``i``, or the key itself where Spark's hash puts a key
+    without an entry (its home group).
+    """
+    splits = getattr(table, "splits", None) or {}
+    if not splits:
+        return [], np.empty((0, 0), dtype=object)
+    keys = list(splits)
+    plans = np.array(list(splits.values()), dtype=np.int64)
+    values = np.asarray(fallback.surrogates(kind), dtype=object)[plans]
+    own = plans == fallback.instances_of(keys)[:, None]
+    own &= ~pd.Index(keys, dtype=object).isin(entries.index)[:, None]
+    rows, cols = np.nonzero(own)
+    values[rows, cols] = np.array(keys, dtype=object)[rows]
+    return keys, values
+
+
+def route_values(
+    table: Any, keys: Iterable[str | int] | np.ndarray | pd.Series, servers: Iterable[int] | np.ndarray | None = None
+) -> np.ndarray:
     """The route value of each key, as :func:`with_route` computes it in Spark.
 
     A key with an entry gets the surrogate of its entry's partition; any other
-    key is its own route. Use it to name the group a key's state lives in, e.g.
+    key is its own route; a split key, given the position of its row's
+    neighbouring key's server, the route of its part on that server (else
+    its home route). Use it to name the group a key's state lives in, e.g.
     the old and new group of each key of a migration plan.
 
     Parameters
@@ -271,6 +298,9 @@ def route_values(table: Any, keys: Iterable[str | int] | np.ndarray | pd.Series)
         router serving the current version) holds.
     keys : sequence of str or int
         Keys of the table's kind.
+    servers : sequence of int, optional
+        Per key, the position (in the topology's servers) of the server of its
+        row's neighbouring key; read by split keys only.
 
     Returns
     -------
@@ -280,9 +310,12 @@ def route_values(table: Any, keys: Iterable[str | int] | np.ndarray | pd.Series)
     Raises
     ------
     InvalidParameterError
-        If ``table`` is not a routing table with a Spark fallback.
+        If ``table`` is not a routing table with a Spark fallback, or
+        ``servers`` is not one position per key, each a position of the
+        split plans.
     """
-    fallback, entries, kind = _table_parts(table, "route_values")
+    owner = "route_values"
+    fallback, entries, kind = _table_parts(table, owner)
     keys = np.asarray(keys, dtype=object)
     out = keys.copy()
     if len(entries):
@@ -290,10 +323,37 @@ def route_values(table: Any, keys: Iterable[str | int] | np.ndarray | pd.Series)
         hit = position >= 0
         surrogates = np.asarray(fallback.surrogates(kind), dtype=object)
         out[hit] = surrogates[entries.to_numpy()[position[hit]]]
+    split_keys, parts = _split_parts(table, fallback, entries, kind)
+    if servers is None or not split_keys:
+        return out
+    servers = np.asarray(servers)
+    if servers.shape != keys.shape or not np.issubdtype(servers.dtype, np.integer):
+        raise InvalidParameterError(
+            f"the 'servers' parameter of {owner} must hold one server position (an int) per key; "
+            f"got {servers.dtype} of shape {servers.shape} for {keys.shape[0]} keys"
+        )
+    row = pd.Index(split_keys, dtype=object).get_indexer(keys)
+    hit = np.flatnonzero(row >= 0)
+    bad = hit[(servers[hit] < 0) | (servers[hit] >= parts.shape[1])]
+    if bad.size:
+        raise InvalidParameterError(
+            f"the 'servers' parameter of {owner} must hold server positions in [0, {parts.shape[1] - 1}]; "
+            f"got {servers[bad[0]]} for key {keys[bad[0]]!r}"
+        )
+    out[hit] = parts[row[hit], servers[hit]]
     return out
 
 
-def with_route(frame: DataFrame, table: Any, key: str, *, route: str = "route", checkpoint: str | None = None):
+def with_route(
+    frame: DataFrame,
+    table: Any,
+    key: str,
+    *,
+    route: str = "route",
+    checkpoint: str | None = None,
+    server_column: str | None = None,
+    servers: Sequence[str] | None = None,
+):
     """Add the route column that makes a stateful operator follow a routing table.
 
     ``route = coalesce(surrogate of the key's table partition, key)``: grouped by
@@ -313,6 +373,15 @@ def with_route(frame: DataFrame, table: Any, key: str, *, route: str = "route", 
     (the migration plan's keys) change group, hence state partition; Spark does
     not move their state, :func:`write_handover` does.
 
+    A table that splits hot keys (its ``splits``) needs ``server_column``: a
+    split key's row gets the route of the key's part on the server of the
+    row's neighbouring key (the upstream key's server, see
+    :meth:`~locality.routing.RoutingConfiguration.route_rows`), a surrogate
+    or the key itself like an entry's. Its state is then a partial state per
+    part, kept per real key by :func:`per_key_function`, to be merged
+    downstream by the key. A row whose server is null, and every split key
+    without ``server_column``, gets the key's home route (a warning says so).
+
     Parameters
     ----------
     frame : pyspark.sql.DataFrame
@@ -331,6 +400,14 @@ def with_route(frame: DataFrame, table: Any, key: str, *, route: str = "route", 
         The query's checkpoint directory (a local path). When it holds a
         started query, the table must have the partition count frozen there;
         otherwise it must have the session's ``spark.sql.shuffle.partitions``.
+    server_column : str, optional
+        A column of ``frame`` holding, per row, the server of its neighbouring
+        key: its position in the topology's servers (an integer column) or
+        its name (a string column, with ``servers``). A split key's row whose
+        server is neither fails the query (``USER_RAISED_EXCEPTION``).
+    servers : sequence of str, optional
+        The topology's servers in order (``configuration.topology.servers``),
+        to read a string ``server_column``.
 
     Returns
     -------
@@ -344,7 +421,9 @@ def with_route(frame: DataFrame, table: Any, key: str, *, route: str = "route", 
     InvalidParameterError
         If ``route`` is already a column, the table is not a Spark-hash routing
         table, its keys or the column have another type, the column has a
-        collation other than ``UTF8_BINARY``, or the partition counts differ.
+        collation other than ``UTF8_BINARY``, the partition counts differ, or
+        ``server_column`` is neither an integer column nor a string column
+        with ``servers`` naming one server per split plan position.
 
     Examples
     --------
@@ -355,14 +434,15 @@ def with_route(frame: DataFrame, table: Any, key: str, *, route: str = "route", 
 
     owner = "with_route"
     fallback, entries, kind = _table_parts(table, owner)
-    check_columns(frame.columns, [key], "the DataFrame")
+    check_columns(frame.columns, [key, server_column], "the DataFrame")
     if route in frame.columns:
         raise InvalidParameterError(
             f"the 'route' parameter of {owner} names a new column; {route!r} is already a column of the DataFrame"
         )
     key_type = frame.schema[key].dataType
     column_kind, int_type = _column_kind(key_type)
-    if column_kind is None or (len(entries) and column_kind != kind):
+    split_keys, parts = _split_parts(table, fallback, entries, kind)
+    if column_kind is None or ((len(entries) or split_keys) and column_kind != kind):
         raise InvalidParameterError(
             f"the key column {key!r} of {owner} must be string, bigint or int, of the kind of the table's keys "
             f"({kind}); got {key_type.simpleString()}"
@@ -378,20 +458,76 @@ def with_route(frame: DataFrame, table: Any, key: str, *, route: str = "route", 
             f"by their collation key, which the Spark fallback does not reproduce; only UTF8_BINARY is supported"
         )
     _check_partitions(frame.sparkSession, fallback.n_instances, checkpoint, owner)
-    if not len(entries):
+    position = _server_positions(frame, server_column, servers, parts.shape[1], owner) if split_keys else None
+    if split_keys and server_column is None:
+        logger.warning(
+            "the table given to %s splits %d hot keys but no 'server_column' says where each row comes from: "
+            "their rows go whole to their home group",
+            owner,
+            len(split_keys),
+        )
+        split_keys, parts = [], parts[:0]
+    if not len(entries) and not split_keys:
         return frame.withColumn(route, F.col(key))
-    table_key, table_route = "__locality_table_key", "__locality_table_route"
+    columns = ("__locality_table_key", "__locality_table_route", "__locality_table_parts")
     surrogates = np.asarray(fallback.surrogates(column_kind), dtype=object)
+    small = frame.sparkSession.createDataFrame(_lookup(entries, surrogates, split_keys, parts, int_type, columns))
+    joined = frame.join(F.broadcast(small), frame[key] == small[columns[0]], "left")
+    part = F.lit(None)
+    if split_keys:
+        n, plan = parts.shape[1], F.col(columns[2])
+        off = plan.isNotNull() & position.isNotNull() & ((position < 0) | (position >= n))
+        allowed = f"a server position in [0, {n - 1}]" + ("" if servers is None else f" or one of {list(servers)}")
+        held = F.concat(
+            F.lit(f"{owner}: the server_column {server_column!r} holds "), F.col(server_column).cast("string")
+        )
+        part = F.when(off, F.raise_error(F.concat(held, F.lit(f", not {allowed}")))).when(
+            plan.isNotNull(), F.get(plan, position)
+        )
+    return joined.withColumn(route, F.coalesce(part, F.col(columns[1]), F.col(key))).drop(*columns)
+
+
+def _lookup(
+    entries: pd.Series, surrogates: np.ndarray, split_keys: list, parts: np.ndarray, int_type: str | None, names: tuple
+) -> pa.Table:
+    """The table joined to the rows: key, home route (null without an entry), the parts' routes (null unless split)."""
     arrow_type = {"string": pa.string(), "long": pa.int64(), "int": pa.int32()}[int_type or "string"]
-    lookup = pa.table(
+    keys = entries.index.append(pd.Index(split_keys, dtype=object)).unique()
+    home = pd.Series(surrogates[entries.to_numpy()], index=entries.index, dtype=object).reindex(keys)
+    split = pd.Series([list(p) for p in parts], index=pd.Index(split_keys, dtype=object), dtype=object).reindex(keys)
+    return pa.table(
         {
-            table_key: pa.array(entries.index.tolist(), type=arrow_type),
-            table_route: pa.array(surrogates[entries.to_numpy()].tolist(), type=arrow_type),
+            names[0]: pa.array(keys.tolist(), type=arrow_type),
+            names[1]: pa.array(home.where(home.notna(), None).tolist(), type=arrow_type),
+            names[2]: pa.array(split.where(split.notna(), None).tolist(), type=pa.list_(arrow_type)),
         }
     )
-    small = frame.sparkSession.createDataFrame(lookup)
-    joined = frame.join(F.broadcast(small), frame[key] == small[table_key], "left")
-    return joined.withColumn(route, F.coalesce(F.col(table_route), F.col(key))).drop(table_key, table_route)
+
+
+def _server_positions(frame: DataFrame, column: str | None, servers: Sequence[str] | None, n: int, owner: str):
+    """The Spark column of server positions that ``column`` holds (names read with ``servers``); None without it."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if servers is not None and (
+        isinstance(servers, str) or len(servers) != n or not all(isinstance(s, str) for s in servers)
+    ):
+        raise InvalidParameterError(
+            f"the 'servers' parameter of {owner} must list the {n} server names of the split plans in order "
+            f"(configuration.topology.servers); got {servers!r}"
+        )
+    if column is None:
+        return None
+    data_type = frame.schema[column].dataType
+    if isinstance(data_type, (T.IntegerType, T.LongType, T.ShortType, T.ByteType)):
+        return F.col(column).cast("int")
+    if isinstance(data_type, T.StringType) and servers is not None:
+        return F.array_position(F.array(*(F.lit(s) for s in servers)), F.col(column)).cast("int") - 1
+    raise InvalidParameterError(
+        f"the 'server_column' parameter of {owner} must name an integer column of server positions, or a string "
+        f"column of server names with 'servers'; {column!r} is {data_type.simpleString()}"
+        + ("" if servers is not None or not isinstance(data_type, T.StringType) else " and 'servers' is missing")
+    )
 
 
 def _column_kind(data_type: Any) -> tuple[str | None, str | None]:

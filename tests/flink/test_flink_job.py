@@ -46,16 +46,11 @@ def job_records(geotweets: pd.DataFrame, second: pd.DataFrame, config) -> pd.Dat
     return records[["seq", *OPERATORS, "raw"]].drop_duplicates("seq").reset_index(drop=True)
 
 
-@pytest.fixture(scope="module")
-def job_run(flink_env, geotweets, tweet_halves, tweet_configuration, tmp_path_factory):
-    """Run the job once; returns (records streamed, job output)."""
-    work = tmp_path_factory.mktemp("flink-job")
-    records = job_records(geotweets, tweet_halves[1], tweet_configuration)
-    records.to_parquet(work / "records.parquet", index=False)
-    tweet_configuration.write(work / "configuration")
+def run_job(flink_env, script: str, work) -> pd.DataFrame:
+    """Run the PyFlink job ``script`` on ``work``'s records.parquet and configuration; its output rows."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run(
-        [str(flink_env.python), str(HERE / "tweets_job.py"), "records.parquet", "configuration", "out"],
+        [str(flink_env.python), str(HERE / script), "records.parquet", "configuration", "out"],
         cwd=work,
         env=env,
         capture_output=True,
@@ -64,7 +59,17 @@ def job_run(flink_env, geotweets, tweet_halves, tweet_configuration, tmp_path_fa
     )
     assert done.returncode == 0, f"the PyFlink job failed:\n{done.stderr[-5000:]}"
     parts = [p for p in (work / "out").rglob("*") if p.is_file() and not p.name.startswith(".")]
-    out = pd.concat([pd.read_csv(p, header=None, names=COLUMNS, dtype={"branch": str}) for p in parts])
+    return pd.concat([pd.read_csv(p, header=None, names=COLUMNS, dtype={"branch": str}) for p in parts])
+
+
+@pytest.fixture(scope="module")
+def job_run(flink_env, geotweets, tweet_halves, tweet_configuration, tmp_path_factory):
+    """Run the job once; returns (records streamed, job output)."""
+    work = tmp_path_factory.mktemp("flink-job")
+    records = job_records(geotweets, tweet_halves[1], tweet_configuration)
+    records.to_parquet(work / "records.parquet", index=False)
+    tweet_configuration.write(work / "configuration")
+    out = run_job(flink_env, "tweets_job.py", work)
     return records, out.merge(records[["seq", *OPERATORS]], on="seq", how="left", validate="many_to_one")
 
 
