@@ -215,8 +215,9 @@ def replay(
         uniques = np.asarray(uniques, dtype=object)
         optimized_routes[op] = config.route_many(op, uniques)[codes]
         hash_routes[op] = config.tables[op].fallback.instances_of(uniques)[codes]
-    if any(config.split_keys().values()):  # split keys follow their neighbour's server, row by row
-        keys = {op: frame[mapping[op]].to_numpy(dtype=object) for op in ops}
+    split = [op for op, n in config.split_keys().items() if n]
+    if split:  # split keys follow their neighbour's server, row by row
+        keys = {op: frame[mapping[op]].to_numpy(dtype=object) for op in split}
         optimized_routes = config.route_rows(keys, home=optimized_routes)
     return (
         _totals(config, optimized_routes, weights, rows, dropped),

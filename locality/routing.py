@@ -123,7 +123,8 @@ class RoutingTable:
         concurrent readers) without making a Python int per key.
         """
         keys = self.entries.index
-        self._kind = _key_kind(keys[0]) if len(keys) else None
+        first = keys[0] if len(keys) else next(iter(self.splits), None)
+        self._kind = None if first is None else _key_kind(first)
         if self.splits:
             self._split_index = pd.Index(list(self.splits))
             self._split_routes = np.array(list(self.splits.values()), dtype=np.int64)
@@ -136,7 +137,7 @@ class RoutingTable:
 
     @property
     def key_kind(self) -> str | None:
-        """``"string"`` or ``"integer"``: the type of the table's keys (None for an empty table)."""
+        """``"string"`` or ``"integer"``: the type of the keys, split ones included (None for an empty table)."""
         return self._kind
 
     def __getstate__(self) -> dict:
@@ -204,19 +205,31 @@ class RoutingTable:
             If a key has another type or is null (the message gives its position).
         """
         out = self._route_entries(keys)
-        if servers is not None and self.splits:
-            servers = np.asarray(servers, dtype=np.int64)
-            if servers.shape != out.shape:
-                raise InvalidParameterError(
-                    f"RoutingTable.route_many of {self.operator!r} needs one server per key; "
-                    f"got {servers.shape[0] if servers.ndim == 1 else servers.shape} for {out.shape[0]} keys"
-                )
-            plan = self._split_index.get_indexer(_as_objects(keys))
-            split = np.flatnonzero(plan >= 0)
-            if split.size:
-                for server in np.unique(servers[split]).tolist():
-                    self._check_server(server)
-                out[split] = self._split_routes[plan[split], servers[split]]
+        return out if servers is None else self.with_splits(out, keys, servers)
+
+    def with_splits(self, home: np.ndarray, keys, servers: np.ndarray) -> np.ndarray:
+        """``home`` (the instances of ``keys`` without servers) with each split key's row sent to its part.
+
+        ``servers`` holds, per key, the position of its neighbouring key's
+        server. Only the split keys' rows are looked up again; ``home`` is
+        returned as it is when the table splits no key.
+        """
+        if not self.splits:
+            return home
+        servers = np.asarray(servers, dtype=np.int64)
+        if servers.shape != home.shape:
+            raise InvalidParameterError(
+                f"RoutingTable.route_many of {self.operator!r} needs one server per key; "
+                f"got {servers.shape[0] if servers.ndim == 1 else servers.shape} for {home.shape[0]} keys"
+            )
+        plan = self._split_index.get_indexer(_as_objects(keys))
+        split = np.flatnonzero(plan >= 0)
+        if not split.size:
+            return home
+        for server in np.unique(servers[split]).tolist():
+            self._check_server(server)
+        out = home.copy()
+        out[split] = self._split_routes[plan[split], servers[split]]
         return out
 
     def _route_entries(self, keys: Iterable[str | int] | np.ndarray | pd.Series | pa.Array) -> np.ndarray:
@@ -332,7 +345,8 @@ class RoutingConfiguration:
         next operator's key where that one routes without a split (its home).
         Without split keys this is ``route_many`` per operator. ``home``, if
         given, holds those per-operator routes already (computed once per
-        distinct key, say); only the split keys' rows are routed again.
+        distinct key, say); ``columns`` then needs only the operators that
+        split keys, whose split rows alone are routed again.
         """
         ops = list(self.topology.operators)
         routes = {op: home[op] if home is not None else self.route_many(op, columns[op]) for op in ops}
@@ -341,7 +355,7 @@ class RoutingConfiguration:
                 continue
             neighbour = ops[i - 1] if i > 0 else ops[1]
             servers = self.topology.instance_servers(neighbour)[routes[neighbour]]
-            routes[op] = self.route_many(op, columns[op], servers)
+            routes[op] = self.tables[op].with_splits(routes[op], columns[op], servers)
         return routes
 
     def split_keys(self) -> dict[str, int]:

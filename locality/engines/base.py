@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,7 +25,7 @@ from locality.engines.keys import LONG_RANGE, check_int_key, key_columns, lone_s
 from locality.engines.primitives import M64
 from locality.errors import InvalidParameterError, SerializationError
 
-__all__ = ["FallbackHash", "make_fallback", "fallback_from_dict", "registered_engines"]
+__all__ = ["FallbackHash", "make_fallback", "fallback_from_dict", "registered_engines", "server_position"]
 
 _REGISTRY: dict[str, type[FallbackHash]] = {}
 
@@ -274,3 +274,26 @@ def fallback_from_dict(d: Mapping[str, Any]) -> FallbackHash:
     if not isinstance(parameters, Mapping):
         raise SerializationError(f"the 'parameters' of a fallback dict must be a mapping; got {parameters!r}")
     return make_fallback(d["engine"], d["n_instances"], **parameters)
+
+
+def server_position(server: str | int, servers: Sequence[str] | None, n_servers: int | None, owner: str) -> int:
+    """Position of ``server`` in a split plan: a name of ``servers``, or a position below ``n_servers``.
+
+    ``servers`` is the topology's server list (None for a bare table, which
+    names no servers); ``n_servers`` bounds a position when there is no list
+    (None: no bound). The engine adapters that route split keys share it.
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming ``owner``'s ``server`` parameter, if ``server`` is not one.
+    """
+    if isinstance(server, str):
+        if servers is None:
+            raise InvalidParameterError(
+                f"the 'server' parameter of {owner} must be a server position with a routing table alone, which "
+                f"names no servers; got {server!r} (pass a router, snapshot or configuration to name servers)"
+            )
+        return list(servers).index(check_option(server, "server", owner, servers))
+    n = len(servers) if servers is not None else n_servers
+    return check_integer(server, "server", owner, lower=0, upper=None if n is None else n - 1)

@@ -30,9 +30,8 @@ import pandas as pd
 
 from locality._durable import replace_file
 from locality._validation import check_integer, check_option
-from locality.engines.base import make_fallback
+from locality.engines.base import make_fallback, server_position
 from locality.engines.jvm import HashCodeEngine
-from locality.engines.kafka import server_position
 from locality.engines.primitives import M32, murmur3_final, murmur3_step, signed32
 from locality.errors import InvalidParameterError, SerializationError
 

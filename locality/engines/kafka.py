@@ -15,13 +15,13 @@ from __future__ import annotations
 import logging
 import struct
 import warnings
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
-from locality._validation import check_integer, check_option
+from locality._validation import check_integer
+from locality.engines.base import server_position
 from locality.engines.jvm import JavaEngine
 from locality.engines.primitives import M32, Words, bswap32, murmur2_final, murmur2_step, murmur2_tail, signed32
 from locality.errors import InvalidParameterError
@@ -318,7 +318,7 @@ class KafkaTablePartitioner:
                 len(table.splits),
             )
             self._warned_whole = True
-        self._checked = checked = _InForce(table, server, table.key_kind or _key_kind_of(table.splits))
+        self._checked = checked = _InForce(table, server, table.key_kind)
         return checked
 
     def check_partitions(self, n_partitions: int, topic: str = "the topic") -> None:
@@ -450,35 +450,6 @@ class _InForce(NamedTuple):
     table: RoutingTable
     server: int | None
     key_kind: str | None
-
-
-def _key_kind_of(keys: Any) -> str | None:
-    """``"string"`` or ``"integer"`` after the first of ``keys`` (None if there is none)."""
-    first = next(iter(keys), None)
-    return None if first is None else "string" if isinstance(first, str) else "integer"
-
-
-def server_position(server: str | int, servers: Sequence[str] | None, n_servers: int | None, owner: str) -> int:
-    """Position of ``server`` in a split plan: a name of ``servers``, or a position below ``n_servers``.
-
-    ``servers`` is the topology's server list (None for a bare table, which
-    names no servers); ``n_servers`` bounds a position when there is no list
-    (None: no bound). The engine adapters that route split keys share it.
-
-    Raises
-    ------
-    InvalidParameterError
-        Naming ``owner``'s ``server`` parameter, if ``server`` is not one.
-    """
-    if isinstance(server, str):
-        if servers is None:
-            raise InvalidParameterError(
-                f"the 'server' parameter of {owner} must be a server position with a routing table alone, which "
-                f"names no servers; got {server!r} (pass a router, snapshot or configuration to name servers)"
-            )
-        return list(servers).index(check_option(server, "server", owner, servers))
-    n = len(servers) if servers is not None else n_servers
-    return check_integer(server, "server", owner, lower=0, upper=None if n is None else n - 1)
 
 
 def _register_with_kafka_python(cls: type) -> None:

@@ -159,11 +159,24 @@ def test_rebalancing_run_adjusts_the_tables_in_force_without_touching_the_statis
     assert "rebalancing adjusts the tables in force" in capsys.readouterr().err
 
 
+def ira_week(spark, store, start: str, end: str) -> tuple[str, list[str]]:
+    """Publish the tables of one IRA week (6 servers) into ``store``; the trace's path and key columns."""
+    path, keys = str(trace_path("ira")), trace_keys("ira")
+    week = TraceSpec(path, keys, ts="ts", start=start, end=end)
+    run(spark, OnlineParams(trace=week, store=str(store), topology=Topology.uniform(keys, 6)))
+    return path, keys
+
+
+def window_rows(spec: TraceSpec) -> pd.DataFrame:
+    """The key columns and ``ts`` of the rows in ``spec``'s time range."""
+    frame = pd.read_parquet(spec.path, columns=[*spec.keys, "ts"])
+    start, end = pd.Timestamp(spec.start, tz="UTC"), pd.Timestamp(spec.end, tz="UTC")
+    return frame[(frame.ts >= start) & (frame.ts < end)]
+
+
 def test_following_run_brings_new_keys_next_to_their_neighbours(spark, tmp_path, capsys):
     """``--rebalance follow`` every few hours between weekly reconfigurations, on the IRA tweets (new hashtags)."""
-    path, keys = str(trace_path("ira")), trace_keys("ira")
-    week_spec = TraceSpec(path, keys, ts="ts", start="2016-10-03", end="2016-10-10")
-    run(spark, OnlineParams(trace=week_spec, store=str(tmp_path), topology=Topology.uniform(keys, 6)))
+    path, keys = ira_week(spark, tmp_path, "2016-10-03", "2016-10-10")
     hours = TraceSpec(path, keys, ts="ts", start="2016-10-10T00:00:00", end="2016-10-10T06:00:00")
     outcome = run(spark, OnlineParams(trace=hours, store=str(tmp_path), rebalance="follow", horizon="1D"))
     assert outcome["published"] and outcome["moved_keys"] > 0
@@ -174,8 +187,7 @@ def test_following_run_brings_new_keys_next_to_their_neighbours(spark, tmp_path,
     # every move pays for its state: the state it carries (its window load plus its share of the history) is
     # below the hops it makes by the horizon, four times its load of these six hours
     moves = MigrationPlan.from_dict(ConfigStore(tmp_path).get(outcome["version"]).read_json("migration_plan.json"))
-    frame = pd.read_parquet(path, columns=[*keys, "ts"])
-    frame = frame[(frame.ts >= pd.Timestamp(hours.start, tz="UTC")) & (frame.ts < pd.Timestamp(hours.end, tz="UTC"))]
+    frame = window_rows(hours)
     for op in keys:
         moved = moves.moves_of(op)
         load = frame[op].value_counts().reindex(moved["key"]).to_numpy()
@@ -191,9 +203,7 @@ def test_following_run_brings_new_keys_next_to_their_neighbours(spark, tmp_path,
 
 def test_a_rebalancing_run_splits_hot_keys_and_publishes_their_plans(spark, tmp_path, capsys):
     """``--split-hot-keys`` on a day of IRA tweets after a week's tables: split plans in the store, routed locally."""
-    path, keys = str(trace_path("ira")), trace_keys("ira")
-    week_spec = TraceSpec(path, keys, ts="ts", start="2016-09-05", end="2016-09-12")
-    run(spark, OnlineParams(trace=week_spec, store=str(tmp_path), topology=Topology.uniform(keys, 6)))
+    path, keys = ira_week(spark, tmp_path, "2016-09-05", "2016-09-12")
     day = TraceSpec(path, keys, ts="ts", start="2016-09-12", end="2016-09-13")
     params = dict(rebalance="local", theta_max=0.05, state_weight=3.0, split_hot_keys=True, split_share=0.05)
     outcome = run(spark, OnlineParams(trace=day, store=str(tmp_path), split_merge="downstream", horizon="1D", **params))
@@ -202,8 +212,7 @@ def test_a_rebalancing_run_splits_hot_keys_and_publishes_their_plans(spark, tmp_
     assert config.split_keys() == outcome["split_keys"]
     # the day replayed through the published tables: split keys reach only their parts, and the hops and the
     # hashtags' balance are better than with the week's tables alone
-    frame = pd.read_parquet(path, columns=[*keys, "ts"])
-    frame = frame[(frame.ts >= pd.Timestamp(day.start, tz="UTC")) & (frame.ts < pd.Timestamp(day.end, tz="UTC"))]
+    frame = window_rows(day)
     routes = config.route_rows({op: frame[op].to_numpy(dtype=object) for op in keys})
     for op in keys:
         for key, plan in config.tables[op].splits.items():
