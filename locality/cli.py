@@ -766,12 +766,22 @@ def rollback(store, version, reason, lock_timeout, as_json):
 @click.option("--operator", required=True, help="The operator whose table to export.")
 @click.option("--out", "out", required=True, type=click.Path(), help="The file to write.")
 @click.option("--version", "version", type=int, help="Version to export (default: current).")
+@click.option(
+    "--server",
+    help="Write the routes seen from this server (a name of the version's topology, or its 0-based position): "
+    "one file per server when the table splits hot keys.",
+)
 @json_option
 @debug_option
-def export(store, operator, out, version, as_json):
+def export(store, operator, out, version, server, as_json):
     """Write one operator's table as the file a JVM job loads: Storm (--hash storm) or Flink (flink, pyflink).
 
-    Kafka and Spark jobs follow the store through ``locality.Router`` instead (docs/engines/).
+    A table that splits hot keys needs one file per server, each loaded by the
+    instances on that server: ``--server s3`` writes the routes seen from
+    ``s3``, where a split key is an entry for its part there. Without
+    ``--server`` split keys are written whole (their home instance), with a
+    warning. Kafka and Spark jobs follow the store through ``locality.Router``
+    instead (docs/engines/).
     """
     from locality.engines.flink import write_routing_file
     from locality.engines.storm import write_grouping_file
@@ -791,17 +801,44 @@ def export(store, operator, out, version, as_json):
             f"the tables of version {stored.version} fall back to {engine!r}; only Storm and Flink jobs load a file "
             "(a Kafka or Spark job follows the store through locality.Router: see docs/engines/)"
         )
-    writers[engine](table, out)
+    servers = list(config.topology.servers)
+    name = None if server is None else _export_server(server, servers, stored.version)
+    split_keys = len(table.splits)
+    warning = None
+    if split_keys and name is None:
+        warning = (
+            f"{operator!r} splits {split_keys:,} hot keys and no --server was given: this file routes them whole to "
+            f"their home instance; export one file per server with --server (servers: {', '.join(servers)})"
+        )
+    writers[engine](config, out, operator, server=name)
     document = {
         "store": store,
         "version": stored.version,
         "operator": operator,
         "engine": engine,
         "entries": len(table),
+        "split_keys": split_keys,
+        "server": name,
         "file": out,
+        "warning": warning,
     }
-    _emit(
-        as_json, document, f"wrote {len(table):,} {engine} entries of {operator!r} (version {stored.version}) to {out}"
+    split = f" and {split_keys:,} split keys" if split_keys else ""
+    seen = "" if name is None else f", as seen from server {name!r}"
+    text = f"wrote {len(table):,} {engine} entries{split} of {operator!r} (version {stored.version}{seen}) to {out}"
+    _emit(as_json, document, text if warning is None else f"{text}\nwarning: {warning}")
+
+
+def _export_server(value: str, servers: list[str], version: int) -> str:
+    """The server ``--server`` names: one of ``servers``, or a 0-based position when no server name is a number."""
+    if value in servers:
+        return value
+    numeric = any(s.isascii() and s.isdigit() for s in servers)
+    if value.isascii() and value.isdigit() and not numeric and int(value) < len(servers):
+        return servers[int(value)]
+    how = "no position: a server name is a number" if numeric else f"or a position 0..{len(servers) - 1}"
+    raise click.BadParameter(
+        f"{value!r} is not a server of version {version}; its servers are {servers} (a name, {how})",
+        param_hint="'--server'",
     )
 
 

@@ -25,7 +25,14 @@ from locality.engines.keys import LONG_RANGE, check_int_key, key_columns, lone_s
 from locality.engines.primitives import M64
 from locality.errors import InvalidParameterError, SerializationError
 
-__all__ = ["FallbackHash", "make_fallback", "fallback_from_dict", "registered_engines", "server_position"]
+__all__ = [
+    "FallbackHash",
+    "make_fallback",
+    "fallback_from_dict",
+    "registered_engines",
+    "server_position",
+    "routing_table_of",
+]
 
 _REGISTRY: dict[str, type[FallbackHash]] = {}
 
@@ -297,3 +304,36 @@ def server_position(server: str | int, servers: Sequence[str] | None, n_servers:
         return list(servers).index(check_option(server, "server", owner, servers))
     n = len(servers) if servers is not None else n_servers
     return check_integer(server, "server", owner, lower=0, upper=None if n is None else n - 1)
+
+
+def routing_table_of(routing: Any, operator: str | None, owner: str) -> tuple[Any, tuple[str, ...] | None]:
+    """The table of ``operator`` and the topology's servers, from a table, a configuration or a router.
+
+    ``routing`` is a ``RoutingTable`` (returned as it is, with no servers: a
+    table alone names none), a ``RoutingConfiguration`` (``tables`` and
+    ``topology``), a ``RoutingSnapshot`` or a ``Router`` (its version in
+    service). The engine adapters that write or route one operator's table share it.
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming ``owner``'s parameter, if ``routing`` is none of these or has no table for ``operator``.
+    """
+    if hasattr(routing, "entries") and hasattr(routing, "fallback"):
+        return routing, None
+    if callable(getattr(routing, "snapshot", None)):  # a Router: the version in service
+        routing = routing.snapshot()
+    if callable(getattr(routing, "table", None)) and hasattr(routing, "configuration"):  # a RoutingSnapshot
+        routing = routing.configuration
+    tables = getattr(routing, "tables", None)
+    if tables is None:
+        raise InvalidParameterError(
+            f"the 'routing' parameter of {owner} must be a RoutingTable, or a RoutingConfiguration or router "
+            f"holding one per operator; got {type(routing).__name__}"
+        )
+    if operator not in tables:
+        raise InvalidParameterError(
+            f"the 'operator' parameter of {owner} must be one of {sorted(tables)}; got {operator!r}"
+        )
+    topology = getattr(routing, "topology", None)
+    return tables[operator], None if topology is None else tuple(topology.servers)

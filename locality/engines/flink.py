@@ -30,7 +30,7 @@ import pandas as pd
 
 from locality._durable import replace_file
 from locality._validation import check_integer, check_option
-from locality.engines.base import make_fallback, server_position
+from locality.engines.base import make_fallback, routing_table_of, server_position
 from locality.engines.jvm import HashCodeEngine
 from locality.engines.primitives import M32, murmur3_final, murmur3_step, signed32
 from locality.errors import InvalidParameterError, SerializationError
@@ -468,7 +468,7 @@ class FlinkKeySelector:
         server: str | int | Callable[[Any], str | int] | None = None,
     ) -> None:
         owner = "FlinkKeySelector"
-        table, self.servers = _table_of(routing, operator, owner)
+        table, self.servers = routing_table_of(routing, operator, owner)
         fallback = table.fallback
         if not isinstance(fallback, FlinkKeyGroups):
             raise InvalidParameterError(
@@ -604,29 +604,6 @@ class FlinkKeySelector:
             f"key_type={self.key_type!r}, max_parallelism={self.max_parallelism}, "
             f"parallelism={self.parallelism}, routes={len(self.routes)}{splits}{server})"
         )
-
-
-def _table_of(routing: Any, operator: str | None, owner: str) -> tuple[Any, tuple[str, ...] | None]:
-    """The table of ``operator`` and the topology's servers (None for a table alone), from a table, a
-    configuration (``tables``) or a router (``snapshot()``)."""
-    if hasattr(routing, "entries") and hasattr(routing, "fallback"):
-        return routing, None
-    if callable(getattr(routing, "snapshot", None)):  # a Router: the version in service
-        routing = routing.snapshot()
-    if callable(getattr(routing, "table", None)) and hasattr(routing, "configuration"):  # a RoutingSnapshot
-        routing = routing.configuration
-    tables = getattr(routing, "tables", None)
-    if tables is None:
-        raise InvalidParameterError(
-            f"the 'routing' parameter of {owner} must be a RoutingTable, or a RoutingConfiguration or router "
-            f"holding one per operator; got {type(routing).__name__}"
-        )
-    if operator not in tables:
-        raise InvalidParameterError(
-            f"the 'operator' parameter of {owner} must be one of {sorted(tables)}; got {operator!r}"
-        )
-    topology = getattr(routing, "topology", None)
-    return tables[operator], None if topology is None else tuple(topology.servers)
 
 
 def _key_type_of(keys: list, fallback: FlinkKeyGroups, key_type: str | None, owner: str) -> str:

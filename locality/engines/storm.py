@@ -5,11 +5,13 @@ key. Storm takes a routing table natively: a ``CustomStreamGrouping`` looks the
 key up and otherwise computes the fields grouping's own index
 (``docs/engines/storm.md``, with ``LocalityRoutes.java``, the JDK-only loader).
 :func:`write_grouping_file` writes one operator's table in the plain text form
-that loader reads; :func:`read_grouping_file` reads it back.
+that loader reads (one file per server for a table with split keys);
+:func:`read_grouping_file` reads it back.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,12 +19,15 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from locality._durable import replace_file
+from locality.engines.base import routing_table_of, server_position
 from locality.engines.jvm import HashCodeEngine
 from locality.engines.primitives import signed32
 from locality.errors import InvalidParameterError, SerializationError
 
 if TYPE_CHECKING:
-    from locality.routing import RoutingTable
+    from locality.routing import RoutingConfiguration, RoutingTable
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["StormFieldsGrouping", "write_grouping_file", "read_grouping_file", "GROUPING_FILE_FORMAT"]
 
@@ -78,7 +83,13 @@ class StormFieldsGrouping(HashCodeEngine):
         return signed32(h + 31) % self.n_instances
 
 
-def write_grouping_file(table: RoutingTable, path: str | os.PathLike) -> Path:
+def write_grouping_file(
+    routing: RoutingTable | RoutingConfiguration | Any,
+    path: str | os.PathLike,
+    operator: str | None = None,
+    *,
+    server: str | int | None = None,
+) -> Path:
     """Write one operator's routing table as the text file a Storm custom grouping loads.
 
     Line 1 is a tab-separated header: ``locality-storm-routing``, the format
@@ -91,12 +102,27 @@ def write_grouping_file(table: RoutingTable, path: str | os.PathLike) -> Path:
     text, so the JDK alone reads it (``LocalityRoutes.java``): Storm's
     classpath offers no public JSON library.
 
+    A table with split keys has one file per server: the routes the grouping
+    of a worker on ``server`` follows, where a split key is an entry for its
+    part on that server (not listed where that part is the task the fields
+    grouping gives the key itself). The format stays that of a plain table
+    (the header names no server: the file's name or place says which server
+    it is for). Without ``server`` split keys get their home routes, and a
+    warning says so.
+
     Parameters
     ----------
-    table : RoutingTable
-        The operator's table; its fallback must be :class:`StormFieldsGrouping`.
+    routing : RoutingTable, RoutingConfiguration, RoutingSnapshot or Router
+        The operator's table, or a configuration (or router) holding it; its
+        fallback must be :class:`StormFieldsGrouping`.
     path : str or path-like
         The file; written aside and renamed, so a topology never loads half of it.
+    operator : str, optional
+        The operator whose table to write; needed unless ``routing`` is a table.
+    server : str or int, optional
+        The server whose workers load the file: a server name of the topology
+        or its position in ``topology.servers`` (a bare table names no
+        servers: give a position). Only split keys read it.
 
     Returns
     -------
@@ -105,21 +131,48 @@ def write_grouping_file(table: RoutingTable, path: str | os.PathLike) -> Path:
     Raises
     ------
     InvalidParameterError
-        If the table's fallback is not Storm's fields grouping.
+        If the table's fallback is not Storm's fields grouping, ``operator`` is
+        not in ``routing``, or ``server`` is not a server of the topology.
     """
+    owner = "write_grouping_file"
+    if callable(server):
+        raise InvalidParameterError(
+            f"the 'server' parameter of {owner} must be a server name or position; got {server!r}"
+        )
+    table, servers = routing_table_of(routing, operator, owner)
     fallback = table.fallback
     if not isinstance(fallback, StormFieldsGrouping):
         raise InvalidParameterError(
             f"the table of {table.operator!r} falls back to {type(fallback).__name__}; a Storm grouping needs a "
             "table learned with the 'storm' fallback (--hash storm)"
         )
-    entries = table.entries.sort_index()
+    position = None if server is None else server_position(server, servers, table.n_servers, owner)
+    entries = _entries_seen_from(table, position).sort_index()
     # an empty table has no key to type: "string" then, which no entry needs parsing with
     key_type = "string" if table.key_kind in ("string", None) else fallback.int_type
     header = [GROUPING_FILE_FORMAT, str(_FILE_VERSION), _escape(table.operator), key_type]
     lines = ["\t".join(header + [str(fallback.n_instances), str(len(entries))])]
     lines += [f"{int(task)}\t{_escape(str(key))}" for key, task in entries.items()]
     return replace_file(path, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def _entries_seen_from(table: RoutingTable, position: int | None) -> pd.Series:
+    """The table's entries with each split key's part on server ``position`` (its home route without one)."""
+    if not table.splits:
+        return table.entries
+    if position is None:
+        logger.warning(
+            "the table of %r splits %d hot keys but write_grouping_file was given no 'server': "
+            "the file routes them whole to their home task",
+            table.operator,
+            len(table.splits),
+        )
+        return table.entries
+    from locality.routing import RoutingTable
+
+    parts = {key: plan[position] for key, plan in table.splits.items()}
+    routes = {**table.entries.to_dict(), **parts}
+    return RoutingTable(table.operator, table.fallback, routes).entries  # parts equal to the hash dropped
 
 
 def read_grouping_file(path: str | os.PathLike) -> RoutingTable:
