@@ -495,6 +495,71 @@ def test_the_grouping_path_does_not_change_exact_counts(monkeypatch, kind, int_s
     assert_space_saving_bounds(small, truth)
 
 
+def test_keys_seen_once_are_set_aside_with_their_exact_counts(monkeypatch):
+    """Rows whose key no other row holds skip Arrow's aggregation and come back as groups of one.
+
+    Checked against the plain grouping on the same rows: same groups, counts, sums and located
+    rows, for string pairs and an int + string pair, with a look-alike that differs in its last
+    padded byte and a key repeated only across blocks; and when every fingerprint collides (all
+    rows in one bucket) nothing is set aside and nothing changes.
+    """
+    rng = np.random.default_rng(5)
+    words = np.array([f"w{i}" for i in range(3_000)] + ["abcdefgh", "abcdefg", "abcdefgh\x01"], dtype=object)
+
+    def plain_groups(kinds, blocks, values):
+        monkeypatch.setattr(grouping, "_SINGLES_MIN_ROWS", 1 << 62)
+        return grouping.group(kinds, blocks, values, located=1)
+
+    def by_key(groups):
+        keys = [
+            k.take(np.arange(len(groups.rows))).to_pylist() if not isinstance(k, np.ndarray) else k.tolist()
+            for k in groups.keys
+        ]
+        table = {key: (int(n), float(v)) for key, n, v in zip(zip(*keys), groups.rows, groups.sums[0])}
+        located = [tuple(k[i] for k in keys) for i in groups.at[0]]
+        return table, located
+
+    seen = []
+    real = grouping._seen_once
+    monkeypatch.setattr(grouping, "_seen_once", lambda *a: seen.append(found := real(*a)) or found)
+    for kinds, first in (([STR, STR], words), ([sketch_module.INT, STR], np.arange(len(words)))):
+        sketch = [pa.array(words[:50]) if kinds[0] == STR else first[:50].astype(np.int64), pa.array(words[:50])]
+        blocks, values = [sketch], [[np.full(50, 10.0)]]
+        for _ in range(3):
+            pick = rng.integers(0, len(words), 1_000)
+            one = pa.array(words[pick]) if kinds[0] == STR else first[pick].astype(np.int64)
+            blocks.append([one, pa.array(words[rng.integers(0, len(words), 1_000)])])
+            values[0].append(rng.random(1_000) + 0.5)
+        expected = by_key(plain_groups(kinds, blocks, values))
+        monkeypatch.setattr(grouping, "_SINGLES_MIN_ROWS", 0)
+        seen.clear()
+        assert by_key(grouping.group(kinds, blocks, values, located=1)) == expected
+        assert sum(int(mask.sum()) for mask in seen[0].values()) > 1_000, "most rows hold a key seen once"
+        monkeypatch.setattr(grouping, "_odd", lambda position: np.uint64(0))  # every row in one bucket
+        seen.clear()
+        assert by_key(grouping.group(kinds, blocks, values, located=1)) == expected
+        assert sum(int(mask.sum()) for mask in seen[0].values()) == 0
+        monkeypatch.undo()
+        monkeypatch.setattr(grouping, "_seen_once", lambda *a: seen.append(found := real(*a)) or found)
+
+
+@pytest.mark.parametrize("arity", [1, 2])
+def test_setting_keys_seen_once_aside_keeps_the_sketch(monkeypatch, arity, str_stream, pair_stream):
+    """The sketch fed through both groupings: the same exact counts, and every bound with evictions."""
+    keys = str_stream[:200_000] if arity == 1 else [c[:200_000] for c in pair_stream]
+    truth = exact(keys.tolist() if arity == 1 else rows(keys))
+    weights = np.random.default_rng(3).random(200_000) + 0.5
+    monkeypatch.setattr(grouping, "_SINGLES_MIN_ROWS", 0)
+    aside = fed_in_batches(SpaceSaving(len(truth), arity), keys, 7_919)
+    assert {k: e for k, (e, _, _) in monitored(aside).items()} == truth
+    small = fed_in_batches(SpaceSaving(700, arity), keys, 7_919)
+    weighted = fed_in_batches(SpaceSaving(700, arity), keys, 7_919, weights)
+    monkeypatch.setattr(grouping, "_SINGLES_MIN_ROWS", 1 << 62)
+    assert_same_sketch(aside, fed_in_batches(SpaceSaving(len(truth), arity), keys, 7_919))
+    assert_space_saving_bounds(small, truth)
+    assert_space_saving_bounds(weighted, exact(keys.tolist() if arity == 1 else rows(keys), weights))
+
+
 # ---------------------------------------------------------------------- buffered batches
 
 

@@ -10,11 +10,22 @@ instead while the rows are few enough for it to be faster.
 
 Short strings are grouped as fixed-width bytes: when a string component's values
 all fit in :data:`_PACKED_MAX_BYTES` bytes and hold no NUL byte, each is padded
-with NULs to the longest one's length and grouped as ``fixed_size_binary``. Two
-such strings pad alike only if they are equal, so the groups are the same; Arrow
-groups fixed-width keys about 1.7x as fast as strings once its hash table
-outgrows the CPU caches (a sketch with ~100,000 counters). The padding is
-stripped only from the rows a caller takes (:class:`PackedStrings`).
+with NULs to the longest one's length rounded up to 8 bytes and grouped as
+``fixed_size_binary``. Two such strings pad alike only if they are equal, so the
+groups are the same; Arrow groups fixed-width keys about 1.7x as fast as strings
+once its hash table outgrows the CPU caches (a sketch with ~100,000 counters).
+The padding is stripped only from the rows a caller takes (:class:`PackedStrings`).
+
+Keys seen once are set aside before the hash aggregation. In a sketch's merge
+most groups are keys of the stream's tail that occur in one buffered row (at
+98,304 counters, 303,000 of 417,000 groups), and inserting them is most of
+what Arrow's hash table costs once it outgrows the caches. When every key
+component is an int or padded bytes, each row gets a 64-bit fingerprint of its
+key words and the rows are counted per bucket of fingerprints (``np.bincount``):
+a row alone in its bucket holds a key that occurs in no other row, whatever the
+fingerprint function (equal keys share a bucket), so it is a group of one
+without being grouped. Collisions only leave some such rows to the aggregation.
+Exactness never depends on the fingerprint.
 """
 
 from __future__ import annotations
@@ -27,12 +38,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from locality.sketch.columns import INT
+from locality.sketch.columns import INT, STR
 
 __all__ = ["Groups", "PackedStrings", "group"]
 
 # pandas.factorize groups int64 faster than Arrow until its hash table leaves the CPU caches.
 _PANDAS_MAX_ROWS = 1 << 20
+# Rows of the blocks not located from which the keys seen once are set aside before Arrow groups the rest.
+_SINGLES_MIN_ROWS = 1 << 16
 # Longer strings (URLs, say) are grouped as strings: at 98,304 counters padding still won with 26-byte keys
 # (1.74x against 1.98x Arrow's per-batch count) and lost with 33-byte ones (1.95x against 1.80x).
 _PACKED_MAX_BYTES = 32
@@ -101,13 +114,20 @@ def group(
         starts = np.cumsum([0, *sizes])
         at = [labels[starts[b] : starts[b + 1]] for b in range(located)]
         return Groups([uniques.astype(np.int64, copy=False)], np.bincount(labels, minlength=size), sums, at)
+    # Keys seen once are worth setting aside (strings padded to whole words for it) when there are many rows of
+    # string keys; Arrow groups int64 keys fast enough that it does not pay for them (benchmarks/results_sketch.md).
+    unlocated = sum(sizes[located:])
+    find_singles = STR in kinds and unlocated > 0 and unlocated >= _SINGLES_MIN_ROWS
     # Per component, its column in each block: the int64 values, or the strings, padded if they can be.
     columns, packed = [], []
     for i, kind in enumerate(kinds):
         column = [block[i] for block in blocks]
-        padded = None if kind == INT else _padded(column)
+        padded = None if kind == INT else _padded(column, 8 if find_singles else 1)
         packed.append(padded is not None)
-        columns.append([pa.array(c) for c in column] if kind == INT else column if padded is None else padded)
+        columns.append(column if padded is None else padded)
+    singles = None
+    if find_singles and all(kind == INT or packs for kind, packs in zip(kinds, packed)):
+        columns, values, sizes, singles = _set_aside_singles(columns, values, sizes, located)
     keys = [f"k{i}" for i in range(len(kinds))]
     names = [*keys, *(f"at{b}" for b in range(located)), *(f"v{j}" for j in range(len(values)))]
     batches = []
@@ -118,15 +138,22 @@ def group(
             for c in range(located)
         ]
         summed = [pa.array(column[b]) for column in values]
-        batches.append(pa.RecordBatch.from_arrays([*(c[b] for c in columns), *positions, *summed], names=names))
+        batches.append(pa.RecordBatch.from_arrays([*(_arrow(c[b]) for c in columns), *positions, *summed], names=names))
     aggregations = [*((f"at{b}", "sum") for b in range(located)), *((f"v{j}", "sum") for j in range(len(values)))]
     # Without threads the group order is stable (Arrow's documented promise for use_threads=False).
     out = pa.Table.from_batches(batches).group_by(keys, use_threads=False).aggregate([*aggregations, ([], "count_all")])
-    grouped = [
-        out.column(k).to_numpy() if kind == INT else PackedStrings(out.column(k)) if packs else out.column(k)
-        for k, kind, packs in zip(keys, kinds, packed, strict=True)
-    ]
+    grouped = [out.column(k) for k in keys]
+    counts = out.column("count_all").to_numpy()
     sums = [out.column(f"v{j}_sum").to_numpy() for j in range(len(values))]
+    if singles is not None:  # the keys seen once follow the aggregation's groups, in row order
+        single_keys, single_values = singles
+        grouped = [pa.chunked_array([*g.chunks, _arrow(k)], type=g.type) for g, k in zip(grouped, single_keys)]
+        counts = np.concatenate([counts, np.ones(len(single_keys[0]), dtype=counts.dtype)])
+        sums = [np.concatenate([total, alone]) for total, alone in zip(sums, single_values, strict=True)]
+    grouped = [
+        g.to_numpy() if kind == INT else PackedStrings(g) if packs else g
+        for g, kind, packs in zip(grouped, kinds, packed, strict=True)
+    ]
     at = []
     for b in range(located):
         position = out.column(f"at{b}_sum").to_numpy()
@@ -134,16 +161,98 @@ def group(
         where = np.empty(sizes[b], dtype=np.int64)
         where[position[holders].astype(np.int64)] = holders
         at.append(where)
-    return Groups(grouped, out.column("count_all").to_numpy(), sums, at)
+    return Groups(grouped, counts, sums, at)
 
 
-def _padded(strings: list[pa.StringArray]) -> list[pa.FixedSizeBinaryArray] | None:
-    """Each block's strings NUL-padded to one width, as ``fixed_size_binary``; None if some cannot be."""
+def _set_aside_singles(
+    columns: list[list[Any]], values: Sequence[Sequence[np.ndarray]], sizes: list[int], located: int
+) -> tuple[list[list[Any]], list[list[np.ndarray]], list[int], tuple[list[Any], list[np.ndarray]]]:
+    """The rows of the blocks after the first ``located`` whose key no other row holds, taken out of the blocks.
+
+    Returns the blocks' columns, values and sizes without those rows, and the
+    rows taken out: their key components and their values (one group each).
+    """
+    alone = _seen_once(columns, located)
+    rest = {b: ~mask for b, mask in alone.items()}
+    single_keys = [_concat([_rows(column[b], mask) for b, mask in alone.items()]) for column in columns]
+    single_values = [np.concatenate([np.compress(mask, parts[b]) for b, mask in alone.items()]) for parts in values]
+    columns = [[_rows(block, rest[b]) if b in rest else block for b, block in enumerate(c)] for c in columns]
+    values = [[np.compress(rest[b], part) if b in rest else part for b, part in enumerate(p)] for p in values]
+    sizes = [int(np.count_nonzero(rest[b])) if b in rest else size for b, size in enumerate(sizes)]
+    return columns, values, sizes, (single_keys, single_values)
+
+
+def _seen_once(columns: list[list[Any]], located: int) -> dict[int, np.ndarray]:
+    """Per block after the first ``located``, which of its rows hold a key that no other row of any block holds.
+
+    Every component is int64 values or padded bytes (a multiple of 8 wide), so a
+    key is a few 64-bit words; their fingerprint picks a bucket and the rows are
+    counted per bucket. A row alone in its bucket is alone with its key: equal
+    keys have equal fingerprints. Collisions only hide some such rows, never
+    invent one, so the fingerprint needs no strength, only spread.
+    """
+    rows = sum(len(block) for block in columns[0])
+    bits = max(1, int(rows - 1).bit_length())  # one to two buckets per row
+    buckets = []
+    for b in range(len(columns[0])):
+        mixed, position = None, 0
+        for column in columns:
+            words = _words(column[b])
+            for j in range(words.shape[1]):
+                term = words[:, j] * _odd(position)
+                mixed = term if mixed is None else mixed + term
+                position += 1
+        mixed ^= mixed >> np.uint64(29)
+        mixed *= _odd(0)
+        buckets.append((mixed >> np.uint64(64 - bits)).astype(np.intp))
+    lone = np.bincount(np.concatenate(buckets), minlength=1 << bits) == 1  # a byte per bucket: read in the caches
+    return {b: lone[buckets[b]] for b in range(located, len(buckets))}
+
+
+def _odd(position: int) -> np.uint64:
+    """The odd 64-bit multiplier of a key's word at ``position``: an odd multiple of the golden ratio's."""
+    return np.uint64((0x9E3779B97F4A7C15 * (2 * position + 1)) % 2**64)
+
+
+def _words(column: Any) -> np.ndarray:
+    """A component's rows as 64-bit words (rows x words, no copy): int64 values, or padded bytes 8 at a time."""
+    if isinstance(column, np.ndarray):
+        return column.view(np.uint64).reshape(-1, 1)
+    per_row = column.type.byte_width // 8
+    data = np.frombuffer(column.buffers()[1], dtype=np.uint64, count=(column.offset + len(column)) * per_row)
+    return data[column.offset * per_row :].reshape(-1, per_row)
+
+
+def _rows(column: Any, mask: np.ndarray) -> Any:
+    """The rows of a component (int64 values or padded bytes) where ``mask`` is true."""
+    if isinstance(column, np.ndarray):
+        return np.compress(mask, column)
+    chosen = np.compress(mask, _words(column), axis=0)  # 10x as fast as boolean indexing of a 2-d array
+    return pa.FixedSizeBinaryArray.from_buffers(column.type, len(chosen), [None, pa.py_buffer(chosen)])
+
+
+def _arrow(column: Any) -> pa.Array:
+    """A component's rows as an Arrow array (int64 values are numpy until then)."""
+    return pa.array(column) if isinstance(column, np.ndarray) else column
+
+
+def _concat(parts: list[Any]) -> Any:
+    """One column of the parts of a component (int64 values or padded bytes)."""
+    if isinstance(parts[0], np.ndarray):
+        return np.concatenate(parts)
+    return pa.concat_arrays(parts)
+
+
+def _padded(strings: list[pa.StringArray], multiple: int) -> list[pa.FixedSizeBinaryArray] | None:
+    """Each block's strings NUL-padded to one width (a ``multiple`` of bytes), as ``fixed_size_binary``.
+
+    None if some cannot be.
+    """
     offsets = [_offsets(s) for s in strings]
     longest = max((int(np.diff(o).max()) for o in offsets if len(o) > 1), default=0)
     if longest > _PACKED_MAX_BYTES:
         return None
-    width = max(1, longest)
+    width = multiple * -(-max(1, longest) // multiple)
     if width * max(len(s) for s in strings) > _MAX_STRING_BYTES:
         return None  # a padded block would overflow Arrow's 32-bit string offsets
     padded = []

@@ -154,15 +154,20 @@ class SpaceSaving:
     sketch's ``m`` keys with the buffered rows (Arrow's
     ``Table.group_by(..., use_threads=False)``, which compares whole keys, so
     nothing depends on a hash; strings of at most 32 bytes with no NUL byte are
-    grouped as NUL-padded fixed-width bytes, which Arrow groups faster;
-    ``pandas.factorize`` for a single int component up to 2**20 rows), a
-    selection of the ``m`` largest candidates and one ``take`` of the kept keys:
-    O(m + buffered rows) per merge, O(1) per row, and the sketch's own keys add
-    at most 1/16 to the rows grouped, whatever the batch sizes. Memory: the
-    ``m`` counters, at most ``16 * m`` buffered rows plus the last batch (a
-    buffered Arrow slice keeps its parent's buffers), while batches are buffered
-    the counters as they were before them, and during a merge a padded copy of
-    the buffered string keys (at most 32 bytes a key). A query
+    grouped as NUL-padded fixed-width bytes, which Arrow groups faster, and from
+    65,536 rows of such string keys the rows whose key no other row holds are
+    found by counting 64-bit fingerprints per bucket and kept out of Arrow's
+    hash table, which they would mostly fill; ``pandas.factorize`` for a single
+    int component up to 2**20 rows), a selection of the ``m`` largest
+    candidates and one ``take`` of the kept keys: O(m + buffered rows) per
+    merge, O(1) per row, and the sketch's own keys add at most 1/16 to the rows
+    grouped, whatever the batch sizes. Memory: the ``m`` counters, at most
+    ``16 * m`` buffered rows plus the last batch (a buffered Arrow slice keeps
+    its parent's buffers), while batches are buffered the counters as they were
+    before them, and during a merge a padded copy of the buffered string keys
+    (at most 32 bytes a key), with string keys a second copy of the rows that
+    are grouped, and 17 bytes a row and one byte a bucket (one or two buckets a
+    row) for finding the keys seen once. A query
     (:attr:`min_count`, ``len``, :meth:`estimate`, :meth:`top_k`,
     :meth:`to_bytes`, ``str``, or being merged into another sketch) merges the
     buffer into a view of the counters the first time it looks after a batch
