@@ -6,15 +6,16 @@ finding the group of each of its own counters. :func:`group` does that exactly,
 with no per-key Python code: Arrow's hash aggregation
 (``Table.group_by(..., use_threads=False)``) compares keys exactly, so nothing
 depends on a hash; a single int64 component goes through ``pandas.factorize``
-instead while the rows are few enough for it to be faster.
+instead, its hash table sized from the sketch's keys, which makes it faster.
 
 Short strings are grouped as fixed-width bytes: when a string component's values
 all fit in :data:`_PACKED_MAX_BYTES` bytes and hold no NUL byte, each is padded
-with NULs to the longest one's length rounded up to 8 bytes and grouped as
-``fixed_size_binary``. Two such strings pad alike only if they are equal, so the
-groups are the same; Arrow groups fixed-width keys about 1.7x as fast as strings
-once its hash table outgrows the CPU caches (a sketch with ~100,000 counters).
-The padding is stripped only from the rows a caller takes (:class:`PackedStrings`).
+with NULs to the longest one's length (rounded up to whole 64-bit words when
+the keys seen once are looked for, below) and grouped as ``fixed_size_binary``.
+Two such strings pad alike only if they are equal, so the groups are the same;
+Arrow groups fixed-width keys about 1.7x as fast as strings once its hash table
+outgrows the CPU caches (a sketch with ~100,000 counters). The padding is
+stripped only from the rows a caller takes (:class:`PackedStrings`).
 
 Keys seen once are set aside before the hash aggregation. In a sketch's merge
 most groups are keys of the stream's tail that occur in one buffered row (at
@@ -42,8 +43,9 @@ from locality.sketch.columns import INT, STR
 
 __all__ = ["Groups", "PackedStrings", "group"]
 
-# pandas.factorize groups int64 faster than Arrow until its hash table leaves the CPU caches.
-_PANDAS_MAX_ROWS = 1 << 20
+# pandas.factorize groups int64 keys faster than Arrow when its hash table starts near the number of groups
+# (by default it starts at one slot per row and leaves the caches): 0.4x-0.8x Arrow's time from 200k to 3.2M rows.
+_PANDAS_MAX_ROWS = 1 << 26
 # Rows of the blocks not located from which the keys seen once are set aside before Arrow groups the rest.
 _SINGLES_MIN_ROWS = 1 << 16
 # Longer strings (URLs, say) are grouped as strings: at 98,304 counters padding still won with 26-byte keys
@@ -108,7 +110,9 @@ def group(
     """
     sizes = [len(block[0]) for block in blocks]
     if len(kinds) == 1 and kinds[0] == INT and sum(sizes) <= _PANDAS_MAX_ROWS:
-        labels, uniques = pd.factorize(np.concatenate([block[0] for block in blocks]))
+        # Groups: the located blocks' keys, which are distinct, and a guess at the other rows' distinct keys.
+        hint = sum(sizes[:located]) + sum(sizes[located:]) // 8 + 1
+        labels, uniques = pd.factorize(np.concatenate([block[0] for block in blocks]), size_hint=hint)
         size = len(uniques)
         sums = [np.bincount(labels, weights=np.concatenate(parts), minlength=size) for parts in values]
         starts = np.cumsum([0, *sizes])
