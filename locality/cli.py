@@ -427,10 +427,18 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
 )
 @click.option(
     "--horizon",
-    default="1D",
-    show_default=True,
     help="With --rebalance local or follow: how long the moves serve (until the next reconfiguration); "
-    "a key's window load is scaled to it.",
+    "a key's window load is scaled to it. [default: 1D]",
+)
+@click.option(
+    "--balance-since",
+    help="With --rebalance local or follow: start of the balance window (ISO 8601, e.g. the last "
+    "reconfiguration): balance what each instance served since then plus the window's loads scaled to "
+    "what is left of it (needs --balance-until; the store keeps what was served).",
+)
+@click.option(
+    "--balance-until",
+    help="With --balance-since: end of the balance window (the next reconfiguration); the moves serve until then.",
 )
 @split_options
 @optimizer_options
@@ -455,6 +463,8 @@ def reconfigure(
     theta_max,
     state_weight,
     horizon,
+    balance_since,
+    balance_until,
     split_hot_keys,
     split_share,
     split_merge,
@@ -508,6 +518,8 @@ def reconfigure(
         theta_max=theta_max,
         state_weight=state_weight,
         horizon=horizon,
+        balance_since=balance_since,
+        balance_until=balance_until,
         split_hot_keys=split_hot_keys,
         split_share=split_share,
         split_merge=split_merge,
@@ -531,6 +543,10 @@ def reconfigure(
     )
     if any(outcome.get("split_keys", {}).values()):
         text += f"; split keys {outcome['split_keys']}"
+    if "served" in outcome:
+        loads = outcome["served"]["loads"]
+        served = ", ".join(f"{op} {max(v):,.0f} / {sum(v) / len(v):,.0f}" for op, v in loads.items())
+        text += f"\n  served since {outcome['served']['since']} (most / mean per instance): {served}"
     _emit(as_json, outcome, text)
 
 

@@ -17,7 +17,7 @@ from locality.errors import TraceError
 from locality.evaluation import EvaluationReport, ReplayTotals, replay, report_from_totals
 from locality.routing import RoutingConfiguration
 
-__all__ = ["evaluate_trace"]
+__all__ = ["evaluate_trace", "replay_totals"]
 
 
 def _replay_partition(config_json: str, columns: dict[str, str], weight: str | None) -> Callable:
@@ -35,17 +35,13 @@ def _replay_partition(config_json: str, columns: dict[str, str], weight: str | N
     return run
 
 
-def evaluate_trace(
-    df,
-    config: RoutingConfiguration,
-    keys: Sequence[str] | None = None,
-    *,
-    weight: str | None = None,
-) -> EvaluationReport:
-    """Replay the Spark DataFrame ``df`` through ``config`` and its hash baseline.
+def replay_totals(
+    df, config: RoutingConfiguration, keys: Sequence[str] | None = None, *, weight: str | None = None
+) -> tuple[ReplayTotals | None, ReplayTotals | None]:
+    """The totals of replaying the Spark DataFrame ``df`` through ``config`` and through its hash baseline.
 
     ``keys`` are the trace's key columns in operator order (default: the
-    operators' names).
+    operators' names). ``(None, None)`` when ``df`` has no rows.
     """
     ops = list(config.topology.operators)
     keys = list(keys or ops)
@@ -59,6 +55,22 @@ def evaluate_trace(
         o, h = ReplayTotals.from_dict(doc["optimized"]), ReplayTotals.from_dict(doc["hash"])
         optimized = o if optimized is None else optimized + o
         hashed = h if hashed is None else hashed + h
+    return optimized, hashed
+
+
+def evaluate_trace(
+    df,
+    config: RoutingConfiguration,
+    keys: Sequence[str] | None = None,
+    *,
+    weight: str | None = None,
+) -> EvaluationReport:
+    """Replay the Spark DataFrame ``df`` through ``config`` and its hash baseline.
+
+    ``keys`` are the trace's key columns in operator order (default: the
+    operators' names).
+    """
+    optimized, hashed = replay_totals(df, config, keys, weight=weight)
     if optimized is None or optimized.weight <= 0:
         dropped = 0 if optimized is None else optimized.dropped
         raise TraceError(f"the trace to evaluate is empty (no usable rows; {dropped} dropped for null or empty keys)")

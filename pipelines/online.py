@@ -22,8 +22,12 @@ from the window's length to the horizon), and the result is published with
 its migration plan when a key moves. A key's state in such a run is its load
 in the window plus one period's worth of its stored history (the blended
 load times ``1 - decay``), so that a key known for weeks is not moved as if
-it had just appeared. With ``split_hot_keys`` (associative state only) the
-step also splits the window's hot keys by neighbour server and publishes the
+it had just appeared. With a balance window (``balance_since`` and
+``balance_until``, the last and the next reconfiguration), the step balances
+the whole window as the replay's ``local`` does: what each instance served
+since it began (a ledger in the store, :mod:`pipelines.served`) plus the
+window's key loads scaled to what is left of it. With ``split_hot_keys``
+(associative state only) the step also splits the window's hot keys by neighbour server and publishes the
 split plans in the tables (:attr:`RoutingTable.splits`); ``split_merge`` says
 whether their partial states fold home when a split ends (moves in the plan)
 or are merged downstream (no moves).
@@ -33,6 +37,7 @@ Store layout added by this job (beside ``versions/`` and ``CURRENT``)::
     ROOT/statistics/<window>/          # blended counts after that window (KeyCounts.write)
     ROOT/statistics/LATEST             # the window whose counts the next run blends with
     ROOT/decisions/<window>.json       # the outcome of each window
+    ROOT/balance/<since>.json          # rebalancing with a balance window: what each instance served in it
 
 Everything from reading the version in force to recording the decision
 happens under the store's writer lock (:meth:`locality.store.ConfigStore.lock`),
@@ -50,6 +55,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import asdict, dataclass
+from datetime import datetime
 
 from locality._validation import check_duration, check_integer, check_interval, check_option
 from locality.counts import KeyCounts, blend
@@ -68,7 +74,8 @@ from locality.store import DEFAULT_LOCK_TIMEOUT, ConfigStore, fingerprint
 from locality.topology import Topology
 from pipelines.counting import read_and_count
 from pipelines.progress import Stages
-from pipelines.trace import TraceSpec, check_trace, input_files
+from pipelines.served import ServedLoads
+from pipelines.trace import TraceSpec, check_trace, input_files, parse_time
 
 __all__ = ["OnlineParams", "run", "DEFAULT_DECAY", "DEFAULT_MIN_GAIN", "DEFAULT_MAX_IMBALANCE", "DEFAULT_HORIZON"]
 
@@ -113,7 +120,9 @@ class OnlineParams:
     rebalance: str | None = None
     theta_max: float = 0.08
     state_weight: float = 1.0
-    horizon: str = DEFAULT_HORIZON
+    horizon: str | None = None
+    balance_since: str | None = None
+    balance_until: str | None = None
     split_hot_keys: bool = False
     split_share: float | None = None
     split_merge: str = "fold"
@@ -125,7 +134,9 @@ class OnlineParams:
             check_option(self.rebalance, "rebalance", owner, METHODS)
             check_interval(self.theta_max, "theta_max", owner, lower=0.0)
             check_interval(self.state_weight, "state_weight", owner, lower=0.0)
+        if self.horizon is not None:
             check_duration(self.horizon, "horizon", owner)
+        self._check_balance_window(owner)
         check_option(self.split_merge, "split_merge", owner, ("fold", "downstream"))
         if self.split_share is not None:
             check_interval(self.split_share, "split_share", owner, lower=0.0, closed="neither")
@@ -148,6 +159,34 @@ class OnlineParams:
             check_interval(self.decay, "decay", owner, lower=0.0, upper=1.0, closed="right")
         if self.topology is not None:
             self.trace.check_operators(self.topology.operators)
+
+    def _check_balance_window(self, owner: str) -> None:
+        if self.balance_since is None and self.balance_until is None:
+            return
+        if self.balance_since is None or self.balance_until is None:
+            raise InvalidParameterError(
+                f"the 'balance_since' and 'balance_until' parameters of {owner} go together (the balance window)"
+            )
+        if self.rebalance not in BASE_AWARE:
+            raise InvalidParameterError(
+                f"a balance window in {owner} needs --rebalance with a locality-aware rebalancer "
+                f"({sorted(BASE_AWARE)}); got {self.rebalance!r}"
+            )
+        if self.horizon is not None:
+            raise InvalidParameterError(
+                f"give {owner} either a horizon or a balance window: with a balance window the moves serve "
+                "until its end (balance_until)"
+            )
+        since, until = self.balance_window()
+        if until <= since:
+            raise InvalidParameterError(
+                f"the balance window of {owner} must end after it begins; "
+                f"got {self.balance_since} .. {self.balance_until}"
+            )
+
+    def balance_window(self) -> tuple[datetime, datetime]:
+        """``(balance_since, balance_until)`` as UTC-aware datetimes."""
+        return parse_time(self.balance_since, "balance_since"), parse_time(self.balance_until, "balance_until")
 
     def window_key(self) -> str:
         """Identity of the window and the parameters (input files, time range, parameters)."""
@@ -240,22 +279,46 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
         return recorded
     # Fail before counting when the store cannot take this run (checked again under the lock).
     current_version = store.current_version()
-    _topology_and_fallbacks(params, store.get(current_version).config if current_version is not None else None)
+    current = store.get(current_version).config if current_version is not None else None
+    _topology_and_fallbacks(params, current)
     keys = list(params.trace.keys)
+    if params.rebalance in BASE_AWARE:
+        _ahead(params)  # the window's length and what lies ahead are known before counting
 
     df, counts = read_and_count(spark, params, stages, what="window")
     if params.trace.state:
         state = _state_sizes(df, keys, params.trace.state)
     else:  # a key's state defaults to its load in the window (not in the blended history)
         state = {op: counts.key_loads[op].set_index("key")["weight"] for op in keys}
+    ledger = served = None
+    if params.balance_since is not None and current is not None:
+        with stages.stage("served since the balance window began"):
+            ledger, served = _served(spark, store, params, current)
 
     with store.lock():
         recorded = _recorded(store, window)  # another run may have decided this window while we counted
         if recorded is not None:
             return recorded
-        outcome = _decide_and_publish(store, params, window, counts, state, stages)
+        if ledger is not None and (
+            store.current_version() != current_version or _ledger(store, params, current).until != ledger.until
+        ):  # another writer moved CURRENT or the ledger meanwhile: count again from what is stored now
+            ledger, served = _served(spark, store, params, store.get(store.current_version()).config)
+        outcome = _decide_and_publish(store, params, window, counts, state, stages, served)
+        if served is not None:
+            served.write(store)
         store.write_atomically(f"decisions/{window}.json", lambda p: p.write_text(json.dumps(outcome, default=str)))
     return outcome
+
+
+def _ledger(store: ConfigStore, params: OnlineParams, config: RoutingConfiguration) -> ServedLoads:
+    """The stored ledger of the run's balance window."""
+    return ServedLoads.read(store, params.balance_window()[0], config)
+
+
+def _served(spark, store: ConfigStore, params: OnlineParams, config: RoutingConfiguration):
+    """The stored ledger, and the ledger with the rows up to the end of the run's window added as ``config`` routes."""
+    ledger = _ledger(store, params, config)
+    return ledger, ledger.caught_up(spark, params.trace, config, params.trace.time_range()[1])
 
 
 def _recorded(store: ConfigStore, window: str) -> dict | None:
@@ -268,14 +331,16 @@ def _recorded(store: ConfigStore, window: str) -> dict | None:
     return outcome
 
 
-def _decide_and_publish(store: ConfigStore, params: OnlineParams, window: str, counts, state, stages: Stages) -> dict:
+def _decide_and_publish(
+    store: ConfigStore, params: OnlineParams, window: str, counts, state, stages: Stages, served: ServedLoads | None
+) -> dict:
     """Blend, reconfigure from the version in force, decide, and publish if it pays (under the store's lock)."""
     previous_version = store.current_version()
     current = store.get(previous_version).config if previous_version is not None else None
     topology, fallbacks = _topology_and_fallbacks(params, current)
     if params.rebalance is not None:
         with stages.stage(f"rebalance ({params.rebalance})"):
-            new, plan, raw_cost = _rebalanced(store, params, current, counts, state)
+            new, plan, raw_cost = _rebalanced(store, params, current, counts, state, served)
     else:
         with stages.stage("blend with earlier windows"):
             blended = _History(store).blended(window, counts, params.decay, params.capacity)
@@ -318,6 +383,8 @@ def _decide_and_publish(store: ConfigStore, params: OnlineParams, window: str, c
         "table_entries": new.table_sizes(),
         "split_keys": new.split_keys(),
     }
+    if served is not None:
+        outcome["served"] = {**served.to_dict(), "balance_until": params.balance_window()[1].isoformat()}
     if verdict.publish:
         with stages.stage("publish"):
             shares = {op: topology.instance_shares(op) for op in topology.operators}
@@ -378,8 +445,12 @@ def _reconfigured(params: OnlineParams, current, topology, fallbacks, blended: K
     return step.config, step.plan, step.unrelabeled_cost
 
 
-def _rebalanced(store: ConfigStore, params: OnlineParams, current, counts: KeyCounts, state):
-    """The tables in force adjusted to the window's key loads (locality from the stored statistics + the window)."""
+def _rebalanced(store: ConfigStore, params: OnlineParams, current, counts: KeyCounts, state, served):
+    """The tables in force adjusted to the window's key loads (locality from the stored statistics + the window).
+
+    With a balance window (``served``), the loads are the window's scaled to
+    what is left of it, balanced on top of what each instance served so far.
+    """
     if current is None:
         raise TopologyError("the store is empty: rebalancing adjusts the tables in force; reconfigure first")
     history = _History(store)
@@ -389,7 +460,11 @@ def _rebalanced(store: ConfigStore, params: OnlineParams, current, counts: KeyCo
     loads = {op: counts.key_loads[op].set_index("key")["weight"] for op in counts.operators}
     options = {}
     if params.rebalance in BASE_AWARE:
-        options = {"state_weight": params.state_weight, "horizon": _horizon(params)}
+        ahead = _ahead(params)
+        options = {"state_weight": params.state_weight, "horizon": ahead}
+        if served is not None:  # the window's loads forecast the rest of the balance window
+            loads = {op: load * ahead for op, load in loads.items()}
+            options.update(horizon=1.0, base_loads=served.loads)
         if not params.trace.state and stored is not None:
             state = _with_history(state, stored, params.decay)
     if params.split_hot_keys:
@@ -407,15 +482,23 @@ def _rebalanced(store: ConfigStore, params: OnlineParams, current, counts: KeyCo
     return new, plan_migration(current, new, state, split_merge=params.split_merge), None
 
 
-def _horizon(params: OnlineParams) -> float:
-    """The horizon over the window's length: how many times its window load a key hops before it ends."""
+def _ahead(params: OnlineParams) -> float:
+    """How many times its window's length lies ahead of the run: until the horizon, or the balance window's end."""
     start, end = params.trace.time_range()
     if start is None or end is None:
         raise InvalidParameterError(
-            f"the {params.rebalance!r} rebalancer scales the window's hops to the horizon ({params.horizon}): "
+            f"the {params.rebalance!r} rebalancer scales the window's loads to what lies ahead: "
             "give the window as --window or --start/--end"
         )
-    return check_duration(params.horizon, "horizon", "the online job") / (end - start)
+    if params.balance_until is None:
+        return check_duration(params.horizon or DEFAULT_HORIZON, "horizon", "the online job") / (end - start)
+    rest = params.balance_window()[1] - end
+    if rest.total_seconds() <= 0:
+        raise InvalidParameterError(
+            f"the balance window ends ({params.balance_until}) before the run's window does ({end.isoformat()}): "
+            "nothing is left of it to balance"
+        )
+    return rest / (end - start)
 
 
 def _with_history(state: dict, stored: KeyCounts, decay: float | None) -> dict:

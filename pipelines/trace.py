@@ -48,6 +48,7 @@ __all__ = [
     "window_length",
     "input_files",
     "spark_read_errors",
+    "parse_time",
     "FORMATS",
     "ENCODINGS",
     "PREFIX_BYTES",
@@ -127,7 +128,7 @@ class TraceSpec:
             raise InvalidParameterError(f"the 'newest' parameter of a trace must be an int >= 1; got {self.newest!r}")
         for name in ("start", "end"):
             if getattr(self, name) is not None:
-                _parse_time(getattr(self, name), name)
+                parse_time(getattr(self, name), name)
         object.__setattr__(self, "keys", keys)
         extra = tuple(dict.fromkeys(c for c in (self.weight, self.ts, self.state) if c))
         object.__setattr__(self, "columns", keys + extra)
@@ -151,8 +152,8 @@ class TraceSpec:
     def time_range(self) -> tuple[datetime | None, datetime | None]:
         """``(start, end)`` as UTC-aware datetimes (None when unset)."""
         return (
-            _parse_time(self.start, "start") if self.start else None,
-            _parse_time(self.end, "end") if self.end else None,
+            parse_time(self.start, "start") if self.start else None,
+            parse_time(self.end, "end") if self.end else None,
         )
 
     def check_operators(self, operators: Sequence[str]) -> None:
@@ -180,7 +181,8 @@ def _spark_encoding(name: object) -> str:
     return ENCODINGS[canonical]
 
 
-def _parse_time(value: str, name: str) -> datetime:
+def parse_time(value: str, name: str) -> datetime:
+    """``value`` (ISO 8601) as a UTC-aware datetime (UTC when it names no zone); a TraceError names ``name``."""
     try:
         moment = datetime.fromisoformat(value)
     except (TypeError, ValueError):

@@ -70,6 +70,7 @@ def rebalance_configuration(
     horizon: float = 1.0,
     split_hot_keys: bool = False,
     split_share: float | None = None,
+    base_loads: Mapping[str, np.ndarray] | None = None,
     **options,
 ) -> tuple[RoutingConfiguration, float, float]:
     """Rebalance every operator's table on the key loads ``loads``.
@@ -101,6 +102,10 @@ def rebalance_configuration(
     split_share : float, optional
         With ``split_hot_keys``: a key is hot above this share of an
         instance's fair share of the load; None: when it fits on no instance.
+    base_loads : mapping of operator -> array (one load per instance), optional
+        Locality-aware rebalancers: load each instance carries whatever the
+        keys do (what it served since the balance window began, when
+        ``loads`` forecast the rest of it); the bound is on base + keys.
     **options
         Passed to the rebalancer (e.g. ``state_weight`` for ``local``).
 
@@ -119,6 +124,10 @@ def rebalance_configuration(
         )
     if split_share is not None:
         check_interval(split_share, "split_share", owner, lower=0.0, closed="neither")
+    if base_loads is not None and method not in BASE_AWARE:
+        raise InvalidParameterError(
+            f"base_loads in {owner} needs a locality-aware rebalancer ({sorted(BASE_AWARE)}); got method {method!r}"
+        )
     tables, moved, total, seconds = {}, 0.0, 0.0, 0.0
     operators = list(config.topology.operators)
     for position, op in enumerate(operators):
@@ -137,7 +146,8 @@ def rebalance_configuration(
                 servers=servers,
                 hop_loads=load * horizon * hops_per_tuple(position, len(operators)),
             )
-        inside, base, splits = np.ones(len(keys), dtype=bool), None, {}
+        inside, splits = np.ones(len(keys), dtype=bool), {}
+        base = None if base_loads is None else np.asarray(base_loads[op], dtype=float)
         if split_hot_keys:
             ids = np.arange(len(keys))
             keep = pd.Index(keys).isin(list(table.splits))
@@ -145,7 +155,7 @@ def rebalance_configuration(
                 ids,
                 load,
                 current,
-                np.zeros(n),
+                np.zeros(n) if base is None else base,
                 extra["affinity"],
                 servers,
                 theta_max=theta_max,
