@@ -303,9 +303,9 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
             store.current_version() != current_version or _ledger(store, params, current).until != ledger.until
         ):  # another writer moved CURRENT or the ledger meanwhile: count again from what is stored now
             ledger, served = _served(spark, store, params, store.get(store.current_version()).config)
-        outcome = _decide_and_publish(store, params, window, counts, state, stages, served)
-        if served is not None:
+        if served is not None:  # before publishing: a run killed after it counts nothing twice when rerun
             served.write(store)
+        outcome = _decide_and_publish(store, params, window, counts, state, stages, served)
         store.write_atomically(f"decisions/{window}.json", lambda p: p.write_text(json.dumps(outcome, default=str)))
     return outcome
 

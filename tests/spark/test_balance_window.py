@@ -23,6 +23,10 @@ def spec(path, keys, start, end) -> TraceSpec:
     return TraceSpec(path, keys, ts="ts", start=pd.Timestamp(start).isoformat(), end=pd.Timestamp(end).isoformat())
 
 
+def killed(self, version):
+    raise OSError("killed between the rename and the pointer")
+
+
 def projected(served: dict, config, rows: pd.DataFrame, ahead: float) -> dict[str, float]:
     """Each operator's imbalance over the balance window: what was served plus ``rows`` scaled to what is ahead."""
     loads = evaluate(rows, config).optimized.instance_loads
@@ -30,8 +34,13 @@ def projected(served: dict, config, rows: pd.DataFrame, ahead: float) -> dict[st
     return {op: float(total.max() / total.mean()) for op, total in totals.items()}
 
 
-def test_each_instance_s_served_load_is_counted_once_as_routed_and_balanced_with_what_is_ahead(spark, tmp_path):
-    """Three runs into one balance window on the IRA tweets, the tables of the week before in force at first."""
+def test_each_instance_s_served_load_is_counted_once_as_routed_and_balanced_with_what_is_ahead(
+    spark, tmp_path, monkeypatch
+):
+    """Three runs into one balance window on the IRA tweets, the tables of the week before in force at first.
+
+    The second run is killed while publishing first, then run again, as a scheduler's retry would.
+    """
     path, keys = ira_week(spark, tmp_path, "2016-09-05", "2016-09-12")
     store = ConfigStore(tmp_path)
     ticks = [pd.Timestamp(t, tz="UTC") for t in ("2016-09-12T12:00", "2016-09-13T00:00", "2016-09-13T12:00")]
@@ -39,10 +48,17 @@ def test_each_instance_s_served_load_is_counted_once_as_routed_and_balanced_with
     counted_to = pd.Timestamp(SINCE)
     for tick in ticks:
         # what the instances served since the last run, through the tables that were in force
-        in_force = store.get(store.current_version()).config
+        version = store.current_version()
+        in_force = store.get(version).config
         served = evaluate(window_rows(spec(path, keys, counted_to, tick)), in_force).optimized.instance_loads
         expected = {op: np.asarray(v) + (0 if expected is None else expected[op]) for op, v in served.items()}
         window = spec(path, keys, tick - pd.Timedelta("1D"), tick)
+        if tick == ticks[1]:
+            monkeypatch.setattr(ConfigStore, "_point_current", killed)
+            with pytest.raises(OSError):
+                run(spark, OnlineParams(trace=window, store=str(tmp_path), **WEEK))
+            monkeypatch.undo()
+            assert store.current_version() == version  # the killed run left the tables in force as they were
         outcome = run(spark, OnlineParams(trace=window, store=str(tmp_path), **WEEK))
         assert pd.Timestamp(outcome["served"]["until"]) == tick and outcome["served"]["balance_until"] == UNTIL
         for op in keys:
