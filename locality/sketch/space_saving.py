@@ -166,7 +166,7 @@ class SpaceSaving:
     its parent's buffers), while batches are buffered the counters as they were
     before them, and during a merge a padded copy of the buffered string keys
     (at most 32 bytes a key), with string keys a second copy of the rows that
-    are grouped, and 17 bytes a row and one byte a bucket (one or two buckets a
+    are grouped, and 17 bytes a row and 9 bytes a bucket (one or two buckets a
     row) for finding the keys seen once. A query
     (:attr:`min_count`, ``len``, :meth:`estimate`, :meth:`top_k`,
     :meth:`to_bytes`, ``str``, or being merged into another sketch) merges the
