@@ -498,49 +498,54 @@ def test_the_grouping_path_does_not_change_exact_counts(monkeypatch, kind, int_s
 def test_keys_seen_once_are_set_aside_with_their_exact_counts(monkeypatch):
     """Rows whose key no other row holds skip Arrow's aggregation and come back as groups of one.
 
-    Checked against the plain grouping on the same rows: same groups, counts, sums and located
-    rows, for string pairs and an int + string pair, with a look-alike that differs in its last
-    padded byte and a key repeated only across blocks; and when every fingerprint collides (all
-    rows in one bucket) nothing is set aside and nothing changes.
+    Checked against the plain grouping on the same rows (same groups, counts, sums and located
+    rows), for string pairs and an int + string pair, with rows that repeat a sketch key once,
+    a key repeated only across blocks, and look-alikes that differ in one padded byte; and when
+    every fingerprint collides (all rows in one bucket) nothing is set aside and nothing changes.
     """
     rng = np.random.default_rng(5)
-    words = np.array([f"w{i}" for i in range(3_000)] + ["abcdefgh", "abcdefg", "abcdefgh\x01"], dtype=object)
-
-    def plain_groups(kinds, blocks, values):
-        monkeypatch.setattr(grouping, "_SINGLES_MIN_ROWS", 1 << 62)
-        return grouping.group(kinds, blocks, values, located=1)
+    words = np.array([f"w{i}" for i in range(3_000)], dtype=object)
+    look_alikes = [("abcdefgh", "abcdefg"), ("abcdefgh\x01", "abcdefg"), ("abcdefg", "abcdefgh")]
 
     def by_key(groups):
         keys = [
-            k.take(np.arange(len(groups.rows))).to_pylist() if not isinstance(k, np.ndarray) else k.tolist()
+            k.tolist() if isinstance(k, np.ndarray) else k.take(np.arange(len(groups.rows))).to_pylist()
             for k in groups.keys
         ]
         table = {key: (int(n), float(v)) for key, n, v in zip(zip(*keys), groups.rows, groups.sums[0])}
-        located = [tuple(k[i] for k in keys) for i in groups.at[0]]
-        return table, located
+        return table, [tuple(k[i] for k in keys) for i in groups.at[0]]
+
+    def grouped(kinds, blocks, values, singles_from):
+        monkeypatch.setattr(grouping, "_SINGLES_MIN_ROWS", singles_from)
+        return by_key(grouping.group(kinds, blocks, values, located=1))
 
     seen = []
-    real = grouping._seen_once
+    real, real_odd = grouping._seen_once, grouping._odd
     monkeypatch.setattr(grouping, "_seen_once", lambda *a: seen.append(found := real(*a)) or found)
-    for kinds, first in (([STR, STR], words), ([sketch_module.INT, STR], np.arange(len(words)))):
-        sketch = [pa.array(words[:50]) if kinds[0] == STR else first[:50].astype(np.int64), pa.array(words[:50])]
-        blocks, values = [sketch], [[np.full(50, 10.0)]]
-        for _ in range(3):
-            pick = rng.integers(0, len(words), 1_000)
-            one = pa.array(words[pick]) if kinds[0] == STR else first[pick].astype(np.int64)
-            blocks.append([one, pa.array(words[rng.integers(0, len(words), 1_000)])])
-            values[0].append(rng.random(1_000) + 0.5)
-        expected = by_key(plain_groups(kinds, blocks, values))
-        monkeypatch.setattr(grouping, "_SINGLES_MIN_ROWS", 0)
+    for kinds in ([STR, STR], [sketch_module.INT, STR]):
+        first = words if kinds[0] == STR else np.arange(len(words), dtype=np.int64)
+        column = (lambda v: pa.array(v)) if kinds[0] == STR else (lambda v: np.asarray(v, dtype=np.int64))
+        blocks, values = [[column(first[:50]), pa.array(words[:50])]], [[np.full(50, 10.0)]]
+        extras = [list(zip(first[:5], words[:5]))]  # each sketch key once more, in the first block after it
+        if kinds[0] == STR:
+            extras += [[look_alikes[0], look_alikes[1]], [look_alikes[0], look_alikes[2]]]
+        for extra in extras + [[]] * (3 - len(extras)):
+            pick, other = rng.integers(0, len(words), 1_000), rng.integers(0, len(words), 1_000)
+            ones = [*first[pick], *(a for a, _ in extra)], [*words[other], *(b for _, b in extra)]
+            blocks.append([column(ones[0]), pa.array(ones[1])])
+            values[0].append(rng.random(len(ones[0])) + 0.5)
+        expected = grouped(kinds, blocks, values, 1 << 62)
+        assert all(expected[0][(first[i], words[i])][0] == 2 for i in range(5))
+        if kinds[0] == STR:
+            assert [expected[0][k][0] for k in look_alikes] == [2, 1, 1]
         seen.clear()
-        assert by_key(grouping.group(kinds, blocks, values, located=1)) == expected
-        assert sum(int(mask.sum()) for mask in seen[0].values()) > 1_000, "most rows hold a key seen once"
+        assert grouped(kinds, blocks, values, 0) == expected
+        assert sum(int(mask.sum()) for mask in seen[0].values()) > 1_000, "many rows hold a key seen once"
         monkeypatch.setattr(grouping, "_odd", lambda position: np.uint64(0))  # every row in one bucket
         seen.clear()
-        assert by_key(grouping.group(kinds, blocks, values, located=1)) == expected
+        assert grouped(kinds, blocks, values, 0) == expected
         assert sum(int(mask.sum()) for mask in seen[0].values()) == 0
-        monkeypatch.undo()
-        monkeypatch.setattr(grouping, "_seen_once", lambda *a: seen.append(found := real(*a)) or found)
+        monkeypatch.setattr(grouping, "_odd", real_odd)
 
 
 @pytest.mark.parametrize("arity", [1, 2])
