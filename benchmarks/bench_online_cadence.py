@@ -20,7 +20,7 @@ and, mean over days, over each day, and the state the published plans move,
 beside hash routing and :func:`locality.replay.replay_trace` with the same
 schedule, all in the same run.
 
-    .venv/bin/python benchmarks/bench_online_cadence.py --every 30min --split-hot-keys --balance-window  # ~20 min
+    .venv/bin/python benchmarks/bench_online_cadence.py --every 30min --split-hot-keys --balance-window  # ~10 min
     .venv/bin/python benchmarks/bench_online_cadence.py --help
 """
 
