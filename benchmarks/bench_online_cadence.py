@@ -29,10 +29,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import operator
 import shutil
 import sys
 import tempfile
 import time
+from functools import reduce
 from pathlib import Path
 
 import numpy as np
@@ -46,22 +48,19 @@ from locality.datasets.catalog import load  # noqa: E402
 from locality.evaluation import ReplayTotals, replay  # noqa: E402
 from locality.rebalance.window import RebalanceSchedule  # noqa: E402
 from locality.replay import replay_trace  # noqa: E402
+from locality.routing import RoutingConfiguration  # noqa: E402
 from locality.store import ConfigStore  # noqa: E402
 from locality.topology import Topology  # noqa: E402
 
 
-def mean_worst(periods: dict[int, ReplayTotals], topology: Topology) -> float:
-    """Mean over periods of the worst operator's imbalance (an instance's load over its fair share of the period)."""
-    worst = []
-    for totals in periods.values():
-        if totals.weight > 0:
-            worst.append(
-                max(
-                    float((totals.loads[op] / (topology.instance_shares(op) * totals.weight)).max())
-                    for op in totals.loads
-                )
-            )
-    return float(np.mean(worst))
+def mean_worst(periods: dict[int, ReplayTotals], config: RoutingConfiguration) -> float:
+    """Mean over periods of the worst operator's imbalance (the evaluation's, on each period's totals)."""
+    return float(np.mean([max(t.figures(config, {}).imbalance.values()) for t in periods.values() if t.weight > 0]))
+
+
+def locality(periods: dict[int, ReplayTotals], config: RoutingConfiguration) -> float:
+    """Locality of all the periods' rows together."""
+    return reduce(operator.add, periods.values()).figures(config, {}).locality
 
 
 def add(periods: dict[int, ReplayTotals], period: int, totals: ReplayTotals) -> None:
@@ -151,6 +150,7 @@ def main() -> None:
         add(hashed, day, by_hash)
         add(weeks, week, optimized)
         add(hashed_weeks, week, by_hash)
+    config = ConfigStore(store).get().config  # the figures need the topology, which every version shares
     spark.stop()
     shutil.rmtree(work)
 
@@ -169,29 +169,24 @@ def main() -> None:
     judged_weeks = library.windows[1:]
     judged_tuples = sum(w.tuples for w in judged_weeks)
 
-    def locality(totals: dict[int, ReplayTotals]) -> float:
-        return sum(sum(t.local.values()) for t in totals.values()) / sum(
-            t.weight * (len(keys) - 1) for t in totals.values()
-        )
-
     figures = {
         "trace": args.trace,
         "judged": [str(judged.date()), str(end.date())],
         "tuples": judged_tuples,
         "options": vars(args),
         "deployed": {
-            "locality": locality(days),
-            "worst": mean_worst(weeks, topology),
-            "daily_worst": mean_worst(days, topology),
+            "locality": locality(days, config),
+            "worst": mean_worst(weeks, config),
+            "daily_worst": mean_worst(days, config),
             "runs": len(ticks),
             "published": published,
             "state_moved_per_week": moved / (judged_tuples * len(keys)),
             "seconds_per_run_median": float(np.median(seconds)),
         },
         "hash": {
-            "locality": locality(hashed),
-            "worst": mean_worst(hashed_weeks, topology),
-            "daily_worst": mean_worst(hashed, topology),
+            "locality": locality(hashed, config),
+            "worst": mean_worst(hashed_weeks, config),
+            "daily_worst": mean_worst(hashed, config),
         },
         "replay": {
             "locality": float(np.average([w.locality for w in judged_weeks], weights=[w.tuples for w in judged_weeks])),

@@ -27,10 +27,11 @@ it had just appeared. With a balance window (``balance_since`` and
 the whole window as the replay's ``local`` does: what each instance served
 since it began (a ledger in the store, :mod:`pipelines.served`) plus the
 window's key loads scaled to what is left of it. With ``split_hot_keys``
-(associative state only) the step also splits the window's hot keys by neighbour server and publishes the
-split plans in the tables (:attr:`RoutingTable.splits`); ``split_merge`` says
-whether their partial states fold home when a split ends (moves in the plan)
-or are merged downstream (no moves).
+(associative state only) the step also splits the window's hot keys by
+neighbour server and publishes the split plans in the tables
+(:attr:`RoutingTable.splits`); ``split_merge`` says whether their partial
+states fold home when a split ends (moves in the plan) or are merged
+downstream (no moves).
 
 Store layout added by this job (beside ``versions/`` and ``CURRENT``)::
 

@@ -157,8 +157,8 @@ class SpaceSaving:
     grouped as NUL-padded fixed-width bytes, which Arrow groups faster, and from
     65,536 rows of such string keys the rows whose key no other row holds are
     found by counting 64-bit fingerprints per bucket and kept out of Arrow's
-    hash table, which they would mostly fill; ``pandas.factorize`` for a single
-    int component up to 2**20 rows), a selection of the ``m`` largest
+    hash table, which they would mostly fill; ``pandas.factorize``, its table
+    sized near the number of groups, for a single int component), a selection of the ``m`` largest
     candidates and one ``take`` of the kept keys: O(m + buffered rows) per
     merge, O(1) per row, and the sketch's own keys add at most 1/16 to the rows
     grouped, whatever the batch sizes. Memory: the ``m`` counters, at most
