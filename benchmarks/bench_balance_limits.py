@@ -22,7 +22,10 @@ Three bounds, each beside what the replay measures without foresight:
   every hour (theta_max 0.1 / 0.15 / 0.2, publishing when the gain pays),
   whose forecast is each key's actual load over the rest of the week: what
   balance, locality and state the rebalancer reaches when its forecasts are
-  perfect, the frontier that any forecast can only approach.
+  perfect, the frontier that any forecast can only approach;
+- *balance alone*: the same hourly rebalancer over hash routing (no locality
+  tables, ``mode="hash"``), on its own forecasts and on perfect ones: the state
+  balance costs when locality is not asked for at all.
 
     .venv/bin/python benchmarks/bench_balance_limits.py           # IRA tweets, 2015-06-01 .. 2017-08-01
     .venv/bin/python benchmarks/bench_balance_limits.py --skip-within-week   # the first three (a few minutes)
@@ -85,14 +88,16 @@ class _ForesightRouter(WindowRouter):
         return rest / ((self.end - now) / pd.Timedelta(self.schedule.every))
 
 
-def oracle_within_week(frame: pd.DataFrame, topology: Topology, period: str, theta_max: float):
-    """The online replay rebalanced hourly by ``local`` with perfect forecasts of the rest of the window."""
+def within_week(frame: pd.DataFrame, topology: Topology, period: str, theta_max: float, mode: str, foresight: bool):
+    """The replay in ``mode`` rebalanced hourly by ``local``, on its forecasts or on the rest of the window's loads."""
     schedule = RebalanceSchedule(method="local", every="1h", theta_max=theta_max)
-    with mock.patch.object(locality.replay, "WindowRouter", _ForesightRouter):
+    router = _ForesightRouter if foresight else WindowRouter
+    with mock.patch.object(locality.replay, "WindowRouter", router):
         return locality.replay.replay_trace(
             frame,
             topology,
             period=period,
+            mode=mode,
             history=None,
             decay=0.85,
             rebalancer=schedule,
@@ -149,6 +154,11 @@ def oracle_minmig(frame: pd.DataFrame, topology: Topology, period: str, theta_ma
     return float(np.mean(worst)), float(np.mean(moved))
 
 
+#: The two runs of the rebalancer without locality tables: on its own forecasts (what a deployment gets)
+#: and on perfect ones.
+BALANCE_ALONE = (("its forecasts", False), ("perfect forecasts", True))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace", default="ira_troll_hashtags", help="a dataset card's name or a path")
@@ -157,7 +167,7 @@ def main() -> None:
     parser.add_argument("--end", default="2017-08-01")
     parser.add_argument("--period", default="7D")
     parser.add_argument("--servers", type=int, default=6)
-    parser.add_argument("--skip-within-week", action="store_true", help="skip the hourly oracles (4 minutes each)")
+    parser.add_argument("--skip-within-week", action="store_true", help="skip the hourly runs (1-4 minutes each)")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     loaded = load(args.trace, args.keys.split(",") if args.keys else None, ts="ts", start=args.start, end=args.end)
@@ -185,14 +195,18 @@ def main() -> None:
         )
     if args.skip_within_week:
         return
-    for theta_max in (0.1, 0.15, 0.2):
-        result = oracle_within_week(frame, topology, args.period, theta_max)
-        print(
-            f"  oracle within the week (local hourly, theta_max {theta_max}, perfect forecasts): "
-            f"locality {result.mean_locality:.4f}, worst imbalance {result.mean_worst_imbalance():.3f}, "
-            f"per day {result.mean_daily_worst_imbalance():.3f}, state moved/window {result.mean_state_moved():.3f}",
-            flush=True,
-        )
+    runs = [("oracle within the week (online, local hourly, perfect forecasts)", "online", True)]
+    runs += [(f"balance alone (hash, local hourly, {kind})", "hash", foresight) for kind, foresight in BALANCE_ALONE]
+    for label, mode, foresight in runs:
+        for theta_max in (0.1, 0.15, 0.2):
+            result = within_week(frame, topology, args.period, theta_max, mode, foresight)
+            print(
+                f"  {label}, theta_max {theta_max}: locality {result.mean_locality:.4f}, "
+                f"worst imbalance {result.mean_worst_imbalance():.3f}, "
+                f"per day {result.mean_daily_worst_imbalance():.3f}, "
+                f"state moved/window {result.mean_state_moved():.3f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -557,7 +557,14 @@ def reconfigure(
 @click.option("--servers", type=int, required=True)
 @click.option("--instances-per-server", type=int, default=1, show_default=True)
 @click.option("--period", default="7D", show_default=True, help="Window length (7D, 1D, 30D, 12h...).")
-@click.option("--mode", type=click.Choice(["online", "offline", "hash"]), default="online", show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(["online", "offline", "hash"]),
+    default="online",
+    show_default=True,
+    help="online: reconfigure every window; offline: tables from the first window, kept; hash: no tables "
+    "(with --rebalance, the rebalancer moves keys from the hash).",
+)
 @click.option("--history", type=int, help="Online: build from the last N windows (default: all, decayed).")
 @click.option("--decay", type=float, help="Online: weight of each older window (default 0.85).")
 @click.option("--min-gain", type=float, help="Online: publish only when the gain pays (default: every window).")

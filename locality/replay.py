@@ -2,7 +2,8 @@
 
 This is the paper's Figure 11 experiment [1]_ on any trace with a timestamp:
 
-- ``hash``: never route; the engine's hash decides everything;
+- ``hash``: no locality tables; the engine's hash places every key (and a
+  rebalancer, if one is given, moves keys from there: Fang et al.'s setting);
 - ``offline``: build tables once from the first window and keep them;
 - ``online``: at the start of every window, reconfigure from the windows
   before it (the latest one, the last ``history`` ones, or all of them with
@@ -312,7 +313,7 @@ def replay_trace(
         router = WindowRouter(
             config, window[[*ops, ts]], ts=ts, start=start, end=end, graph=graph, previous=previous, warmup=warmup
         )
-        routed = router.route(schedule if config is not hashed else None)
+        routed = router.route(schedule if config is not hashed or mode == "hash" else None)
         config = routed.config
         result.windows.append(_window_result(start, end, config, routed, window[ts], step))
         past.append(count_keys(window, ops))

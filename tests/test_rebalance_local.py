@@ -66,6 +66,13 @@ def test_moves_are_chosen_by_locality_then_state():
     assert budget.assignment.tolist() == p.current.tolist() and not budget.feasible
 
 
+def test_of_equally_cheap_moves_the_least_loaded_target_is_taken():
+    # instance 0 carries 3.5 against a bound of 2.2; key 0 (the least state per unit of load) fits on
+    # instance 1 (1.5) and instance 2 (1.0): without edges both cost its state alike, and it goes to 2
+    p = RebalanceProblem([0.5, 3, 1.5, 1], [1.0, 5, 5, 5], [0, 0, 1, 2], [0, 0, 1, 2], 3, theta_max=0.1)
+    assert local(p).assignment.tolist() == [2, 0, 1, 2]
+
+
 def test_follow_moves_keys_to_their_neighbours_only_within_the_bound():
     # balanced already; key 1 has all its edges on server 1 and no state: it follows them if room allows
     p = RebalanceProblem([1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0], [0, 0, 1, 1], [0, 0, 1, 1], 2, theta_max=0.5)

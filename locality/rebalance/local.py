@@ -126,8 +126,11 @@ def _shed(plan: _Plan) -> None:
         allowed &= per_unit <= plan.max_cost
         fits &= allowed
         if fits.any():
+            # Of the cheapest moves, the one to the least-loaded target: it leaves the most room for
+            # the next burst (without it, ties went to the lowest index and filled it to the bound).
             score = np.where(fits, per_unit, np.inf)
-            c, d = np.unravel_index(int(np.argmin(score)), score.shape)
+            cheapest = np.argwhere(score <= score.min() + _TOL * max(abs(score.min()), 1.0))
+            c, d = cheapest[int(np.argmin(loads[cheapest[:, 1]]))]
         else:
             after = np.maximum(over[src] - w[cand][:, None], w[cand][:, None] - room[None, :])
             after = np.where(allowed & (after < over[src] - _TOL), after, np.inf)
