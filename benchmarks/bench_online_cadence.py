@@ -122,6 +122,7 @@ def main() -> None:
         split_share=args.split_share if args.split_hot_keys else None,
         split_merge=args.split_merge,
     )
+    config = ConfigStore(store).get().config  # the version in force, read again only when a run publishes
     ticks = pd.date_range(judged, end, freq=every, inclusive="left")
     days: dict[int, ReplayTotals] = {}
     hashed: dict[int, ReplayTotals] = {}
@@ -139,18 +140,19 @@ def main() -> None:
         params = OnlineParams(trace=spec(tick - history, tick), store=str(store), **rebalance, **window)
         outcome = run_online(spark, params)
         seconds.append(time.perf_counter() - started)
-        published += bool(outcome["published"])
-        moved += outcome["migration_cost"] if outcome["published"] else 0.0
+        if outcome["published"]:
+            published += 1
+            moved += outcome["migration_cost"]
+            config = ConfigStore(store).get().config
         rows = frame[(frame["ts"] >= tick) & (frame["ts"] < tick + every)]
         if rows.empty:
             continue
-        optimized, by_hash = replay(rows[keys], ConfigStore(store).get().config)
+        optimized, by_hash = replay(rows[keys], config)
         day = int((tick - judged) // pd.Timedelta("1D"))
         add(days, day, optimized)
         add(hashed, day, by_hash)
         add(weeks, week, optimized)
         add(hashed_weeks, week, by_hash)
-    config = ConfigStore(store).get().config  # the figures need the topology, which every version shares
     spark.stop()
     shutil.rmtree(work)
 

@@ -313,7 +313,8 @@ def replay_trace(
         router = WindowRouter(
             config, window[[*ops, ts]], ts=ts, start=start, end=end, graph=graph, previous=previous, warmup=warmup
         )
-        routed = router.route(schedule if config is not hashed or mode == "hash" else None)
+        waiting = mode != "hash" and config is hashed  # online and offline rebalance their tables, once built
+        routed = router.route(None if waiting else schedule)
         config = routed.config
         result.windows.append(_window_result(start, end, config, routed, window[ts], step))
         past.append(count_keys(window, ops))

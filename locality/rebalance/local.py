@@ -129,7 +129,8 @@ def _shed(plan: _Plan) -> None:
             # Of the cheapest moves, the one to the least-loaded target: it leaves the most room for
             # the next burst (without it, ties went to the lowest index and filled it to the bound).
             score = np.where(fits, per_unit, np.inf)
-            cheapest = np.argwhere(score <= score.min() + _TOL * max(abs(score.min()), 1.0))
+            best = score.min()
+            cheapest = np.argwhere(score <= best + _TOL * max(abs(best), 1.0))
             c, d = cheapest[int(np.argmin(loads[cheapest[:, 1]]))]
         else:
             after = np.maximum(over[src] - w[cand][:, None], w[cand][:, None] - room[None, :])

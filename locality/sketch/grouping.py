@@ -121,7 +121,7 @@ def group(
     # Keys seen once are worth setting aside (strings padded to whole words for it) when there are many rows of
     # string keys; Arrow groups int64 keys fast enough that it does not pay for them (benchmarks/results_sketch.md).
     unlocated = sum(sizes[located:])
-    find_singles = STR in kinds and unlocated > 0 and unlocated >= _SINGLES_MIN_ROWS
+    find_singles = STR in kinds and unlocated >= _SINGLES_MIN_ROWS
     # Per component, its column in each block: the int64 values, or the strings, padded if they can be.
     columns, packed = [], []
     for i, kind in enumerate(kinds):
