@@ -3,11 +3,19 @@
 Public functions validate their arguments once, at the boundary, with these
 helpers; private ``_helpers`` assume clean input. Every message has the same
 shape: ``the 'alpha' parameter of partition_key_graph must be a float >= 1; got 0.9``.
+
+Numbers are checked for finiteness as well as range: NaN never passes, and
+an infinity passes only where the interval names it as a bound (``upper=math.inf``:
+"no limit" is then a meaning the caller gave it). A value that passes is
+usable all the way down: an infinite alpha or a timeout beyond what a thread
+lock accepts would otherwise fail deep inside, after Spark ran.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
+import threading
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -16,6 +24,7 @@ import pandas as pd
 from locality.errors import InvalidParameterError, TraceError
 
 __all__ = [
+    "MAX_WAIT_SECONDS",
     "check_interval",
     "check_integer",
     "check_option",
@@ -23,6 +32,10 @@ __all__ = [
     "check_columns",
     "check_random_state",
 ]
+
+
+#: The longest wait (seconds) Python's locks and events accept (``threading.TIMEOUT_MAX``, ~292 years on Linux).
+MAX_WAIT_SECONDS = float(threading.TIMEOUT_MAX)
 
 
 def _describe(lower: float | None, upper: float | None, closed: str) -> str:
@@ -55,17 +68,25 @@ def check_interval(
     upper: float | None = None,
     closed: str = "both",
 ) -> float:
-    """Return ``value`` as a float if it is a real number inside the interval.
+    """Return ``value`` as a float if it is a finite real number inside the interval.
 
     ``closed`` says which ends belong to the interval: ``"both"``, ``"left"``,
-    ``"right"`` or ``"neither"``. NaN is always rejected.
+    ``"right"`` or ``"neither"``. NaN is always rejected; an infinity only
+    passes when it is a closed bound of the interval (``upper=math.inf``).
     """
     bound = _describe(lower, upper, closed)
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or np.isnan(value):
+        raise InvalidParameterError(
+            f"the {name!r} parameter of {owner} must be a float {bound}; got {value!r}".replace(" ;", ";")
+        )
+    number = float(value)
+    if math.isinf(number) and number not in (lower, upper):
+        raise InvalidParameterError(
+            f"the {name!r} parameter of {owner} must be a finite float {bound}; got {value!r}".replace(" ;", ";")
+        )
+    if not _inside(number, lower, upper, closed):
         raise InvalidParameterError(f"the {name!r} parameter of {owner} must be a float {bound}; got {value!r}")
-    if not _inside(float(value), lower, upper, closed):
-        raise InvalidParameterError(f"the {name!r} parameter of {owner} must be a float {bound}; got {value!r}")
-    return float(value)
+    return number
 
 
 def check_integer(

@@ -718,50 +718,60 @@ def replay_command(
 def show(store, as_json):
     """List the versions of a store (* marks the current one) and the history of CURRENT: what, when and why.
 
-    Exits with 2 after the listing when the current version cannot be used (CURRENT damaged, or a file of the
-    version truncated or altered: the message names it).
+    Works on any damaged store: every damaged file is named (``!`` marks a
+    damaged version), and the command exits with 2 after the listing when
+    anything is damaged (``locality rollback`` repairs CURRENT, the history
+    and the lock file; a damaged version stays listed until removed by hand).
     """
     from locality.store import ConfigStore
 
-    config_store = ConfigStore(store)
-    if not config_store.root.is_dir():
-        raise StoreError(f"there is no store at {store}" + (": it is a file" if config_store.root.exists() else ""))
-    damage = None
-    try:
-        current = config_store.current_version()
-        if current is not None:
-            _ = config_store.get().config  # CURRENT names a version; sizes, checksums, every table read
-    except LocalityError as exc:
-        current, damage = None, exc
-    versions = [config_store.get(v).manifest for v in config_store.versions()]
-    history = config_store.history()
-    since = next((e for e in reversed(history) if e["version"] == current), None) if damage is None else None
-    why = f" since {since.get('at')} ({since.get('action')}: {since.get('reason')})" if since else ""
-    lines = [f"store {store}: {len(versions)} versions, current {current if damage is None else 'DAMAGED'}{why}"]
-    for manifest in versions:
-        mark = "*" if manifest["version"] == current else " "
-        summary = manifest.get("summary", {})
-        figures = ""
-        if "locality" in summary:
-            figures = f"locality {summary['locality']:.1%} (hash {summary['hash_locality']:.1%})"
-        lines.append(f"{mark} {manifest['version']:>4}  {manifest['created']}  {manifest.get('job', '')}  {figures}")
+    survey = ConfigStore(store).survey()
+    current, history = survey.current, survey.history
+    since = next((e for e in reversed(history) if e["version"] == current), None) if current is not None else None
+    why = (
+        f" since {since.get('at') or '?'} ({since.get('action') or '?'}: {since.get('reason') or ''})" if since else ""
+    )
+    shown = current if survey.current_damage is None else "DAMAGED"
+    lines = [f"store {store}: {len(survey.versions)} readable versions, current {shown}{why}"]
+    for stored in survey.versions:
+        manifest = stored.manifest
+        mark = "*" if stored.version == current else " "
+        lines.append(
+            f"{mark} {stored.version:>4}  {manifest.get('created', '?')}  {manifest.get('job', '')}  "
+            f"{_headline_figures(manifest.get('summary', {}))}".rstrip()
+        )
     if history:
         lines.append("history of CURRENT (oldest first):")
         for entry in history:
             lines.append(
-                f"  {entry.get('at', '?')}  -> {entry['version']:>4}  (from {entry.get('previous')})  "
-                f"{entry.get('action', '')}: {entry.get('reason', '')}"
+                f"  {entry.get('at') or '?'}  -> {entry['version']:>4}  (from {entry.get('previous')})  "
+                f"{entry.get('action') or ''}: {entry.get('reason') or ''}"
             )
+    if survey.damage:
+        lines.append(f"damaged ({len(survey.damage)}):")
+        lines += [f"! {problem}" for problem in survey.damage]
     document = {
         "store": store,
         "current": current,
-        "damaged": None if damage is None else str(damage),
-        "versions": versions,
+        "damaged": survey.current_damage,
+        "damage": survey.damage,
+        "versions": [stored.manifest for stored in survey.versions],
         "history": history,
     }
     _emit(as_json, document, "\n".join(lines))
-    if damage is not None:
-        raise damage
+    if survey.damage:
+        more = len(survey.damage) - 1
+        raise StoreError(survey.damage[0] + (f" (and {more} more damaged: see the listing)" if more else ""))
+
+
+def _headline_figures(summary: object) -> str:
+    """A version's locality beside hash routing, from its manifest's summary (blank when it holds no such figures)."""
+    if not isinstance(summary, dict):
+        return ""
+    figures = [summary.get("locality"), summary.get("hash_locality")]
+    if not all(isinstance(f, (int, float)) and not isinstance(f, bool) for f in figures):
+        return ""
+    return f"locality {figures[0]:.1%} (hash {figures[1]:.1%})"
 
 
 @cli.command()

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from locality._validation import check_interval
+from locality._validation import MAX_WAIT_SECONDS, check_interval
 from locality.errors import InvalidParameterError, StoreError
 from locality.migration import MigrationPlan, plan_migration
 from locality.routing import RoutingConfiguration, RoutingTable
@@ -48,6 +48,9 @@ __all__ = ["Router", "RoutingSnapshot", "load_snapshot"]
 logger = logging.getLogger(__name__)
 
 _PLAN_FILE = "migration_plan.json"
+
+#: The shortest ``poll_interval`` (seconds) a Router takes.
+MIN_POLL_INTERVAL = 0.001
 
 #: A batch of keys: the containers :meth:`RoutingTable.route_many` takes.
 KeyBatch = Iterable[str | int] | np.ndarray | pd.Series | pa.Array
@@ -181,7 +184,8 @@ class Router:
     StoreError
         If the store has no current version or it cannot be loaded.
     InvalidParameterError
-        If ``poll_interval`` is not a positive number or ``on_change`` is not callable.
+        If ``poll_interval`` is not a number of seconds from 0.001 to
+        ``threading.TIMEOUT_MAX``, or ``on_change`` is not callable.
 
     Notes
     -----
@@ -213,7 +217,11 @@ class Router:
         on_change: Callable[[RoutingSnapshot, RoutingSnapshot], Any] | None = None,
     ) -> None:
         if poll_interval is not None:
-            poll_interval = check_interval(poll_interval, "poll_interval", "Router", lower=0, closed="neither")
+            # Seconds: from a millisecond (a thread re-reading CURRENT faster only burns a core) to the longest wait
+            # a thread event accepts (beyond it the thread would die at its first wait, and the router never follow).
+            poll_interval = check_interval(
+                poll_interval, "poll_interval", "Router", lower=MIN_POLL_INTERVAL, upper=MAX_WAIT_SECONDS
+            )
         if on_change is not None and not callable(on_change):
             raise InvalidParameterError(f"the 'on_change' parameter of Router must be callable; got {on_change!r}")
         self.store = store if isinstance(store, ConfigStore) else ConfigStore(store)

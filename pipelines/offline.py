@@ -19,7 +19,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from locality._validation import check_integer, check_interval, check_option
+from locality._validation import MAX_WAIT_SECONDS, check_integer, check_interval, check_option
 from locality.engines import ENGINES
 from locality.evaluation import estimate_from_counts
 from locality.optimizer import make_fallbacks, optimize
@@ -60,7 +60,7 @@ class OfflineParams:
     def __post_init__(self) -> None:
         owner = "the offline job"
         check_interval(self.alpha, "alpha", owner, lower=1.0)
-        check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0)
+        check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0, upper=MAX_WAIT_SECONDS)
         check_option(self.hash, "hash", owner, ENGINES)
         check_integer(self.capacity, "capacity", owner, lower=1)
         check_integer(self.seed, "seed", owner, lower=0)

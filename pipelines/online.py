@@ -58,7 +58,7 @@ import logging
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
-from locality._validation import check_duration, check_integer, check_interval, check_option
+from locality._validation import MAX_WAIT_SECONDS, check_duration, check_integer, check_interval, check_option
 from locality.counts import KeyCounts, blend
 from locality.engines import ENGINES
 from locality.errors import InvalidParameterError, TopologyError
@@ -147,7 +147,7 @@ class OnlineParams:
                 f"got {self.rebalance!r}"
             )
         check_interval(self.alpha, "alpha", owner, lower=1.0)
-        check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0)
+        check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0, upper=MAX_WAIT_SECONDS)
         check_integer(self.seed, "seed", owner, lower=0)
         for name in ("top_pairs", "max_entries"):
             if getattr(self, name) is not None:

@@ -37,7 +37,7 @@ def test_an_unexpected_failure_is_one_line_naming_its_log(store, tmp_path, capsy
     def broken(self):
         raise KeyError("a bug")
 
-    monkeypatch.setattr(ConfigStore, "history", broken)
+    monkeypatch.setattr(ConfigStore, "survey", broken)
     assert main(["show", "--store", str(store)]) == EXIT_CRASH
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -64,7 +64,7 @@ def test_interrupted(store, capsys, monkeypatch):
     def interrupted(self):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ConfigStore, "history", interrupted)
+    monkeypatch.setattr(ConfigStore, "survey", interrupted)
     assert main(["show", "--store", str(store)]) == ExitCode.INTERRUPTED
     assert capsys.readouterr().err.strip() == "locality: interrupted"  # click adds a newline first
 
