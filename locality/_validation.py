@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import threading
+import uuid
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,6 +34,7 @@ __all__ = [
     "check_duration",
     "check_columns",
     "check_random_state",
+    "check_output_path",
 ]
 
 
@@ -150,3 +154,39 @@ def check_random_state(seed: object, name: str = "seed", owner: str = "locality"
             f"the {name!r} parameter of {owner} must be an int >= 0 or a numpy Generator; got {seed!r}"
         )
     return np.random.default_rng(int(seed))
+
+
+def check_output_path(path: str | os.PathLike, option: str, *, directory: bool = False) -> Path:
+    """Return ``path`` if a file (or with ``directory``, a directory) can be written there; checked before any work.
+
+    The path may not exist yet (it, and missing parents, are created when
+    written); what exists must be of the right kind, and the nearest existing
+    directory must accept a new file, tried for real (a mode says nothing on a
+    read-only mount or to root). ``option`` names the path in messages.
+
+    Raises
+    ------
+    InvalidParameterError
+        A directory where a file goes or the reverse, a parent that is a file,
+        or a directory that refuses new files.
+    """
+    target = Path(path)
+    kind = "directory" if directory else "file"
+    if target.exists() and target.is_dir() != directory:
+        raise InvalidParameterError(
+            f"the output {kind} {target} ({option}) is a {'file' if directory else 'directory'}; give a {kind} path"
+        )
+    existing = target if target.is_dir() else target.parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InvalidParameterError(f"the output {kind} {target} ({option}) cannot be created: {existing} is a file")
+    probe = existing / f".probe-{uuid.uuid4().hex}"
+    try:
+        probe.touch(exist_ok=False)
+        probe.unlink()
+    except OSError as exc:
+        raise InvalidParameterError(
+            f"the output {kind} {target} ({option}) cannot be written: {existing}: {exc.strerror}"
+        ) from None
+    return target

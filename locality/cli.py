@@ -23,9 +23,12 @@ command spells them the same; the work is in the library and ``pipelines/``.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import logging
+import math
 import os
+import re
 import sys
 import tempfile
 import traceback
@@ -33,10 +36,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
 import click
 
 from locality import cli_datasets
+from locality._stdout import one_document
 from locality._store_lock import DEFAULT_LOCK_TIMEOUT
 from locality.engines import ENGINES
 from locality.errors import JobError, LocalityError, StoreBusyError, StoreError, TopologyError
@@ -72,6 +77,7 @@ class _RunState:
     """What a run's options say about reporting failures (shared with :func:`main` through click's ``obj``)."""
 
     debug: bool = False
+    document: TextIO | None = None  # where --json's one document goes (stdout, kept for it: locality._stdout)
 
 
 # ---------------------------------------------------------------------- shared options
@@ -144,27 +150,36 @@ def _trace_or_card(ctx: click.Context, param: click.Parameter, value: str) -> st
 trace_argument = click.argument("trace", callback=_trace_or_card)
 
 
+def _trace_option_list(*, weight: bool = True, ts_default: str | None = None) -> list[Callable]:
+    """TRACE and the options naming its columns, time range, format and encoding (one spelling for every command)."""
+    ts_help = "Timestamp column" + (" (needed for --start/--end)." if ts_default is None else ".")
+    return [
+        trace_argument,
+        click.option("--keys", required=True, help="Key columns in operator order, comma-separated."),
+        *(
+            [click.option("--weight", help="Column with each row's weight (count or bytes); default 1.")]
+            if weight
+            else []
+        ),
+        click.option("--ts", default=ts_default, show_default=ts_default is not None, help=ts_help),
+        click.option(
+            "--start", help="Keep rows with ts >= START (ISO 8601; UTC when it names no zone, as are naive ts)."
+        ),
+        click.option("--end", help="Keep rows with ts < END (ISO 8601; UTC when it names no zone)."),
+        click.option(
+            "--format", "fmt", type=click.Choice(["parquet", "csv", "json"]), help="Default: from file names."
+        ),
+        click.option(
+            "--encoding",
+            help="Text encoding of CSV and JSON traces (utf-8, latin-1, ascii, utf-16[-le|-be], utf-32); "
+            "default utf-8.",
+        ),
+    ]
+
+
 def trace_options(command: Callable) -> Callable:
     """Options naming the trace's columns, time range, format and encoding."""
-    return _apply(
-        command,
-        [
-            trace_argument,
-            click.option("--keys", required=True, help="Key columns in operator order, comma-separated."),
-            click.option("--weight", help="Column with each row's weight (count or bytes); default 1."),
-            click.option("--ts", help="Timestamp column (needed for --start/--end)."),
-            click.option("--start", help="Keep rows with ts >= START (ISO 8601, UTC)."),
-            click.option("--end", help="Keep rows with ts < END (ISO 8601, UTC)."),
-            click.option(
-                "--format", "fmt", type=click.Choice(["parquet", "csv", "json"]), help="Default: from file names."
-            ),
-            click.option(
-                "--encoding",
-                help="Text encoding of CSV and JSON traces (utf-8, latin-1, ascii, utf-16[-le|-be], utf-32); "
-                "default utf-8.",
-            ),
-        ],
-    )
+    return _apply(command, _trace_option_list())
 
 
 def optimizer_options(command: Callable) -> Callable:
@@ -240,7 +255,7 @@ def _trace_spec(trace, keys, weight, ts, start, end, fmt, encoding, **extra):
 
 def _topology(keys: list[str], servers: int | None, instances_per_server: int, topology_file: str | None):
     from locality._validation import check_integer
-    from locality.topology import Topology
+    from locality.topology import MAX_INSTANCES, Topology
 
     if topology_file:
         if servers is not None:
@@ -261,16 +276,29 @@ def _topology(keys: list[str], servers: int | None, instances_per_server: int, t
             raise TopologyError(f"the topology file {topology_file!r} is not a topology: {exc}") from None
     if servers is None:
         raise click.UsageError("--servers (or --topology) is required")
-    check_integer(servers, "servers", "locality optimize", lower=1)
-    check_integer(instances_per_server, "instances_per_server", "locality optimize", lower=1)
+    check_integer(servers, "servers", "locality optimize", lower=1, upper=MAX_INSTANCES)
+    check_integer(instances_per_server, "instances_per_server", "locality optimize", lower=1, upper=MAX_INSTANCES)
     return Topology.uniform(keys, servers, instances_per_server)
 
 
 def _emit(as_json: bool, document: dict, text: str) -> None:
     if as_json:
-        click.echo(json.dumps(document, default=str))
+        state = click.get_current_context().find_object(_RunState)
+        out = state.document if state is not None and state.document is not None else sys.stdout
+        click.echo(json.dumps(_finite(document), default=str, allow_nan=False), file=out)
     else:
         click.echo(text)
+
+
+def _finite(value):
+    """``value`` with every NaN or infinite float as null: JSON has no NaN, and strict parsers refuse Python's."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _session(master: str | None):
@@ -551,9 +579,7 @@ def reconfigure(
 
 
 @cli.command("replay")
-@trace_argument
-@click.option("--keys", required=True, help="Key columns in operator order, comma-separated.")
-@click.option("--ts", default="ts", show_default=True, help="Timestamp column.")
+@functools.partial(_apply, options=_trace_option_list(weight=False, ts_default="ts"))
 @click.option("--servers", type=int, required=True)
 @click.option("--instances-per-server", type=int, default=1, show_default=True)
 @click.option("--period", default="7D", show_default=True, help="Window length (7D, 1D, 30D, 12h...).")
@@ -569,8 +595,6 @@ def reconfigure(
 @click.option("--decay", type=float, help="Online: weight of each older window (default 0.85).")
 @click.option("--min-gain", type=float, help="Online: publish only when the gain pays (default: every window).")
 @click.option("--max-imbalance", type=float, help="Online, with --min-gain: publish when in-force tables exceed this.")
-@click.option("--start", help="Keep rows with ts >= START (ISO 8601, UTC).")
-@click.option("--end", help="Keep rows with ts < END (ISO 8601, UTC).")
 @click.option(
     "--rebalance",
     "rebalancer",
@@ -611,6 +635,10 @@ def replay_command(
     trace,
     keys,
     ts,
+    start,
+    end,
+    fmt,
+    encoding,
     servers,
     instances_per_server,
     period,
@@ -619,8 +647,6 @@ def replay_command(
     decay,
     min_gain,
     max_imbalance,
-    start,
-    end,
     rebalancer,
     rebalance_every,
     theta_max,
@@ -637,31 +663,29 @@ def replay_command(
     as_json,
     quiet,
 ):
-    """Walk TRACE window by window: locality, imbalance and migration cost on data the tables did not see."""
-    import pandas as pd
-    import pyarrow.parquet as pq
+    """Walk TRACE window by window: locality, imbalance and migration cost on data the tables did not see.
 
+    The trace is read as the jobs read it (every format, --format, --encoding;
+    UTC where a time names no zone), into memory and without Spark.
+    """
     from locality.errors import TraceError
     from locality.rebalance.window import RebalanceSchedule
-    from locality.replay import replay_trace
+    from locality.replay import replay_trace, windows_of
     from pipelines.online import DEFAULT_DECAY
     from pipelines.progress import Stages
+    from pipelines.trace import read_trace_frame
 
-    operators = _keys(keys)
-    topology = _topology(operators, servers, instances_per_server, None)
-    try:
-        frame = pq.read_table(trace, columns=[*operators, ts]).to_pandas()
-    except (OSError, KeyError, ValueError) as exc:
-        raise TraceError(f"cannot read {operators + [ts]} from the trace at {trace!r}: {exc}") from None
-    if not pd.api.types.is_datetime64_any_dtype(frame[ts]):
-        raise TraceError(f"timestamp column {ts!r} has type {frame[ts].dtype}; it must be a timestamp")
-    bounds = [pd.Timestamp(b) if b else None for b in (start, end)]
-    if frame[ts].dt.tz is not None:
-        bounds = [b.tz_localize("UTC") if b is not None and b.tzinfo is None else b for b in bounds]
-    if bounds[0] is not None:
-        frame = frame[frame[ts] >= bounds[0]]
-    if bounds[1] is not None:
-        frame = frame[frame[ts] < bounds[1]]
+    spec = _trace_spec(trace, keys, None, ts, start, end, fmt, encoding)
+    topology = _topology(list(spec.keys), servers, instances_per_server, None)
+    frame = read_trace_frame(spec)
+    windows = windows_of(frame[ts], period, owner="replay_trace")
+    if len(windows) < 2:
+        span = "no row" if frame.empty else f"{frame[ts].min()} .. {frame[ts].max()}"
+        where = f" in [{start or '...'}, {end or '...'})" if start or end else ""
+        raise TraceError(
+            f"the trace at {trace!r} holds {span}{where}: {len(windows)} window of {period} (--period); a replay "
+            "measures the windows after the first, so it needs two: a shorter --period or a longer time range"
+        )
     if history is None and decay is None:
         decay = DEFAULT_DECAY
     schedule = None
@@ -680,7 +704,7 @@ def replay_command(
         )
     with Stages(show=not quiet) as stages, stages.stage(f"{mode} replay"):
         result = replay_trace(
-            frame,
+            frame[[*spec.keys, ts]],
             topology,
             ts=ts,
             period=period,
@@ -816,10 +840,12 @@ def export(store, operator, out, version, server, as_json):
     warning. Kafka and Spark jobs follow the store through ``locality.Router``
     instead (docs/engines/).
     """
+    from locality._validation import check_output_path
     from locality.engines.flink import write_routing_file
     from locality.engines.storm import write_grouping_file
     from locality.store import ConfigStore
 
+    check_output_path(out, "--out")
     stored = ConfigStore(store).get(version)
     config = stored.config
     if operator not in config.tables:
@@ -888,6 +914,7 @@ def _export_server(value: str, servers: list[str], version: int) -> str:
 @output_options
 def demo(workdir, rows, servers, as_json, quiet, master):
     """Generate a Twitter-like trace with drifting correlations, optimize on week 1, evaluate on week 2."""
+    from locality._validation import check_integer, check_output_path
     from locality.datasets.catalog import card
     from locality.datasets.generate import generate
     from locality.report import format_evaluation
@@ -897,7 +924,8 @@ def demo(workdir, rows, servers, as_json, quiet, master):
     from pipelines.progress import Stages
     from pipelines.trace import TraceSpec, read_trace
 
-    work = Path(workdir)
+    check_integer(rows, "rows", "locality demo", lower=100, upper=100_000_000)  # both weeks hold rows; fits memory
+    work = check_output_path(workdir, "--workdir", directory=True)
     trace_path = work / "twitter_like.parquet"
     work.mkdir(parents=True, exist_ok=True)
     if not trace_path.exists():  # the card's demo recipe (datasets/twitter_like)
@@ -937,8 +965,16 @@ def main(argv: list[str] | None = None) -> int:
     log file the message names (or to stderr with ``--debug``).
     """
     state = _RunState()
+    args = sys.argv[1:] if argv is None else list(argv)
+    with one_document("--json" in args) as document:
+        state.document = document
+        return _run(args, state)
+
+
+def _run(args: list[str], state: _RunState) -> int:
+    """:func:`main`'s body: the command's outcome as an exit code."""
     try:
-        code = cli.main(args=argv, prog_name="locality", standalone_mode=False, obj=state)
+        code = cli.main(args=args, prog_name="locality", standalone_mode=False, obj=state)
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
@@ -950,11 +986,49 @@ def main(argv: list[str] | None = None) -> int:
     except StoreBusyError as exc:
         return _report(state, exc, f"locality: {exc}", ExitCode.BUSY)
     except LocalityError as exc:
-        return _report(state, exc, f"error: {exc}", ExitCode.BAD_INPUT)
+        return _report(state, exc, f"error: {_with_options(str(exc), args)}", ExitCode.BAD_INPUT)
     except Exception as exc:  # the one place an unexpected failure becomes an exit code
         what = "failed" if isinstance(exc, JobError) else f"unexpected failure: {type(exc).__name__}:"
         return _report(state, exc, f"locality: {what} {_first_line(exc)}", ExitCode.CRASH, log=True)
     return int(code or 0)
+
+
+#: Owners of library parameters whose names are the command's options (``max_entries`` is ``--max-entries``).
+_OPTION_OWNERS = ("the offline job", "the online job", "locality optimize", "replay_trace", "ConfigStore")
+#: Library parameters whose option has another name, by (owner, parameter).
+_OPTION_ALIASES = {
+    ("a trace", "newest"): "--newest-files",
+    ("RebalanceSchedule", "method"): "--rebalance",
+    ("RebalanceSchedule", "every"): "--rebalance-every",
+    ("RebalanceSchedule", "history"): "--rebalance-history",
+    ("RebalanceSchedule", "theta_max"): "--theta-max",
+    ("RebalanceSchedule", "state_weight"): "--state-weight",
+    ("RebalanceSchedule", "split_share"): "--split-share",
+    ("RebalanceSchedule", "balance_window"): "--balance-window",
+}
+_PARAMETER = re.compile(r"the '(?P<name>\w+)' parameter of (?P<owner>.+?) must")
+
+
+def _with_options(message: str, args: list[str]) -> str:
+    """``message`` with the command-line option of each library parameter it names: ``'max_entries' (--max-entries)``.
+
+    The library names its parameters; a user of the CLI typed options. Only
+    parameters of owners whose names are the command's options are annotated
+    (a forecast's ``decay`` inside ``--forecast decay:2`` is not ``--decay``).
+    """
+    command = next((cli.commands[a] for a in args if a in cli.commands), None)
+    options = {o for p in command.params for o in p.opts if o.startswith("--")} if command is not None else set()
+
+    def annotate(match: re.Match) -> str:
+        name, owner = match["name"], match["owner"]
+        option = _OPTION_ALIASES.get((owner, name))
+        if option is None and owner in _OPTION_OWNERS:
+            option = "--" + name.replace("_", "-")
+        if option not in options:
+            return match[0]
+        return match[0].replace(f"'{name}' parameter", f"'{name}' parameter ({option})", 1)
+
+    return _PARAMETER.sub(annotate, message)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -36,9 +36,22 @@ from locality._validation import check_integer, check_interval
 from locality.graph import KeyGraph
 from locality.topology import Topology
 
-__all__ = ["HotKey", "Partition", "partition_key_graph", "adaptive_cuts", "find_hot_keys", "METIS_WEIGHT_SCALE"]
+__all__ = [
+    "HotKey",
+    "Partition",
+    "partition_key_graph",
+    "adaptive_cuts",
+    "find_hot_keys",
+    "METIS_WEIGHT_SCALE",
+    "MAX_SEED",
+]
 
 logger = logging.getLogger(__name__)
+
+#: The largest ufactor METIS takes (a C int).
+_MAX_UFACTOR = 2**31 - 1
+#: The largest seed: METIS's seed is an ``idx_t``, 32 bits in common builds.
+MAX_SEED = 2**31 - 1
 
 #: Operator loads are rescaled to this total before rounding to METIS's integer weights.
 METIS_WEIGHT_SCALE = 1 << 30
@@ -215,7 +228,7 @@ def partition_key_graph(
     1.0
     """
     alpha = check_interval(alpha, "alpha", "partition_key_graph", lower=1.0)
-    seed = check_integer(seed, "seed", "partition_key_graph", lower=0)
+    seed = check_integer(seed, "seed", "partition_key_graph", lower=0, upper=MAX_SEED)
     if n_cuts is None:
         n_cuts = adaptive_cuts(graph.n_edges)
     n_cuts = check_integer(n_cuts, "n_cuts", "partition_key_graph", lower=1)
@@ -232,7 +245,10 @@ def partition_key_graph(
 
         vweights, shares, tpwgts = _metis_inputs(graph, topology)
         xadj, adjncy, eweights = graph.to_csr() if csr is None else csr
-        options = pymetis.Options(ufactor=max(1, int(round(1000 * (alpha - 1)))), seed=seed, ncuts=n_cuts)
+        # METIS takes ufactor as a C int; an alpha past what it holds bounds nothing anyway (alpha >= the number of
+        # instances lets one instance take everything), so it is clamped rather than overflowing.
+        ufactor = min(max(1, int(round(1000 * (alpha - 1)))), _MAX_UFACTOR)
+        options = pymetis.Options(ufactor=ufactor, seed=seed, ncuts=n_cuts)
         uniform = np.allclose(shares, 1.0 / n_parts)
         result = pymetis.part_graph(
             n_parts,

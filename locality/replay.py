@@ -42,14 +42,17 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_interval, check_option
+from locality._validation import check_duration, check_integer, check_interval, check_option
 from locality.counts import KeyCounts, blend, count_keys
+from locality.errors import InvalidParameterError, TraceError
 from locality.evaluation import ReplayTotals, estimate_from_counts, hop_name
 from locality.forecast import forecast_counts, parse_forecast
 from locality.optimizer import make_fallbacks, optimize
+from locality.partition import MAX_SEED
 from locality.rebalance.window import RebalanceSchedule, WindowRouter, WindowRoutes
 from locality.reconfiguration import decide, reconfigure
 from locality.routing import RoutingConfiguration
+from locality.time_range import in_column_zone, to_utc
 from locality.topology import Topology
 
 __all__ = ["WindowResult", "ReplayResult", "replay_trace", "windows_of", "MODES"]
@@ -175,20 +178,40 @@ class ReplayResult:
         return pd.DataFrame(rows)
 
 
+#: Windows a replay walks at most: more is a period too short for the trace (1s over a year: 31 million windows,
+#: a replay that would never end), refused before any work.
+MAX_WINDOWS = 100_000
+#: Rebalancing runs a replay makes at most, over all its windows (e.g. every minute for two years: 1,051,200).
+MAX_REBALANCE_RUNS = 1_000_000
+
+
 def windows_of(
-    ts: pd.Series, period: str, start: str | pd.Timestamp | None = None
+    ts: pd.Series, period: str, start: str | pd.Timestamp | None = None, *, owner: str = "windows_of"
 ) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
-    """Consecutive ``[start, end)`` windows of length ``period`` covering ``ts`` (from its first day)."""
-    step = pd.Timedelta(period)
-    first = pd.Timestamp(start) if start is not None else ts.min().floor("D")
-    if first.tzinfo is None and ts.dt.tz is not None:
-        first = first.tz_localize(ts.dt.tz)
-    last = ts.max()
-    bounds = []
-    while first <= last:
-        bounds.append((first, first + step))
-        first = first + step
-    return bounds
+    """Consecutive ``[start, end)`` windows of length ``period`` covering ``ts`` (from its first day, or ``start``).
+
+    ``start`` without a zone is UTC (:mod:`locality.time_range`); bounds are
+    spelled as ``ts`` spells time. No windows when ``ts`` holds no time.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``period`` is not a positive duration, or cuts the trace into more
+        than :data:`MAX_WINDOWS` windows (the message says how many).
+    """
+    step = check_duration(period, "period", owner)
+    times = ts.dropna()
+    if times.empty:
+        return []
+    first = in_column_zone(to_utc(start, "start"), ts) if start is not None else times.min().floor("D")
+    last = times.max()
+    count = int((last - first) // step) + 1 if last >= first else 0
+    if count > MAX_WINDOWS:
+        raise InvalidParameterError(
+            f"the 'period' parameter of {owner} must cut the trace into at most {MAX_WINDOWS:,} windows; "
+            f"{period!r} cuts {first} .. {last} into {count:,} (a longer period, or a shorter time range)"
+        )
+    return [(first + i * step, first + (i + 1) * step) for i in range(count)]
 
 
 def _figures(config: RoutingConfiguration, routes: Mapping[str, np.ndarray], rows: int) -> ReplayTotals:
@@ -273,20 +296,32 @@ def replay_trace(
     -------
     ReplayResult
     """
-    check_option(mode, "mode", "replay_trace", MODES)
-    check_interval(alpha, "alpha", "replay_trace", lower=1.0)
+    owner = "replay_trace"
+    check_option(mode, "mode", owner, MODES)
+    check_interval(alpha, "alpha", owner, lower=1.0)
+    _check_online_options(history, decay, min_gain, max_imbalance, alpha, seed)
     schedule = rebalancer
     if isinstance(rebalancer, str):
         schedule = RebalanceSchedule(method=rebalancer, every=rebalance_every, theta_max=theta_max, table_cap=table_cap)
     load_forecast = parse_forecast(forecast) if forecast is not None else None
     ops = list(topology.operators)
     frame = trace.dropna(subset=ops).sort_values(ts, kind="stable")
+    windows = windows_of(frame[ts], period, owner=owner)
+    if not windows:
+        raise TraceError(f"the trace to replay has no row with every key of {ops} and a time in {ts!r}")
+    if schedule is not None:
+        runs = len(windows) * -(-pd.Timedelta(period) // pd.Timedelta(schedule.every))
+        if runs > MAX_REBALANCE_RUNS:
+            raise InvalidParameterError(
+                f"the 'rebalance_every' parameter of {owner} must make at most {MAX_REBALANCE_RUNS:,} rebalancing "
+                f"runs; {schedule.every!r} over {len(windows):,} windows of {period} makes {runs:,}"
+            )
     fallbacks = make_fallbacks(topology, fallback)
     hashed = RoutingConfiguration.hash_routing(topology, fallbacks, {"mode": "hash"})
     config, graph = hashed, None
     past: list[KeyCounts] = []  # counts of every window so far, oldest first
     result = ReplayResult(mode, period)
-    for start, end in windows_of(frame[ts], period):
+    for start, end in windows:
         window = frame[(frame[ts] >= start) & (frame[ts] < end)]
         step = _Step(0.0, 0, None, False, "hash routing" if mode == "hash" else "first window: no tables yet")
         if mode == "online" and past and config is not hashed:
@@ -320,6 +355,20 @@ def replay_trace(
         past.append(count_keys(window, ops))
         logger.info("window [%s, %s): %d tuples, locality %.3f", start, end, len(window), result.windows[-1].locality)
     return result
+
+
+def _check_online_options(history, decay, min_gain, max_imbalance, alpha, seed) -> None:
+    """The online mode's options, checked before the first window (not when the first reconfiguration reads them)."""
+    owner = "replay_trace"
+    if history is not None:
+        check_integer(history, "history", owner, lower=1)
+    if decay is not None:
+        check_interval(decay, "decay", owner, lower=0.0, upper=1.0, closed="right")
+    if min_gain is not None:
+        check_interval(min_gain, "min_gain", owner, lower=0.0)
+    if max_imbalance is not None:
+        check_interval(max_imbalance, "max_imbalance", owner, lower=alpha)
+    check_integer(seed, "seed", owner, lower=0, upper=MAX_SEED)
 
 
 def _window_result(start, end, config: RoutingConfiguration, routed: WindowRoutes, ts: pd.Series, step) -> WindowResult:

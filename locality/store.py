@@ -5,6 +5,7 @@ Layout of a store rooted at ``ROOT``::
     ROOT/CURRENT                      # text: the number of the current version
     ROOT/LOCK                         # the writers' lock file (never delete it); holds the holder's pid
     ROOT/history.jsonl                # one line per move of CURRENT: version, previous, when, action, reason
+    ROOT/digests.json                 # SHA-256 of the input files seen, by file identity (a cache: locality._digests)
     ROOT/versions/000007/manifest.json      # version, created, fingerprint, files, checksums, metadata
     ROOT/versions/000007/configuration/     # RoutingConfiguration.write(): header.json,
                                             #   configuration.json, tables/NN.parquet
@@ -31,7 +32,7 @@ leaves behind is a ``.tmp-*`` entry (removed by the next writer), a complete
 version that never became current, or a move of ``CURRENT`` missing from the
 history (recorded by the next writer).
 
-**Reruns never roll back.** A publish whose fingerprint (input + parameters)
+**Reruns never roll back.** A publish whose fingerprint (input content + parameters)
 matches an existing version writes nothing and leaves ``CURRENT`` where it is,
 even when that version is older than the current one: moving back is
 explicit, with :meth:`ConfigStore.rollback` (``locality rollback``).
@@ -87,6 +88,7 @@ _HISTORY = "history.jsonl"
 _VERSIONS = "versions"
 _MANIFEST = "manifest.json"
 _CONFIG_DIR = "configuration"
+_DIGESTS = "digests.json"
 _TMP = ".tmp-"
 
 #: A version number as CURRENT and the version directories spell it: ASCII digits (not "٣", not "-1").
@@ -114,11 +116,16 @@ _HISTORY_FIELDS = {
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def fingerprint(inputs: Iterable[tuple[str, int, int]], parameters: Mapping) -> str:
-    """SHA-256 over the input files ``(path, size, mtime_ns)`` and the parameters (as sorted JSON)."""
+def fingerprint(inputs: Iterable[tuple], parameters: Mapping) -> str:
+    """SHA-256 over the inputs' identities and the parameters (as sorted JSON).
+
+    ``inputs`` identify the input's content, one tuple per file in any order:
+    ``(size, SHA-256)`` for local files (``pipelines.trace.input_identity``),
+    so that touching a file changes nothing; ``(path,)`` for a remote path.
+    """
     digest = hashlib.sha256()
-    for path, size, mtime in sorted(inputs):
-        digest.update(f"{path}\0{size}\0{mtime}\n".encode())
+    for identity in sorted(tuple(map(str, item)) for item in inputs):
+        digest.update(("\0".join(identity) + "\n").encode())
     digest.update(json.dumps(parameters, sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
@@ -289,6 +296,11 @@ class ConfigStore:
             lock_timeout, "lock_timeout", "ConfigStore", lower=0.0, upper=MAX_WAIT_SECONDS
         )
         self.job = job or " ".join([Path(sys.argv[0]).name, *sys.argv[1:3]]).strip()
+
+    @property
+    def digests_path(self) -> Path:
+        """Where the input files' digests are remembered between runs (:mod:`locality._digests`)."""
+        return self.root / _DIGESTS
 
     # ------------------------------------------------------------------ reading (never locked)
     def versions(self) -> list[int]:
@@ -584,6 +596,25 @@ class ConfigStore:
         finally:
             remove(tmp)
         return target
+
+    def read_state(self, relative: str, what: str, *, fields: Mapping[str, tuple[str, bool]] | None = None):
+        """Job state at ``ROOT/relative`` (what :meth:`write_atomically` wrote): text, or with ``fields`` a JSON object.
+
+        None when there is none. ``what`` names the file in messages;
+        ``fields`` (name -> (kind, required), kinds of
+        :data:`locality._store_files.FIELD_KINDS`) asks for a JSON object
+        with those fields.
+
+        Raises
+        ------
+        StoreDamagedError
+            The file is not a file of UTF-8 text, or not the JSON object ``fields`` describes.
+        """
+        path = self.root / relative
+        if fields is None:
+            return read_text(path, what)
+        doc = read_json(path, what)
+        return None if doc is None else check_fields(doc, fields, what, path)
 
     def next_version(self) -> int:
         """The number the next publish takes (one more than any numbered directory, complete or not)."""

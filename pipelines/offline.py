@@ -23,6 +23,7 @@ from locality._validation import MAX_WAIT_SECONDS, check_integer, check_interval
 from locality.engines import ENGINES
 from locality.evaluation import estimate_from_counts
 from locality.optimizer import make_fallbacks, optimize
+from locality.partition import MAX_SEED
 from locality.plots import figure_png, instance_load_figure
 from locality.report import format_summary
 from locality.routing import RoutingConfiguration
@@ -32,7 +33,7 @@ from pipelines.counting import read_and_count
 from pipelines.evaluate import evaluate_trace
 from pipelines.graph_frames import graph_statistics
 from pipelines.progress import Stages
-from pipelines.trace import TraceSpec, check_trace, input_files
+from pipelines.trace import TraceSpec, check_trace, input_identity
 
 __all__ = ["OfflineParams", "OfflineResult", "run"]
 
@@ -63,7 +64,7 @@ class OfflineParams:
         check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0, upper=MAX_WAIT_SECONDS)
         check_option(self.hash, "hash", owner, ENGINES)
         check_integer(self.capacity, "capacity", owner, lower=1)
-        check_integer(self.seed, "seed", owner, lower=0)
+        check_integer(self.seed, "seed", owner, lower=0, upper=MAX_SEED)
         for name in ("top_pairs", "max_entries"):
             if getattr(self, name) is not None:
                 check_integer(getattr(self, name), name, owner, lower=1 if name == "top_pairs" else 0)
@@ -121,7 +122,7 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
     store = ConfigStore(params.store, lock_timeout=params.lock_timeout, job="locality optimize")
     store.check_writable()
     check_trace(params.trace)
-    key = fingerprint(input_files(params.trace), params.fingerprint_parameters())
+    key = fingerprint(input_identity(params.trace, store.digests_path), params.fingerprint_parameters())
     existing = store.find(key)
     if existing is not None:
         stored = store.get(existing)

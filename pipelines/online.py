@@ -55,16 +55,18 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from locality._validation import MAX_WAIT_SECONDS, check_duration, check_integer, check_interval, check_option
 from locality.counts import KeyCounts, blend
 from locality.engines import ENGINES
-from locality.errors import InvalidParameterError, TopologyError
+from locality.errors import InvalidParameterError, StoreDamagedError, TopologyError
 from locality.evaluation import estimate_from_counts
 from locality.migration import plan_migration
 from locality.optimizer import make_fallbacks, optimize
+from locality.partition import MAX_SEED
 from locality.plots import figure_png, instance_load_figure
 from locality.rebalance import BASE_AWARE, METHODS
 from locality.rebalance.tables import rebalance_configuration
@@ -76,7 +78,7 @@ from locality.topology import Topology
 from pipelines.counting import read_and_count
 from pipelines.progress import Stages
 from pipelines.served import ServedLoads
-from pipelines.trace import TraceSpec, check_trace, input_files, parse_time
+from pipelines.trace import TraceSpec, check_trace, input_identity, parse_time
 
 __all__ = ["OnlineParams", "run", "DEFAULT_DECAY", "DEFAULT_MIN_GAIN", "DEFAULT_MAX_IMBALANCE", "DEFAULT_HORIZON"]
 
@@ -94,6 +96,8 @@ DEFAULT_MAX_IMBALANCE = 1.10
 #: How long a rebalancing run's moves are expected to serve (until the next reconfiguration): a day, less
 #: than the weekly replay's average (half a week), so that production errs on the side of moving less.
 DEFAULT_HORIZON = "1D"
+#: A window's name in the store (statistics/<name>/, decisions/<name>.json): a file name, never a path.
+_WINDOW_NAME = re.compile(r"(?!\.\.?$)[^/\\\x00]+")
 
 
 @dataclass(frozen=True)
@@ -148,7 +152,7 @@ class OnlineParams:
             )
         check_interval(self.alpha, "alpha", owner, lower=1.0)
         check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0, upper=MAX_WAIT_SECONDS)
-        check_integer(self.seed, "seed", owner, lower=0)
+        check_integer(self.seed, "seed", owner, lower=0, upper=MAX_SEED)
         for name in ("top_pairs", "max_entries"):
             if getattr(self, name) is not None:
                 check_integer(getattr(self, name), name, owner, lower=1 if name == "top_pairs" else 0)
@@ -196,7 +200,7 @@ class OnlineParams:
         params.pop("lock_timeout")
         params["trace"] = self.trace.describe()
         params["topology"] = self.topology.to_dict() if self.topology else None
-        return fingerprint(input_files(self.trace), params)[:32]
+        return fingerprint(input_identity(self.trace, ConfigStore(self.store).digests_path), params)[:32]
 
 
 class _History:
@@ -227,10 +231,11 @@ class _History:
 
     def latest(self) -> str | None:
         """The window whose blended counts the next run blends with (None before the first)."""
-        try:
-            return (self.dir / "LATEST").read_text().strip()
-        except FileNotFoundError:
-            return None
+        what = "the online job's statistics/LATEST"
+        latest = self.store.read_state("statistics/LATEST", what)
+        if latest is not None and not _WINDOW_NAME.fullmatch(latest.strip()):
+            raise StoreDamagedError(f"{what} ({self.dir / 'LATEST'}) is damaged: {latest[:40]!r} names no window")
+        return None if latest is None else latest.strip()
 
 
 def _topology_and_fallbacks(params: OnlineParams, current: RoutingConfiguration | None):
@@ -324,10 +329,9 @@ def _served(spark, store: ConfigStore, params: OnlineParams, config: RoutingConf
 
 def _recorded(store: ConfigStore, window: str) -> dict | None:
     """The outcome recorded for ``window`` by an earlier run, marked as a rerun; None if there is none."""
-    path = store.root / "decisions" / f"{window}.json"
-    if not path.is_file():
+    outcome = store.read_state(f"decisions/{window}.json", f"the decision recorded for window {window}", fields={})
+    if outcome is None:
         return None
-    outcome = json.loads(path.read_text())
     outcome["rerun"] = True
     return outcome
 

@@ -217,7 +217,7 @@ def _plan(problem, affinity, servers, hop_loads, state_weight, max_cost, owner: 
                 f"got {affinity.shape}"
             )
     hop_loads = problem.loads if hop_loads is None else np.asarray(hop_loads, dtype=float)
-    max_cost = check_interval(max_cost, "max_cost", owner, lower=0.0)
+    max_cost = check_interval(max_cost, "max_cost", owner, lower=0.0, upper=np.inf)  # inf: no limit
     if hop_loads.shape != (k,):
         raise InvalidParameterError(f"the 'hop_loads' parameter of {owner} must hold {k} values")
     return _Plan(problem, affinity, servers, hop_loads, state_weight, max_cost)
