@@ -25,10 +25,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
-__all__ = ["one_document"]
+__all__ = ["one_document", "document_stream"]
 
 #: Seconds to wait for the last of stderr to reach the JVM when the run ends.
 _DRAIN_SECONDS = 10.0
+#: The stream of the run's one document while :func:`one_document` holds stdout (else None).
+_document: TextIO | None = None
+
+
+def document_stream() -> TextIO:
+    """Where a command writes its one JSON document: the original stdout, also while :func:`one_document` runs."""
+    return _document if _document is not None else sys.stdout
 
 
 def _fileno(stream: object) -> int | None:
@@ -54,6 +61,7 @@ def one_document(enabled: bool = True) -> Iterator[TextIO]:
     ``sys.stdout`` is not descriptor 1 (a test's capture), the document goes
     to that stream, and descriptor 1 is still pointed at stderr.
     """
+    global _document
     if not enabled:
         yield sys.stdout
         return
@@ -64,10 +72,11 @@ def one_document(enabled: bool = True) -> Iterator[TextIO]:
     document = open(os.dup(saved_stdout), "w", encoding="utf-8") if _fileno(python_stdout) == 1 else python_stdout
     forwarder = _JvmStderr.start() if _same_file(1, 2) else None
     os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    sys.stdout, _document = sys.stderr, document
     try:
         yield document
     finally:
+        _document = None
         for stream in (sys.stderr, document):
             try:
                 stream.flush()

@@ -28,8 +28,10 @@ from locality.errors import InvalidParameterError, TraceError
 
 __all__ = [
     "MAX_WAIT_SECONDS",
+    "WAIT_LIMIT",
     "check_interval",
     "check_integer",
+    "check_at_most",
     "check_option",
     "check_duration",
     "check_columns",
@@ -40,6 +42,7 @@ __all__ = [
 
 #: The longest wait (seconds) Python's locks and events accept (``threading.TIMEOUT_MAX``, ~292 years on Linux).
 MAX_WAIT_SECONDS = float(threading.TIMEOUT_MAX)
+WAIT_LIMIT = "the longest wait a thread lock accepts"
 
 
 def _describe(lower: float | None, upper: float | None, closed: str) -> str:
@@ -108,6 +111,19 @@ def check_integer(
     if not _inside(int(value), lower, upper, "both"):
         raise InvalidParameterError(f"the {name!r} parameter of {owner} must be an int {bound}; got {value!r}")
     return int(value)
+
+
+def check_at_most(value: float, limit: float, name: str, owner: str, why: str) -> float:
+    """Return ``value`` unless it exceeds ``limit``, what the code beneath can hold (``why`` says what holds it).
+
+    Kept apart from the range checks: a range is what the parameter means,
+    this is how far the implementation goes, and its message says why.
+    """
+    if value > limit:
+        raise InvalidParameterError(
+            f"the {name!r} parameter of {owner} must be at most {limit:,} ({why}); got {value!r}"
+        )
+    return value
 
 
 def check_option(value: object, name: str, owner: str, options: Iterable[str]) -> str:

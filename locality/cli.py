@@ -36,12 +36,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TextIO
 
 import click
 
 from locality import cli_datasets
-from locality._stdout import one_document
+from locality._stdout import document_stream, one_document
 from locality._store_lock import DEFAULT_LOCK_TIMEOUT
 from locality.engines import ENGINES
 from locality.errors import JobError, LocalityError, StoreBusyError, StoreError, TopologyError
@@ -77,7 +76,6 @@ class _RunState:
     """What a run's options say about reporting failures (shared with :func:`main` through click's ``obj``)."""
 
     debug: bool = False
-    document: TextIO | None = None  # where --json's one document goes (stdout, kept for it: locality._stdout)
 
 
 # ---------------------------------------------------------------------- shared options
@@ -135,6 +133,18 @@ hash_option = click.option(
     help=f"The engine whose hash places keys without an entry: {', '.join(ENGINES)} "
     "(pyflink: PyFlink's key_by; flink: Java keyBy).",
 )
+
+
+def _forecast(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A forecast option (``decay:0.5``), checked as it is parsed: its errors name the option, not parse_forecast's."""
+    from locality.forecast import parse_forecast
+
+    if value is not None:
+        try:
+            parse_forecast(value)
+        except LocalityError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
 
 
 def _trace_or_card(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -276,16 +286,20 @@ def _topology(keys: list[str], servers: int | None, instances_per_server: int, t
             raise TopologyError(f"the topology file {topology_file!r} is not a topology: {exc}") from None
     if servers is None:
         raise click.UsageError("--servers (or --topology) is required")
-    check_integer(servers, "servers", "locality optimize", lower=1, upper=MAX_INSTANCES)
-    check_integer(instances_per_server, "instances_per_server", "locality optimize", lower=1, upper=MAX_INSTANCES)
+    check_integer(servers, "servers", "locality optimize", lower=1)
+    check_integer(instances_per_server, "instances_per_server", "locality optimize", lower=1)
+    if servers * instances_per_server > MAX_INSTANCES:
+        raise click.BadParameter(
+            f"--servers {servers:,} x --instances-per-server {instances_per_server:,} make "
+            f"{servers * instances_per_server:,} instances per operator; a topology has at most {MAX_INSTANCES:,}",
+            param_hint="'--servers' / '--instances-per-server'",
+        )
     return Topology.uniform(keys, servers, instances_per_server)
 
 
 def _emit(as_json: bool, document: dict, text: str) -> None:
     if as_json:
-        state = click.get_current_context().find_object(_RunState)
-        out = state.document if state is not None and state.document is not None else sys.stdout
-        click.echo(json.dumps(_finite(document), default=str, allow_nan=False), file=out)
+        click.echo(json.dumps(_finite(document), default=str, allow_nan=False), file=document_stream())
     else:
         click.echo(text)
 
@@ -611,6 +625,7 @@ def reconfigure(
     "--rebalance-forecast",
     default="mean",
     show_default=True,
+    callback=_forecast,
     help="--rebalance local: per-key load forecast over --rebalance-history (last, decay:D, mean, percentile:N:Q...).",
 )
 @click.option("--rebalance-history", default="2D", show_default=True, help="What --rebalance-forecast reads.")
@@ -624,6 +639,7 @@ def reconfigure(
 @split_options
 @click.option(
     "--forecast",
+    callback=_forecast,
     help="Online: balance each reconfiguration on this forecast of next window's key loads (e.g. decay:0.5).",
 )
 @click.option("--alpha", type=float, default=1.03, show_default=True)
@@ -670,24 +686,16 @@ def replay_command(
     """
     from locality.errors import TraceError
     from locality.rebalance.window import RebalanceSchedule
-    from locality.replay import replay_trace, windows_of
+    from locality.replay import check_replay_options, replay_trace, windows_of
     from pipelines.online import DEFAULT_DECAY
     from pipelines.progress import Stages
     from pipelines.trace import read_trace_frame
 
     spec = _trace_spec(trace, keys, None, ts, start, end, fmt, encoding)
     topology = _topology(list(spec.keys), servers, instances_per_server, None)
-    frame = read_trace_frame(spec)
-    windows = windows_of(frame[ts], period, owner="replay_trace")
-    if len(windows) < 2:
-        span = "no row" if frame.empty else f"{frame[ts].min()} .. {frame[ts].max()}"
-        where = f" in [{start or '...'}, {end or '...'})" if start or end else ""
-        raise TraceError(
-            f"the trace at {trace!r} holds {span}{where}: {len(windows)} window of {period} (--period); a replay "
-            "measures the windows after the first, so it needs two: a shorter --period or a longer time range"
-        )
     if history is None and decay is None:
         decay = DEFAULT_DECAY
+    check_replay_options(alpha=alpha, history=history, decay=decay, min_gain=min_gain, max_imbalance=max_imbalance)
     schedule = None
     if rebalancer is not None:
         schedule = RebalanceSchedule(
@@ -701,6 +709,15 @@ def replay_command(
             split_hot_keys=split_hot_keys,
             split_share=split_share,
             split_merge=split_merge,
+        )
+    frame = read_trace_frame(spec)
+    windows = windows_of(frame[ts], period, owner="replay_trace")
+    if len(windows) < 2:
+        span = "no row" if frame.empty else f"{frame[ts].min()} .. {frame[ts].max()}"
+        where = f" in [{start or '...'}, {end or '...'})" if start or end else ""
+        raise TraceError(
+            f"the trace at {trace!r} holds {span}{where}: {len(windows)} window of {period} (--period); a replay "
+            "measures the windows after the first, so it needs two: a shorter --period or a longer time range"
         )
     with Stages(show=not quiet) as stages, stages.stage(f"{mode} replay"):
         result = replay_trace(
@@ -966,8 +983,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     state = _RunState()
     args = sys.argv[1:] if argv is None else list(argv)
-    with one_document("--json" in args) as document:
-        state.document = document
+    with one_document("--json" in args):
         return _run(args, state)
 
 
@@ -1010,25 +1026,27 @@ _PARAMETER = re.compile(r"the '(?P<name>\w+)' parameter of (?P<owner>.+?) must")
 
 
 def _with_options(message: str, args: list[str]) -> str:
-    """``message`` with the command-line option of each library parameter it names: ``'max_entries' (--max-entries)``.
+    """``message`` and the command-line options of the library parameters it names: ``... (option --max-entries)``.
 
     The library names its parameters; a user of the CLI typed options. Only
-    parameters of owners whose names are the command's options are annotated
-    (a forecast's ``decay`` inside ``--forecast decay:2`` is not ``--decay``).
+    parameters of owners whose names are the command's options are
+    translated (a forecast's ``decay`` inside ``--forecast decay:2`` is not
+    ``--decay``). The options go at the end, so the message reads as the
+    library wrote it.
     """
     command = next((cli.commands[a] for a in args if a in cli.commands), None)
-    options = {o for p in command.params for o in p.opts if o.startswith("--")} if command is not None else set()
-
-    def annotate(match: re.Match) -> str:
+    present = {o for p in command.params for o in p.opts if o.startswith("--")} if command is not None else set()
+    options = []
+    for match in _PARAMETER.finditer(message):
         name, owner = match["name"], match["owner"]
         option = _OPTION_ALIASES.get((owner, name))
         if option is None and owner in _OPTION_OWNERS:
             option = "--" + name.replace("_", "-")
-        if option not in options:
-            return match[0]
-        return match[0].replace(f"'{name}' parameter", f"'{name}' parameter ({option})", 1)
-
-    return _PARAMETER.sub(annotate, message)
+        if option in present and option not in options and option not in message:
+            options.append(option)
+    if not options:
+        return message
+    return f"{message} (option{'s' if len(options) > 1 else ''} {', '.join(options)})"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -11,6 +11,7 @@ import json
 
 import click
 
+from locality._stdout import document_stream
 from locality.errors import LocalityError
 
 __all__ = ["datasets", "generate"]
@@ -61,7 +62,7 @@ def datasets(names, recipe, keys, servers, as_json):
             for e in cards.values()
         ]
         if as_json:
-            click.echo(json.dumps(rows))
+            click.echo(json.dumps(rows), file=document_stream())
         else:
             for row in rows:
                 click.echo(f"{row['name']} ({row['kind']}; keys {' -> '.join(row['keys'])}; {row['status']})")
@@ -74,7 +75,7 @@ def datasets(names, recipe, keys, servers, as_json):
     chain = [k.strip() for k in keys.split(",")] if keys else None
     figures = [card_figures(load(name, chain, recipe=recipe), n_servers=servers) for name in names]
     if as_json:
-        click.echo(json.dumps(figures))
+        click.echo(json.dumps(figures), file=document_stream())
     else:
         click.echo("\n\n".join(f"## {f['name']}\n\n{format_figures(f)}" for f in figures))
 

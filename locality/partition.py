@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from locality._validation import check_integer, check_interval
+from locality._validation import check_at_most, check_integer, check_interval
 from locality.graph import KeyGraph
 from locality.topology import Topology
 
@@ -44,6 +44,7 @@ __all__ = [
     "find_hot_keys",
     "METIS_WEIGHT_SCALE",
     "MAX_SEED",
+    "SEED_LIMIT",
 ]
 
 logger = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ logger = logging.getLogger(__name__)
 _MAX_UFACTOR = 2**31 - 1
 #: The largest seed: METIS's seed is an ``idx_t``, 32 bits in common builds.
 MAX_SEED = 2**31 - 1
+SEED_LIMIT = "METIS takes a 32-bit seed"
 
 #: Operator loads are rescaled to this total before rounding to METIS's integer weights.
 METIS_WEIGHT_SCALE = 1 << 30
@@ -227,8 +229,9 @@ def partition_key_graph(
     >>> p.locality
     1.0
     """
-    alpha = check_interval(alpha, "alpha", "partition_key_graph", lower=1.0)
-    seed = check_integer(seed, "seed", "partition_key_graph", lower=0, upper=MAX_SEED)
+    owner = "partition_key_graph"
+    alpha = check_interval(alpha, "alpha", owner, lower=1.0)
+    seed = check_at_most(check_integer(seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
     if n_cuts is None:
         n_cuts = adaptive_cuts(graph.n_edges)
     n_cuts = check_integer(n_cuts, "n_cuts", "partition_key_graph", lower=1)

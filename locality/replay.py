@@ -42,20 +42,20 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_duration, check_integer, check_interval, check_option
+from locality._validation import check_at_most, check_duration, check_integer, check_interval, check_option
 from locality.counts import KeyCounts, blend, count_keys
 from locality.errors import InvalidParameterError, TraceError
 from locality.evaluation import ReplayTotals, estimate_from_counts, hop_name
 from locality.forecast import forecast_counts, parse_forecast
 from locality.optimizer import make_fallbacks, optimize
-from locality.partition import MAX_SEED
+from locality.partition import MAX_SEED, SEED_LIMIT
 from locality.rebalance.window import RebalanceSchedule, WindowRouter, WindowRoutes
 from locality.reconfiguration import decide, reconfigure
 from locality.routing import RoutingConfiguration
 from locality.time_range import in_column_zone, to_utc
 from locality.topology import Topology
 
-__all__ = ["WindowResult", "ReplayResult", "replay_trace", "windows_of", "MODES"]
+__all__ = ["WindowResult", "ReplayResult", "replay_trace", "check_replay_options", "windows_of", "MODES"]
 
 logger = logging.getLogger(__name__)
 
@@ -299,7 +299,9 @@ def replay_trace(
     owner = "replay_trace"
     check_option(mode, "mode", owner, MODES)
     check_interval(alpha, "alpha", owner, lower=1.0)
-    _check_online_options(history, decay, min_gain, max_imbalance, alpha, seed)
+    check_replay_options(
+        alpha=alpha, history=history, decay=decay, min_gain=min_gain, max_imbalance=max_imbalance, seed=seed
+    )
     schedule = rebalancer
     if isinstance(rebalancer, str):
         schedule = RebalanceSchedule(method=rebalancer, every=rebalance_every, theta_max=theta_max, table_cap=table_cap)
@@ -357,9 +359,22 @@ def replay_trace(
     return result
 
 
-def _check_online_options(history, decay, min_gain, max_imbalance, alpha, seed) -> None:
-    """The online mode's options, checked before the first window (not when the first reconfiguration reads them)."""
+def check_replay_options(
+    *,
+    alpha: float = 1.03,
+    history: int | None = None,
+    decay: float | None = None,
+    min_gain: float | None = None,
+    max_imbalance: float | None = None,
+    seed: int = 0,
+) -> None:
+    """Raise unless :func:`replay_trace` can use these options (checked before any window, or any reading).
+
+    The online mode's options are checked here rather than when the first
+    reconfiguration reads them, which a short trace may never reach.
+    """
     owner = "replay_trace"
+    check_interval(alpha, "alpha", owner, lower=1.0)
     if history is not None:
         check_integer(history, "history", owner, lower=1)
     if decay is not None:
@@ -368,7 +383,7 @@ def _check_online_options(history, decay, min_gain, max_imbalance, alpha, seed) 
         check_interval(min_gain, "min_gain", owner, lower=0.0)
     if max_imbalance is not None:
         check_interval(max_imbalance, "max_imbalance", owner, lower=alpha)
-    check_integer(seed, "seed", owner, lower=0, upper=MAX_SEED)
+    check_at_most(check_integer(seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
 
 
 def _window_result(start, end, config: RoutingConfiguration, routed: WindowRoutes, ts: pd.Series, step) -> WindowResult:

@@ -74,8 +74,8 @@ from pathlib import Path
 from locality._durable import as_bytes, checksums, fsync, fsync_tree, remove, write_bytes
 from locality._store_files import check_fields, damaged, is_directory, read_json, read_text, set_aside
 from locality._store_lock import DEFAULT_LOCK_TIMEOUT, WriterLock
-from locality._validation import MAX_WAIT_SECONDS, check_interval
-from locality.errors import LocalityError, StoreDamagedError, StoreError
+from locality._validation import MAX_WAIT_SECONDS, WAIT_LIMIT, check_at_most, check_interval
+from locality.errors import InvalidParameterError, LocalityError, StoreDamagedError, StoreError
 from locality.routing import RoutingConfiguration
 
 __all__ = ["ConfigStore", "StoredVersion", "PublishResult", "StoreSurvey", "fingerprint", "DEFAULT_LOCK_TIMEOUT"]
@@ -291,10 +291,15 @@ class ConfigStore:
     def __init__(
         self, root: str | os.PathLike, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, job: str | None = None
     ) -> None:
+        if not isinstance(root, (str, os.PathLike)) or not str(os.fspath(root)).strip():
+            # Path("") is the working directory: an empty --store (an unset variable) must not write there
+            raise InvalidParameterError(
+                f"the 'root' parameter of ConfigStore (--store) must name a directory; got {root!r}"
+            )
         self.root = Path(root)
-        self.lock_timeout = check_interval(
-            lock_timeout, "lock_timeout", "ConfigStore", lower=0.0, upper=MAX_WAIT_SECONDS
-        )
+        owner = "ConfigStore"
+        timeout = check_interval(lock_timeout, "lock_timeout", owner, lower=0.0)
+        self.lock_timeout = check_at_most(timeout, MAX_WAIT_SECONDS, "lock_timeout", owner, WAIT_LIMIT)
         self.job = job or " ".join([Path(sys.argv[0]).name, *sys.argv[1:3]]).strip()
 
     @property

@@ -145,10 +145,8 @@ class Topology:
         Instance ``i`` runs on server ``i mod n_servers`` (round-robin, like
         Storm's even scheduler), so instance indices interleave servers.
         """
-        n = check_integer(n_servers, "n_servers", "Topology.uniform", lower=1, upper=MAX_INSTANCES)
-        k = check_integer(
-            instances_per_server, "instances_per_server", "Topology.uniform", lower=1, upper=MAX_INSTANCES
-        )
+        n = check_integer(n_servers, "n_servers", "Topology.uniform", lower=1)
+        k = check_integer(instances_per_server, "instances_per_server", "Topology.uniform", lower=1)
         _check_instance_count(n * k, f"{n:,} servers x {k:,} instances per server")
         servers = [f"s{i}" for i in range(n)]
         placement = {op: [servers[i % n] for i in range(n * k)] for op in operators}

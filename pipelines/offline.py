@@ -19,11 +19,18 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from locality._validation import MAX_WAIT_SECONDS, check_integer, check_interval, check_option
+from locality._validation import (
+    MAX_WAIT_SECONDS,
+    WAIT_LIMIT,
+    check_at_most,
+    check_integer,
+    check_interval,
+    check_option,
+)
 from locality.engines import ENGINES
 from locality.evaluation import estimate_from_counts
 from locality.optimizer import make_fallbacks, optimize
-from locality.partition import MAX_SEED
+from locality.partition import MAX_SEED, SEED_LIMIT
 from locality.plots import figure_png, instance_load_figure
 from locality.report import format_summary
 from locality.routing import RoutingConfiguration
@@ -61,10 +68,16 @@ class OfflineParams:
     def __post_init__(self) -> None:
         owner = "the offline job"
         check_interval(self.alpha, "alpha", owner, lower=1.0)
-        check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0, upper=MAX_WAIT_SECONDS)
+        check_at_most(
+            check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0),
+            MAX_WAIT_SECONDS,
+            "lock_timeout",
+            owner,
+            WAIT_LIMIT,
+        )
         check_option(self.hash, "hash", owner, ENGINES)
         check_integer(self.capacity, "capacity", owner, lower=1)
-        check_integer(self.seed, "seed", owner, lower=0, upper=MAX_SEED)
+        check_at_most(check_integer(self.seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
         for name in ("top_pairs", "max_entries"):
             if getattr(self, name) is not None:
                 check_integer(getattr(self, name), name, owner, lower=1 if name == "top_pairs" else 0)

@@ -59,14 +59,22 @@ import re
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
-from locality._validation import MAX_WAIT_SECONDS, check_duration, check_integer, check_interval, check_option
+from locality._validation import (
+    MAX_WAIT_SECONDS,
+    WAIT_LIMIT,
+    check_at_most,
+    check_duration,
+    check_integer,
+    check_interval,
+    check_option,
+)
 from locality.counts import KeyCounts, blend
 from locality.engines import ENGINES
 from locality.errors import InvalidParameterError, StoreDamagedError, TopologyError
 from locality.evaluation import estimate_from_counts
 from locality.migration import plan_migration
 from locality.optimizer import make_fallbacks, optimize
-from locality.partition import MAX_SEED
+from locality.partition import MAX_SEED, SEED_LIMIT
 from locality.plots import figure_png, instance_load_figure
 from locality.rebalance import BASE_AWARE, METHODS
 from locality.rebalance.tables import rebalance_configuration
@@ -151,8 +159,14 @@ class OnlineParams:
                 f"got {self.rebalance!r}"
             )
         check_interval(self.alpha, "alpha", owner, lower=1.0)
-        check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0, upper=MAX_WAIT_SECONDS)
-        check_integer(self.seed, "seed", owner, lower=0, upper=MAX_SEED)
+        check_at_most(
+            check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0),
+            MAX_WAIT_SECONDS,
+            "lock_timeout",
+            owner,
+            WAIT_LIMIT,
+        )
+        check_at_most(check_integer(self.seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
         for name in ("top_pairs", "max_entries"):
             if getattr(self, name) is not None:
                 check_integer(getattr(self, name), name, owner, lower=1 if name == "top_pairs" else 0)

@@ -543,14 +543,16 @@ def _undecodable(name: str, column: str, line: int, value: str, encoding: str | 
 
 def _check_csv(spec: TraceSpec, name: str, text: str, whole: bool) -> None:
     # Parsed as CSV (a quoted field may hold newlines and doubled quotes), as both readers read it.
-    reader = csv.reader(io.StringIO(text, newline=""))
-    rows = []
+    if whole:  # a quoted field never closed swallows the rest of the file: refused, not read as one key
+        try:
+            _csv_rows(text, strict=True)
+        except csv.Error as exc:
+            if "end of data" in str(exc):
+                raise TraceError(f"the trace file {name!r} is not CSV: a quoted field is never closed") from None
     try:
-        for row in reader:
-            rows.append((reader.line_num, row))
+        rows = _csv_rows(text, strict=False)  # other stray quotes are text, as Spark keeps them
     except csv.Error as exc:
-        if whole:
-            raise TraceError(f"the trace file {name!r} is not CSV near line {reader.line_num}: {exc}") from None
+        raise TraceError(f"the trace file {name!r} is not CSV: {exc}") from None
     if not whole and rows:
         rows.pop()  # the prefix may end inside a quoted field that goes on
     header = rows[0][1] if rows else None
@@ -562,6 +564,12 @@ def _check_csv(spec: TraceSpec, name: str, text: str, whole: bool) -> None:
         for key, position in positions.items():
             if position < len(row) and REPLACEMENT in row[position]:
                 raise _undecodable(name, key, number, row[position], spec.encoding)
+
+
+def _csv_rows(text: str, strict: bool) -> list[tuple[int, list[str]]]:
+    """``(line, fields)`` of every row of CSV ``text`` (``line``: where the row ends)."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=strict)
+    return [(reader.line_num, row) for row in reader]
 
 
 def _check_json(spec: TraceSpec, name: str, lines: list[str]) -> None:
@@ -693,7 +701,7 @@ def read_trace_frame(spec: TraceSpec):
     if spec.ts and kinds[spec.ts][0] == "string":
         kinds[spec.ts] = ("timestamp", "string")  # ISO 8601 text, parsed below as read_trace parses it
     _check_kinds(spec, kinds)
-    frame = table.to_pandas(types_mapper={pa.int64(): _nullable_int()}.get)
+    frame = table.to_pandas(types_mapper={pa.int64(): _nullable_int()}.get, date_as_object=False)
     if spec.ts:
         frame[spec.ts] = _pandas_timestamps(frame[spec.ts], spec.ts)
         frame = frame[within(frame[spec.ts], spec.start, spec.end)]
@@ -737,11 +745,15 @@ def _nullable_int():
 
 
 def _pandas_timestamps(column, name: str):
-    """``column`` as timestamps: Arrow's as they are, dates as their midnight, ISO 8601 text parsed (UTC if no zone)."""
+    """``column`` as UTC timestamps: a naive time is UTC, a date its midnight, ISO 8601 text parsed.
+
+    In UTC whatever the source, as Spark holds them: every format of a trace
+    then gives the same windows, and the same figures.
+    """
     import pandas as pd
 
     if pd.api.types.is_datetime64_any_dtype(column):
-        return column
+        return column.dt.tz_localize("UTC") if column.dt.tz is None else column.dt.tz_convert("UTC")
     parsed = pd.to_datetime(column, format="ISO8601", utc=True, errors="coerce")
     bad = column[column.notna() & parsed.isna()]
     if len(bad):
