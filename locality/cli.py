@@ -14,7 +14,7 @@ progress, logs and errors go to stderr.
 ``spark-submit locality_job.py COMMAND ...`` (the script at the root of the
 repository) runs the same commands inside the session spark-submit starts.
 
-Why one module of about 750 lines: each command is a thin function of click
+Why one module of about 1,050 lines: each command is a thin function of click
 options over the library, and the options shared by several commands are
 declared once here (``trace_options``, ``hash_option``, ...), so that every
 command spells them the same; the work is in the library and ``pipelines/``.

@@ -49,10 +49,12 @@ damaged file for ``locality show``. Writers set aside (rename, never delete)
 a damaged ``CURRENT``, ``history.jsonl`` or ``LOCK`` that blocks them, so
 ``locality rollback`` repairs a store whatever the damage.
 
-Why one module of about 500 lines: the store's invariants (one writer, atomic
-versions, no silent roll-back, checksums) hold only together, and a reader of
-any one operation needs the others; the lock and the durable writes live in
-:mod:`locality._store_lock` and :mod:`locality._durable`.
+Why one module of about 800 lines: the store's invariants (one writer, atomic
+versions, no silent roll-back, checksums, damage named) hold only together,
+and a reader of any one operation needs the others; the lock, the durable
+writes, the defensive reading of each file and the input digests live in
+:mod:`locality._store_lock`, :mod:`locality._durable`,
+:mod:`locality._store_files` and :mod:`locality._digests`.
 """
 
 from __future__ import annotations

@@ -27,9 +27,10 @@ trace's ``encoding`` into keys without U+FFFD, and JSON lines are objects
 whose keys keep one type. What the prefix does not show, the counting pass
 checks on every key (:mod:`pipelines.counting`).
 
-Why one module of about 550 lines: reading a trace and checking it before
-Spark starts are one contract (the same columns, types, encodings and error
-messages); splitting them would write that contract twice.
+Why one module of about 800 lines: reading a trace (with Spark or without)
+and checking it before Spark starts are one contract (the same files,
+columns, types, encodings, time range and error messages); splitting them
+would write that contract twice.
 """
 
 from __future__ import annotations
