@@ -556,7 +556,9 @@ def reconfigure(
 @click.option("--ts", default="ts", show_default=True, help="Timestamp column.")
 @click.option("--servers", type=int, required=True)
 @click.option("--instances-per-server", type=int, default=1, show_default=True)
-@click.option("--period", default="7D", show_default=True, help="Window length (7D, 1D, 30D, 12h...).")
+@click.option(
+    "--period", default="7D", show_default=True, help="Window length (7D, 1D, 30D, 12h...) or calendar YS, QS, MS."
+)
 @click.option(
     "--mode",
     type=click.Choice(["online", "offline", "hash"]),

@@ -166,7 +166,7 @@ def interval_costs(
     frame = trace[[key, ts]].dropna()
     bounds = windows_of(frame[ts], period)
     starts = [a for a, _ in bounds]
-    index = ((frame[ts] - starts[0]) // pd.Timedelta(period)).to_numpy(dtype=np.int64)
+    index = pd.DatetimeIndex(starts).searchsorted(frame[ts], side="right") - 1  # lengths and calendar periods
     table = frame.assign(window=index).groupby(["window", key], observed=True).size().unstack(fill_value=0)
     table = table.reindex(range(len(starts)), fill_value=0).sort_index(axis=1)
     return table.columns.to_numpy(dtype=object), table.to_numpy(dtype=float), starts
