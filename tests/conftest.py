@@ -42,7 +42,7 @@ def trace_path(name: str) -> Path:
     return trace_card(name).path
 
 
-def _read(name: str) -> pd.DataFrame:
+def read_trace(name: str) -> pd.DataFrame:
     """Every column of a shared trace, in its card's order."""
     entry = trace_card(name)
     return pd.read_parquet(entry.path).sort_values(entry.order, kind="stable").reset_index(drop=True)
@@ -51,10 +51,10 @@ def _read(name: str) -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def geotweets() -> pd.DataFrame:
     """The geotagged tweet trace in arrival order (location -> hashtag)."""
-    return _read("geotweets")
+    return read_trace("geotweets")
 
 
 @pytest.fixture(scope="session")
 def flights() -> pd.DataFrame:
     """The 2013 NYC flights trace in time order (tailnum -> dest)."""
-    return _read("flights")
+    return read_trace("flights")

@@ -1,0 +1,44 @@
+"""Running the JVM modules' mains from the Python tests.
+
+``make test`` builds and tests the Maven project in ``jvm/`` before pytest starts
+(``mvn -f jvm/pom.xml install``); every module then holds its classes in
+``target/classes`` and its runtime classpath in ``target/classpath.txt``. A module
+that was not built fails the test with the command that builds it, never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+JVM = Path(__file__).resolve().parents[2] / "jvm"
+
+
+def java() -> str:
+    """The ``java`` of ``JAVA_HOME``, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not found or not Path(found).is_file():
+        pytest.fail("java (JDK 17+) is needed to run locality's JVM modules", pytrace=False)
+    return found
+
+
+def classpath(*modules: str) -> str:
+    """Classes and runtime dependencies of ``modules`` (built by ``mvn -f jvm/pom.xml install``)."""
+    parts = []
+    for module in modules:
+        built = JVM / module / "target"
+        if not (built / "classpath.txt").is_file() or not (built / "classes").is_dir():
+            pytest.fail(f"{module} is not built: run `make test` or `mvn -f {JVM}/pom.xml install`", pytrace=False)
+        parts += [str(built / "classes"), (built / "classpath.txt").read_text().strip()]
+    return os.pathsep.join(p for p in parts if p)
+
+
+def run_java(modules: list[str], main: str, *args: object, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``main`` of the given modules; output captured as text, bounded by ``timeout`` seconds."""
+    command = [java(), "-cp", classpath(*modules), main, *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
