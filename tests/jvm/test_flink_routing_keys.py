@@ -58,7 +58,9 @@ def test_every_key_of_the_tweet_tables_gets_pythons_routing_key(flink_tweet_tabl
         assert java[keys.index("\x00locality:7")] is None  # a reserved form is refused by both
 
 
-@pytest.mark.parametrize(("max_parallelism", "key_type"), [(128, "string"), (7, "string"), (1000, "long"), (32768, "int")])
+@pytest.mark.parametrize(
+    ("max_parallelism", "key_type"), [(128, "string"), (7, "string"), (1000, "long"), (32768, "int")]
+)
 def test_java_finds_pythons_surrogate_for_every_key_group(max_parallelism, key_type):
     int_type = "int" if key_type == "int" else "long"
     fallback = FlinkKeyGroups(max_parallelism, max_parallelism, int_type=int_type)

@@ -2,6 +2,7 @@ package io.locality.flink.job;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.locality.flink.FlinkRoutingKeys;
@@ -15,6 +16,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.java.typeutils.PojoTypeInfo;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.test.junit5.MiniClusterExtension;
@@ -84,6 +87,11 @@ class TwoStagePipelineTest {
             summary.placements().stream().filter(p -> p.operator().equals(operator)).forEach(p -> slots.add(p.slot()));
             assertEquals(PARALLELISM, slots.size(), operator + "'s subtasks ran in distinct slots");
         }
+    }
+
+    @Test
+    void recordsTravelAsPojosNotGenericKryoObjects() {
+        assertInstanceOf(PojoTypeInfo.class, TypeInformation.of(TraceRecord.class));
     }
 
     @Test
