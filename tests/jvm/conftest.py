@@ -42,3 +42,23 @@ def run_java(modules: list[str], main: str, *args: object, timeout: float = 300)
     """Run ``main`` of the given modules; output captured as text, bounded by ``timeout`` seconds."""
     command = [java(), "-cp", classpath(*modules), main, *map(str, args)]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+
+#: Max parallelism of the tweet tables for Flink's Java jobs: Flink's default for parallelism 6, set by the job.
+TWEET_MAX_PARALLELISM = 128
+
+
+@pytest.fixture(scope="session")
+def flink_tweet_tables(geotweets):
+    """Tables for location -> hashtag on 6 subtasks, learned from the first half of the tweet trace (by ``seq``)
+    with Flink's own fallback (``--hash flink``); returns (configuration, first half, second half)."""
+    from locality.counts import count_keys
+    from locality.optimizer import make_fallbacks, optimize
+    from locality.topology import Topology
+
+    half = len(geotweets) // 2
+    first, second = geotweets.iloc[:half], geotweets.iloc[half:]
+    topology = Topology.uniform(["location", "hashtag"], 6)
+    fallbacks = make_fallbacks(topology, "flink", max_parallelism=TWEET_MAX_PARALLELISM)
+    config = optimize(count_keys(first, list(topology.operators)).graph(), topology, fallbacks).config
+    return config, first, second
