@@ -875,17 +875,16 @@ def _point_text(point: int) -> str:
 @json_option
 @debug_option
 def export(store, operator, out, version, server, as_json):
-    """Write one operator's table as the file a JVM job loads: Storm (--hash storm) or Flink (flink, pyflink).
+    """Write one operator's table as the file a Flink job loads (--hash flink or pyflink).
 
     A table that splits hot keys needs one file per server, each loaded by the
     instances on that server: ``--server s3`` writes the routes seen from
     ``s3``, where a split key is an entry for its part there. Without
     ``--server`` split keys are written whole (their home instance), with a
     warning. Kafka and Spark jobs follow the store through ``locality.Router``
-    instead (docs/engines/).
+    instead, and Storm topologies through ``LocalityGrouping`` (docs/engines/).
     """
     from locality.engines.flink import write_routing_file
-    from locality.engines.storm import write_grouping_file
     from locality.store import ConfigStore
 
     stored = ConfigStore(store).get(version)
@@ -896,11 +895,11 @@ def export(store, operator, out, version, server, as_json):
         )
     table = config.tables[operator]
     engine = table.fallback.engine
-    writers = {"storm": write_grouping_file, "flink": write_routing_file, "pyflink": write_routing_file}
-    if engine not in writers:
+    if engine not in ("flink", "pyflink"):
         raise click.UsageError(
-            f"the tables of version {stored.version} fall back to {engine!r}; only Storm and Flink jobs load a file "
-            "(a Kafka or Spark job follows the store through locality.Router: see docs/engines/)"
+            f"the tables of version {stored.version} fall back to {engine!r}; only Flink jobs load a file (a Kafka or "
+            "Spark job follows the store through locality.Router, a Storm topology through LocalityGrouping of "
+            "jvm/locality-storm: see docs/engines/)"
         )
     servers = list(config.topology.servers)
     name = None if server is None else _export_server(server, servers, stored.version)
@@ -911,7 +910,7 @@ def export(store, operator, out, version, server, as_json):
             f"{operator!r} splits {split_keys:,} hot keys and no --server was given: this file routes them whole to "
             f"their home instance; export one file per server with --server (servers: {', '.join(servers)})"
         )
-    writers[engine](config, out, operator, server=name)
+    write_routing_file(config, out, operator, server=name)
     document = {
         "store": store,
         "version": stored.version,
