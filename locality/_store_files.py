@@ -52,7 +52,7 @@ FIELD_KINDS: dict[str, Callable[[object], bool]] = {
 
 def damaged(what: str, path: Path, problem: str) -> StoreDamagedError:
     """The error for ``path`` (``what`` says which store file it is) damaged by ``problem``."""
-    return StoreDamagedError(f"{what} ({path}) is damaged: {problem}", path)
+    return StoreDamagedError(f"{what} ({path}) is damaged: {problem}", path, problem)
 
 
 def _kind(mode: int) -> str:

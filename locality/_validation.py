@@ -18,11 +18,13 @@ import numbers
 import os
 import threading
 import uuid
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from pandas.tseries.frequencies import to_offset
 
 from locality.errors import InvalidParameterError, TraceError
 
@@ -34,6 +36,7 @@ __all__ = [
     "check_at_most",
     "check_option",
     "check_duration",
+    "check_period",
     "check_columns",
     "check_random_state",
     "check_output_path",
@@ -145,6 +148,37 @@ def check_duration(value: object, name: str, owner: str) -> pd.Timedelta:
             f"the {name!r} parameter of {owner} must be a positive duration such as '6h' or '1D'; got {value!r}"
         )
     return duration
+
+
+def check_period(value: object, name: str, owner: str) -> pd.Timedelta | pd.DateOffset:
+    """Return a window length: a positive ``Timedelta`` (``"7D"``, ``"12h"``) or a calendar period.
+
+    Calendar periods are named by their first day, as pandas does: ``"YS"``
+    (years), ``"QS"`` (quarters), ``"MS"`` (months), with a multiple
+    (``"2YS"``) or an anchor (``"QS-FEB"``); they come back as a ``DateOffset``.
+    A year is not a fixed length (leap years), so ``"365D"`` would drift off
+    the calendar.
+    """
+    try:
+        return check_duration(value, name, owner)
+    except InvalidParameterError:
+        pass
+    try:
+        with warnings.catch_warnings():  # pandas warns on deprecated aliases ('M', 'Y') refused below anyway
+            warnings.simplefilter("ignore", FutureWarning)
+            offset = to_offset(value)
+    except (TypeError, ValueError):
+        offset = None
+    if not isinstance(offset, _CALENDAR_PERIODS) or offset.n < 1:
+        raise InvalidParameterError(
+            f"the {name!r} parameter of {owner} must be a positive duration such as '7D' or '12h', or a calendar "
+            f"period 'YS', 'QS' or 'MS' (years, quarters, months); got {value!r}"
+        )
+    return offset
+
+
+#: Calendar periods a window may last: each starts on its first day.
+_CALENDAR_PERIODS = (pd.offsets.YearBegin, pd.offsets.QuarterBegin, pd.offsets.MonthBegin)
 
 
 def check_columns(present: Sequence[str], required: Iterable[str | None], what: str) -> None:

@@ -68,12 +68,23 @@ class StoreDamagedError(StoreError, SerializationError):
     A directory where a file belongs (or the reverse), bytes that are not
     UTF-8, JSON cut short or of the wrong shape, a field missing or of the
     wrong type. Both a :class:`StoreError` and a :class:`SerializationError`,
-    so handlers of either keep working. ``path`` is the damaged file.
+    so handlers of either keep working. ``path`` is the damaged file,
+    ``problem`` what is wrong with it.
     """
 
-    def __init__(self, message: str, path: object = None) -> None:
+    def __init__(self, message: str, path: object = None, problem: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+        self.problem = problem if problem is not None else message  # what is wrong, without the file's name
+
+
+class ScheduleExpiredError(StoreError):
+    """A record's point lies past the store's switch schedule, and the schedule was not extended in time.
+
+    Routing it with the version a router happens to hold could disagree with
+    another router; the record must wait until the job that extends the
+    schedule (``locality reconfigure --switch-after``, ``locality seal``) has run.
+    """
 
 
 class JobError(Exception):

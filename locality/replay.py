@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_at_most, check_duration, check_integer, check_interval, check_option
+from locality._validation import check_at_most, check_integer, check_interval, check_option, check_period
 from locality.counts import KeyCounts, blend, count_keys
 from locality.errors import InvalidParameterError, TraceError
 from locality.evaluation import ReplayTotals, estimate_from_counts, hop_name
@@ -188,30 +188,52 @@ MAX_REBALANCE_RUNS = 1_000_000
 def windows_of(
     ts: pd.Series, period: str, start: str | pd.Timestamp | None = None, *, owner: str = "windows_of"
 ) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
-    """Consecutive ``[start, end)`` windows of length ``period`` covering ``ts`` (from its first day, or ``start``).
+    """Consecutive ``[start, end)`` windows of length ``period`` covering ``ts``.
 
-    ``start`` without a zone is UTC (:mod:`locality.time_range`); bounds are
-    spelled as ``ts`` spells time. No windows when ``ts`` holds no time.
+    A length (``"7D"``, ``"12h"``) starts the first window on the first day of
+    ``ts``; a calendar period (``"YS"``, ``"QS"``, ``"MS"``:
+    :func:`~locality._validation.check_period`) on the first day of the year,
+    quarter or month holding it, so that every window is one calendar period.
+    ``start``, when given, starts the first window instead; without a zone it
+    is UTC (:mod:`locality.time_range`). Bounds are spelled as ``ts`` spells
+    time. No windows when ``ts`` holds no time.
 
     Raises
     ------
     InvalidParameterError
-        ``period`` is not a positive duration, or cuts the trace into more
-        than :data:`MAX_WINDOWS` windows (the message says how many).
+        ``period`` is neither a positive duration nor a calendar period, or
+        cuts the trace into more than :data:`MAX_WINDOWS` windows.
     """
-    step = check_duration(period, "period", owner)
+    step = check_period(period, "period", owner)
     times = ts.dropna()
     if times.empty:
         return []
-    first = in_column_zone(to_utc(start, "start"), ts) if start is not None else times.min().floor("D")
+    if start is not None:
+        first = in_column_zone(to_utc(start, "start"), ts)
+    elif isinstance(step, pd.Timedelta):
+        first = times.min().floor("D")
+    else:
+        first = step.rollback(times.min().floor("D"))
     last = times.max()
-    count = int((last - first) // step) + 1 if last >= first else 0
-    if count > MAX_WINDOWS:
-        raise InvalidParameterError(
-            f"the 'period' parameter of {owner} must cut the trace into at most {MAX_WINDOWS:,} windows; "
-            f"{period!r} cuts {first} .. {last} into {count:,} (a longer period, or a shorter time range)"
-        )
-    return [(first + i * step, first + (i + 1) * step) for i in range(count)]
+    if isinstance(step, pd.Timedelta):  # counted before any is built: a period of 1ns over a year is refused at once
+        count = int((last - first) // step) + 1 if last >= first else 0
+        if count > MAX_WINDOWS:
+            raise _too_many_windows(period, owner, first, last, f"{count:,}")
+        return [(first + i * step, first + (i + 1) * step) for i in range(count)]
+    bounds = []
+    while first <= last:
+        if len(bounds) == MAX_WINDOWS:
+            raise _too_many_windows(period, owner, bounds[0][0], last, "more")
+        bounds.append((first, first + step))
+        first = first + step
+    return bounds
+
+
+def _too_many_windows(period: str, owner: str, first, last, count: str) -> InvalidParameterError:
+    return InvalidParameterError(
+        f"the 'period' parameter of {owner} must cut the trace into at most {MAX_WINDOWS:,} windows; "
+        f"{period!r} cuts {first} .. {last} into {count} (a longer period, or a shorter time range)"
+    )
 
 
 def _figures(config: RoutingConfiguration, routes: Mapping[str, np.ndarray], rows: int) -> ReplayTotals:
@@ -268,7 +290,8 @@ def replay_trace(
         Key columns named like ``topology.operators`` and a timestamp column ``ts``.
     topology : Topology
     period : str
-        Window length (a pandas offset: ``"7D"``, ``"1D"``, ``"30D"``).
+        Window length (a pandas offset: ``"7D"``, ``"1D"``, ``"30D"``), or a
+        calendar period (``"YS"`` years, ``"QS"`` quarters, ``"MS"`` months).
     mode : {"online", "offline", "hash"}
     alpha, fallback, seed
         As for :class:`~locality.optimizer.LocalityOptimizer`.
@@ -312,7 +335,8 @@ def replay_trace(
     if not windows:
         raise TraceError(f"the trace to replay has no row with every key of {ops} and a time in {ts!r}")
     if schedule is not None:
-        runs = len(windows) * -(-pd.Timedelta(period) // pd.Timedelta(schedule.every))
+        every = pd.Timedelta(schedule.every)
+        runs = sum(-(-(end - start) // every) for start, end in windows)
         if runs > MAX_REBALANCE_RUNS:
             raise InvalidParameterError(
                 f"the 'rebalance_every' parameter of {owner} must make at most {MAX_REBALANCE_RUNS:,} rebalancing "

@@ -6,6 +6,7 @@ Layout of a store rooted at ``ROOT``::
     ROOT/LOCK                         # the writers' lock file (never delete it); holds the holder's pid
     ROOT/history.jsonl                # one line per move of CURRENT: version, previous, when, action, reason
     ROOT/digests.json                 # SHA-256 of the input files seen, by file identity (a cache: locality._digests)
+    ROOT/SCHEDULE                     # which version is in force from which point (locality.schedule)
     ROOT/versions/000007/manifest.json      # version, created, fingerprint, files, checksums, metadata
     ROOT/versions/000007/configuration/     # RoutingConfiguration.write(): header.json,
                                             #   configuration.json, tables/NN.parquet
@@ -79,6 +80,7 @@ from locality._store_lock import DEFAULT_LOCK_TIMEOUT, WriterLock
 from locality._validation import MAX_WAIT_SECONDS, WAIT_LIMIT, check_at_most, check_interval
 from locality.errors import InvalidParameterError, LocalityError, StoreDamagedError, StoreError
 from locality.routing import RoutingConfiguration
+from locality.schedule import SCHEDULE_FILE, SwitchSchedule
 
 __all__ = ["ConfigStore", "StoredVersion", "PublishResult", "StoreSurvey", "fingerprint", "DEFAULT_LOCK_TIMEOUT"]
 
@@ -249,7 +251,8 @@ class StoreSurvey:
     ``current`` is None when ``CURRENT`` is missing or damaged; ``versions``
     holds the versions whose manifest reads; ``damage`` one line per damaged
     file (empty for a sound store); ``current_damage`` why the current version
-    cannot be used (None when it can).
+    cannot be used (None when it can); ``schedule`` the switch schedule (empty
+    when it is missing or damaged).
     """
 
     current: int | None
@@ -257,6 +260,7 @@ class StoreSurvey:
     history: list[dict]
     damage: list[str]
     current_damage: str | None
+    schedule: SwitchSchedule
 
 
 @dataclass(frozen=True)
@@ -449,7 +453,12 @@ class ConfigStore:
             damage.append(
                 f"the store's lock file ({lock}) is damaged: it is not a file (the next writer sets it aside)"
             )
-        return StoreSurvey(current, versions, history, damage, current_damage)
+        try:
+            schedule = self.schedule()
+        except StoreError as exc:
+            schedule = SwitchSchedule()
+            damage.append(str(exc))
+        return StoreSurvey(current, versions, history, damage, current_damage, schedule)
 
     # ------------------------------------------------------------------ checks before a job starts
     def check_writable(self) -> None:
@@ -511,6 +520,7 @@ class ConfigStore:
         fingerprint: str,
         artifacts: Mapping[str, bytes | str | dict] | None = None,
         metadata: Mapping | None = None,
+        in_force_from: int | None = None,
     ) -> PublishResult:
         """Write ``config`` and its artifacts as a new version and make it current, atomically, under the lock.
 
@@ -525,6 +535,13 @@ class ConfigStore:
             Files stored beside the configuration (report, plot, plan).
         metadata : mapping, optional
             Stored in the manifest (e.g. the report's summary, the input paths).
+        in_force_from : int, optional
+            The point (event time in ms, or the engine's epoch) from which the
+            version is in force for routers that route by point
+            (:meth:`Router.at <locality.router.Router.at>`): it enters the
+            store's :class:`~locality.schedule.SwitchSchedule`, which it also
+            seals up to that point. None: routers by point keep the schedule
+            they have; routers that follow ``CURRENT`` switch when they see it.
 
         Raises
         ------
@@ -533,6 +550,8 @@ class ConfigStore:
         StoreError
             The version could not be written (read-only store, disk full,
             file size limit): nothing was published.
+        InvalidParameterError
+            ``in_force_from`` lies before the schedule's seal (nothing was published).
         """
         with self.lock():
             previous = self._current_or_none()
@@ -550,6 +569,7 @@ class ConfigStore:
                     )
                 return PublishResult(existing, previous, created=False, current_version=previous)
             version = self.next_version()
+            schedule = None if in_force_from is None else self.schedule().scheduled(version, in_force_from, previous)
             manifest = {
                 "version": version,
                 "created": _now(),
@@ -558,12 +578,17 @@ class ConfigStore:
                 **dict(metadata or {}),
             }
             self._write_version(version, config, artifacts or {}, manifest)
+            if schedule is not None:  # before CURRENT: a crash in between leaves the schedule right for its routers
+                self._write_schedule(schedule)
             self._move_current(version, previous, "publish", self.job)
         logger.info("store %s: published version %d (previous %s)", self.root, version, previous)
         return PublishResult(version, previous, created=True, current_version=version)
 
-    def rollback(self, version: int, *, reason: str | None = None) -> PublishResult:
+    def rollback(self, version: int, *, reason: str | None = None, in_force_from: int | None = None) -> PublishResult:
         """Make an existing, readable ``version`` current again (recorded in the history with ``reason``).
+
+        With ``in_force_from``, routers by point switch back to it from that
+        point on (see :meth:`publish`).
 
         Raises
         ------
@@ -571,15 +596,38 @@ class ConfigStore:
             No such version.
         SerializationError
             The version's files are damaged (then it cannot become current).
+        InvalidParameterError
+            ``in_force_from`` lies before the schedule's seal.
         """
         with self.lock():
             previous = self._current_or_none()
             stored = self.get(version)
             stored.verify()
             _ = stored.config  # read it whole: a damaged version must not become current
+            if in_force_from is not None:
+                self._write_schedule(self.schedule().scheduled(version, in_force_from, previous))
             if version != previous:
                 self._move_current(version, previous, "rollback", reason or f"no reason given ({self.job})")
         return PublishResult(version, previous, created=False, current_version=version)
+
+    # ------------------------------------------------------------------ the switch schedule
+    def schedule(self) -> SwitchSchedule:
+        """Which version is in force from which point, for routers that route by point (:mod:`locality.schedule`)."""
+        self._check_is_directory()
+        return SwitchSchedule.read(self.root)
+
+    def seal(self, until: int) -> SwitchSchedule:
+        """Promise that no version will be scheduled before ``until``, so routers by point route up to it.
+
+        Under the lock; a seal never moves back (an earlier ``until`` changes nothing).
+        """
+        with self.lock():
+            schedule = self.schedule().sealed(until, self._current_or_none())
+            self._write_schedule(schedule)
+        return schedule
+
+    def _write_schedule(self, schedule: SwitchSchedule) -> None:
+        self.write_atomically(SCHEDULE_FILE, lambda path: write_bytes(path, as_bytes(schedule.to_dict())))
 
     def write_atomically(self, relative: str, writer: Callable[[Path], None]) -> Path:
         """Write job state (a file or a directory) at ``ROOT/relative`` through a temporary sibling and a rename.
