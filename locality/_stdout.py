@@ -62,13 +62,17 @@ def one_document(enabled: bool = True) -> Iterator[TextIO]:
     to that stream, and descriptor 1 is still pointed at stderr.
     """
     global _document
-    if not enabled:
+    if not enabled or sys.stdout is None or sys.stderr is None:  # None: the caller closed the stream
         yield sys.stdout
         return
     sys.stdout.flush()
     sys.stderr.flush()
     python_stdout = sys.stdout
-    saved_stdout = os.dup(1)
+    try:
+        saved_stdout = os.dup(1)
+    except OSError:  # no descriptor 1 (closed by the caller): nothing native can write there either
+        yield python_stdout
+        return
     document = open(os.dup(saved_stdout), "w", encoding="utf-8") if _fileno(python_stdout) == 1 else python_stdout
     forwarder = _JvmStderr.start() if _same_file(1, 2) else None
     os.dup2(2, 1)

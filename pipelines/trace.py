@@ -380,8 +380,11 @@ def input_identity(spec: TraceSpec, cache: Path | None = None) -> list[tuple]:
         raise TraceError(f"cannot read the trace file {exc.filename!r}: {exc.strerror}") from None
 
 
-def check_trace(spec: TraceSpec) -> None:
+def check_trace(spec: TraceSpec, *, spark: bool = True) -> None:
     """Check the trace's local files before Spark starts (see the module docstring); remote paths pass.
+
+    ``spark=False`` for the reader without Spark: what only Spark cannot
+    read (nanosecond timestamps) passes.
 
     Raises
     ------
@@ -398,11 +401,11 @@ def check_trace(spec: TraceSpec) -> None:
     files = input_files(spec)
     if not files:
         raise TraceError(f"no trace file at {spec.path!r}")
-    _check_files(spec, tuple(files))
+    _check_files(spec, tuple(files), spark)
 
 
 @functools.lru_cache(maxsize=32)
-def _check_files(spec: TraceSpec, files: tuple[tuple[str, int, int], ...]) -> None:
+def _check_files(spec: TraceSpec, files: tuple[tuple[str, int, int], ...], spark: bool) -> None:
     # Cached by the files' (path, size, mtime): the CLI checks before starting Spark and read_trace checks again.
     names = [name for name, _, _ in files]
     fmt = spec.file_format(names)
@@ -413,7 +416,7 @@ def _check_files(spec: TraceSpec, files: tuple[tuple[str, int, int], ...]) -> No
         if size == 0:
             raise TraceError(f"the trace file {name!r} is empty (0 bytes): remove it or point at the other files")
         if fmt == "parquet":
-            _check_parquet(spec, name, kinds_seen)
+            _check_parquet(spec, name, kinds_seen, spark)
             continue
         prefix, whole = _read_prefix(name)
         if fmt == "csv":
@@ -497,7 +500,7 @@ def _check_columns_present(spec: TraceSpec, where: str, names: Sequence[str]) ->
         raise TraceError(f"{where} has no column {', '.join(map(repr, missing))}; columns present: {list(names)}")
 
 
-def _check_parquet(spec: TraceSpec, name: str, kinds_seen: dict[str, tuple[str, str, str]]) -> None:
+def _check_parquet(spec: TraceSpec, name: str, kinds_seen: dict[str, tuple[str, str, str]], spark: bool) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -506,7 +509,7 @@ def _check_parquet(spec: TraceSpec, name: str, kinds_seen: dict[str, tuple[str, 
     except (OSError, pa.ArrowException) as exc:
         raise TraceError(f"cannot read the trace at {name!r}: not a Parquet file, or truncated ({exc})") from None
     _check_columns_present(spec, f"the trace file {name!r}", schema.names)
-    for field_ in schema:  # Spark converts every column's type, used or not
+    for field_ in schema if spark else ():  # Spark converts every column's type, used or not
         if pa.types.is_timestamp(field_.type) and field_.type.unit == "ns":
             raise TraceError(
                 f"column {field_.name!r} of {name!r} holds nanosecond timestamps, which Spark cannot read; write them "
@@ -688,7 +691,7 @@ def read_trace_frame(spec: TraceSpec):
 
     if not spec.local:
         raise TraceError(f"{spec.path!r} is not a local path: this command reads local files (copy the trace here)")
-    check_trace(spec)
+    check_trace(spec, spark=False)
     files = [name for name, _, _ in input_files(spec)]
     fmt = spec.file_format(files)
     tables = [_arrow_table(name, fmt, spec) for name in files]
