@@ -52,6 +52,16 @@ def fair_loads(total: float, n_instances: int, shares: np.ndarray | None = None)
     return np.asarray(shares, dtype=float) * total
 
 
+def _against_fair(per_instance: np.ndarray, shares: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The loads and their fair shares (the mean, a scalar, with equal shares); None when nothing is loaded."""
+    per_instance = np.asarray(per_instance, dtype=float)
+    if shares is None:
+        mean = per_instance.mean() if per_instance.size else 0.0
+        return (per_instance, mean) if mean > 0 else None
+    total = float(per_instance.sum())
+    return (per_instance, fair_loads(total, per_instance.size, shares)) if total > 0 else None
+
+
 def imbalance(per_instance: np.ndarray, shares: np.ndarray | None = None) -> float:
     """``max_d L(d) / fair(d)`` (1 when idle).
 
@@ -60,12 +70,8 @@ def imbalance(per_instance: np.ndarray, shares: np.ndarray | None = None) -> flo
     >>> imbalance(np.array([3.0, 1.0]), shares=np.array([0.75, 0.25]))
     1.0
     """
-    per_instance = np.asarray(per_instance, dtype=float)
-    if shares is None:
-        mean = per_instance.mean() if per_instance.size else 0.0
-        return float(per_instance.max() / mean) if mean > 0 else 1.0
-    total = float(per_instance.sum())
-    return float((per_instance / fair_loads(total, per_instance.size, shares)).max()) if total > 0 else 1.0
+    loaded = _against_fair(per_instance, shares)
+    return float((loaded[0] / loaded[1]).max()) if loaded is not None else 1.0
 
 
 def theta(per_instance: np.ndarray, shares: np.ndarray | None = None) -> float:
@@ -76,15 +82,8 @@ def theta(per_instance: np.ndarray, shares: np.ndarray | None = None) -> float:
     >>> theta(np.array([3.0, 1.0]), shares=np.array([0.75, 0.25]))
     0.0
     """
-    per_instance = np.asarray(per_instance, dtype=float)
-    if shares is None:
-        mean = per_instance.mean() if per_instance.size else 0.0
-        return float(np.abs(per_instance - mean).max() / mean) if mean > 0 else 0.0
-    total = float(per_instance.sum())
-    if total <= 0:
-        return 0.0
-    fair = fair_loads(total, per_instance.size, shares)
-    return float((np.abs(per_instance - fair) / fair).max())
+    loaded = _against_fair(per_instance, shares)
+    return float((np.abs(loaded[0] - loaded[1]) / loaded[1]).max()) if loaded is not None else 0.0
 
 
 def balance_bounds(fair: np.ndarray | float, theta_max: float) -> tuple[np.ndarray, np.ndarray]:

@@ -73,7 +73,7 @@ class Reconfiguration:
         return self.optimization.config
 
 
-def graph_locality(config: RoutingConfiguration, graph: KeyGraph) -> float:
+def _graph_locality(config: RoutingConfiguration, graph: KeyGraph) -> float:
     """Share of ``graph``'s edge weight whose two keys ``config`` routes to one server."""
     servers = np.concatenate(
         [
@@ -153,7 +153,7 @@ def reconfigure(
         rescaled = dataclasses.replace(rescaled, config=filled)
         small = plan_migration(current, filled, sizes)
         hops = float(sizes[graph.operators[0]].sum()) * (len(graph.operators) - 1)
-        gain = (graph_locality(result.config, graph) - graph_locality(filled, graph)) * hops
+        gain = (_graph_locality(result.config, graph) - _graph_locality(filled, graph)) * hops
         extra = plan.cost - small.cost
         verdict = (
             f"re-optimizing gains {gain:,.0f} local hops over the window for {extra:,.0f} more state moved "

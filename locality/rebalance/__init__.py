@@ -1,6 +1,8 @@
-"""Skew rebalancers: keep every instance of an operator within its balance bound
+"""Skew rebalancers: bring every instance of an operator within its balance bound
 between two locality reconfigurations, moving little state and keeping the
-routing table small.
+routing table small. The bound holds on the loads a rebalancer plans on (the
+window just seen, or a forecast), not on the loads that follow
+(``docs/balance.md``, "What the rebalancers guarantee").
 
 All share one signature, ``method(problem: RebalanceProblem, **options) -> RebalanceResult``;
 :func:`rebalance` picks one by name, like networkx's ``flow_func``.
