@@ -8,6 +8,15 @@ under alpha and repair per-operator balance, build the routing tables, replay
 the trace in-sample beside hash routing, and publish the configuration, the
 report and a load plot into the configuration store atomically.
 
+When the store holds a version routing the same operators with the same
+fallback hash, the run relabels against it as ``locality reconfigure --decay
+0`` would (METIS's parts onto the servers that hold their state, keys kept on
+their instance; servers added or removed through
+:func:`locality.reconfiguration.reconfigure`), publishes the migration plan
+with the version and reports the state that moves: without it, METIS's
+arbitrary labels moved 76-81% of a week's state every night on the weekly
+traces instead of 41-53% (``benchmarks/RESULTS.md``, issue 26).
+
 Run it with ``locality optimize ...`` or, on a cluster::
 
     spark-submit --py-files locality.whl locality_job.py optimize TRACE --keys a,b --servers 6 --store DIR
