@@ -20,6 +20,7 @@ TRACES = {
     "geotweets": "geotweets_hashtags_2015",
     "ira": "ira_troll_hashtags",
     "flights": "nycflights13_tailnum_dest",
+    "flickr": "flickr_dresden_tags",
 }
 
 
@@ -41,7 +42,7 @@ def trace_path(name: str) -> Path:
     return trace_card(name).path
 
 
-def _read(name: str) -> pd.DataFrame:
+def read_trace(name: str) -> pd.DataFrame:
     """Every column of a shared trace, in its card's order."""
     entry = trace_card(name)
     return pd.read_parquet(entry.path).sort_values(entry.order, kind="stable").reset_index(drop=True)
@@ -50,10 +51,27 @@ def _read(name: str) -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def geotweets() -> pd.DataFrame:
     """The geotagged tweet trace in arrival order (location -> hashtag)."""
-    return _read("geotweets")
+    return read_trace("geotweets")
 
 
 @pytest.fixture(scope="session")
 def flights() -> pd.DataFrame:
     """The 2013 NYC flights trace in time order (tailnum -> dest)."""
-    return _read("flights")
+    return read_trace("flights")
+
+
+def tables_from_first_half(trace: pd.DataFrame, operators: list[str], engine: str, n_servers: int = 6, **params):
+    """Tables learned from the first half of ``trace`` (in its order) with ``engine``'s fallback, as
+    ``locality optimize --hash ENGINE --servers N`` learns them; returns (configuration, first half, second half).
+
+    The engine tests stream the second half, which the tables never saw, through the engine.
+    """
+    from locality.counts import count_keys
+    from locality.optimizer import make_fallbacks, optimize
+    from locality.topology import Topology
+
+    half = len(trace) // 2
+    first, second = trace.iloc[:half], trace.iloc[half:]
+    topology = Topology.uniform(operators, n_servers)
+    fallbacks = make_fallbacks(topology, engine, **params)
+    return optimize(count_keys(first, operators).graph(), topology, fallbacks).config, first, second

@@ -16,7 +16,7 @@ from locality.router import Router
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore
 from locality.topology import Topology
-from tests.conftest import _read, trace_keys
+from tests.conftest import read_trace, trace_keys
 
 WEEKS = {
     "flights": pd.Timestamp("2013-03-04", tz="UTC"),
@@ -31,7 +31,7 @@ def test_doctests():
 @pytest.fixture(scope="module", params=["flights", "ira"])
 def week(request):
     keys = trace_keys(request.param)
-    trace = _read(request.param)
+    trace = read_trace(request.param)
     start = WEEKS[request.param]
     rows = trace[(trace.ts >= start) & (trace.ts < start + pd.Timedelta("7D"))][keys].dropna()
     return keys, count_keys(rows.astype(str), keys)

@@ -1,0 +1,17 @@
+package io.locality.routing;
+
+import java.io.IOException;
+
+/**
+ * A store, or a version of it, that cannot be served: a file is missing, truncated, altered or unreadable.
+ *
+ * <p>The message names the file and what is wrong with it, as the Python {@code Router} does. A job
+ * that gets this exception keeps the tables it already serves.
+ */
+public final class DamagedStoreException extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    public DamagedStoreException(String message) {
+        super(message);
+    }
+}
