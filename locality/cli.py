@@ -44,6 +44,7 @@ from locality._stdout import document_stream, one_document
 from locality._store_lock import DEFAULT_LOCK_TIMEOUT
 from locality.engines import ENGINES
 from locality.errors import JobError, LocalityError, StoreBusyError, StoreError, TopologyError
+from locality.rebalance import TABLE_METHODS
 
 __all__ = ["main", "cli", "ExitCode", "EXIT_OK", "EXIT_FAIL", "EXIT_ERROR", "EXIT_CRASH", "EXIT_BUSY"]
 
@@ -100,6 +101,9 @@ def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> None
         logging.getLogger("locality").setLevel(logging.DEBUG)
         logging.getLogger("pipelines").setLevel(logging.DEBUG)
 
+
+#: Why ``--rebalance`` does not offer every rebalancer of the library.
+_NOT_SSM = "ssm re-cuts key-group ranges, which tables over a hash do not have: library only"
 
 #: ``--debug`` (every command): tracebacks and debug logs on stderr, Spark's own logs too.
 debug_option = click.option(
@@ -456,8 +460,9 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
 @click.option(
     "--rebalance",
     "rebalancer",
-    help="Rebalance the tables in force on the window's loads instead of reconfiguring (follow, local, mixed, "
-    "...): the finer cadence between two reconfigurations, e.g. follow every 15min with --window 15min.",
+    help="Rebalance the tables in force on the window's loads instead of reconfiguring: the finer cadence "
+    "between two reconfigurations, e.g. follow every 15min with --window 15min. One of "
+    f"{', '.join(TABLE_METHODS)} ({_NOT_SSM}).",
 )
 @click.option("--theta-max", type=float, default=0.08, show_default=True, help="With --rebalance: the bound.")
 @click.option(
@@ -534,10 +539,13 @@ def reconfigure(
 ):
     """Reconfigure from the latest window of TRACE: new tables and a migration plan, published if it pays.
 
-    --servers, --instances-per-server, --topology and --hash only matter on the first run into an
-    empty store; later runs keep the current version's topology and fallback hash. With --rebalance the
-    run adjusts the tables in force to the window's loads (no METIS, no new statistics) and publishes
-    when a key moves.
+    --servers, --instances-per-server, --topology and --hash set the deployment of the first run into
+    an empty store; later runs keep the current version's fallback hash, and its topology unless
+    --servers or --topology name another one: servers added or removed, the run then publishes a version
+    for the new topology with a plan that moves little state (the least change, or a full
+    re-optimization when its extra locality pays for the extra state, by --min-gain). With --rebalance
+    the run adjusts the tables in force to the window's loads (no METIS, no new statistics) and
+    publishes when a key moves.
     """
     import dataclasses
 
@@ -625,7 +633,7 @@ def reconfigure(
     "--rebalance",
     "rebalancer",
     help="Rebalancer run within windows: follow (keys join their neighbours), local (locality-aware balancing), "
-    "mixed, minmig, readj, ...",
+    f"or {', '.join(m for m in TABLE_METHODS if m not in ('follow', 'local'))} ({_NOT_SSM}).",
 )
 @click.option("--rebalance-every", default="1D", show_default=True)
 @click.option("--theta-max", type=float, default=0.08, show_default=True)

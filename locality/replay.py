@@ -47,6 +47,7 @@ from locality.counts import KeyCounts, blend, count_keys
 from locality.errors import InvalidParameterError, TraceError
 from locality.evaluation import ReplayTotals, estimate_from_counts, hop_name
 from locality.forecast import forecast_counts, parse_forecast
+from locality.imbalance import imbalance
 from locality.optimizer import make_fallbacks, optimize
 from locality.partition import MAX_SEED, SEED_LIMIT
 from locality.rebalance.window import RebalanceSchedule, WindowRouter, WindowRoutes
@@ -256,8 +257,8 @@ def _daily_worst(topology: Topology, routes: Mapping[str, np.ndarray], day: np.n
             continue
         worst = 0.0
         for op, r in routes.items():
-            fair = topology.instance_shares(op) * total
-            worst = max(worst, float((np.bincount(r[rows], minlength=fair.shape[0]) / fair).max()))
+            shares = topology.instance_shares(op)
+            worst = max(worst, imbalance(np.bincount(r[rows], minlength=shares.shape[0]).astype(float), shares))
         out.append(worst)
     return out
 
@@ -307,8 +308,13 @@ def replay_trace(
         ``rebalance_every`` with ``theta_max`` and ``table_cap``), or a whole
         :class:`~locality.rebalance.window.RebalanceSchedule` (forecast,
         balance window, hot-key splitting...).
-    rebalance_every, theta_max, table_cap
-        With a rebalancer named by a string: its interval, bound and table cap.
+    rebalance_every, theta_max
+        With a rebalancer named by a string: its interval and bound.
+    table_cap : int, optional
+        Most entries of each table: the reconfigurations' (``max_entries``)
+        and the rebalancer's, counted one way (keys off their fallback). A
+        :class:`RebalanceSchedule` with its own ``table_cap`` sets it when
+        this is None.
     forecast : str, optional
         Online: balance the reconfiguration on this forecast of each key's
         next-window load (:func:`locality.forecast.parse_forecast` form, e.g.
@@ -329,6 +335,8 @@ def replay_trace(
     if isinstance(rebalancer, str):
         schedule = RebalanceSchedule(method=rebalancer, every=rebalance_every, theta_max=theta_max, table_cap=table_cap)
     load_forecast = parse_forecast(forecast) if forecast is not None else None
+    if table_cap is None and schedule is not None:
+        table_cap = schedule.table_cap
     ops = list(topology.operators)
     frame = trace.dropna(subset=ops).sort_values(ts, kind="stable")
     windows = windows_of(frame[ts], period, owner=owner)
@@ -355,11 +363,11 @@ def replay_trace(
             if load_forecast is not None:
                 counts = forecast_counts(counts, past, load_forecast[0], **load_forecast[1])
             config, graph, step = _reconfigure(
-                config, graph, counts, past[-1], fallbacks, alpha, seed, min_gain, max_imbalance
+                config, graph, counts, past[-1], fallbacks, alpha, seed, min_gain, max_imbalance, table_cap
             )
         elif mode != "hash" and past and config is hashed:
             graph = past[0].graph()
-            built = optimize(graph, topology, fallbacks, alpha=alpha, seed=seed)
+            built = optimize(graph, topology, fallbacks, alpha=alpha, seed=seed, max_entries=table_cap)
             config = built.config
             step = _Step(0.0, 0, None, True, "first configuration", _hot(built))
         elif mode == "offline" and past:
@@ -461,7 +469,7 @@ def _hot(optimization) -> dict[str, int]:
     return out
 
 
-def _reconfigure(config, graph, counts, latest, fallbacks, alpha, seed, min_gain, max_imbalance):
+def _reconfigure(config, graph, counts, latest, fallbacks, alpha, seed, min_gain, max_imbalance, table_cap):
     """The online step: new tables from ``counts`` relabeled against ``config``, kept or published.
 
     Returns the configuration in force afterwards, the key graph it was built
@@ -470,7 +478,9 @@ def _reconfigure(config, graph, counts, latest, fallbacks, alpha, seed, min_gain
     topology = config.topology
     state = {op: latest.key_loads[op].set_index("key")["weight"] for op in topology.operators}
     new_graph = counts.graph()
-    step = reconfigure(new_graph, topology, config, fallbacks, alpha=alpha, seed=seed, state=state)
+    step = reconfigure(
+        new_graph, topology, config, fallbacks, alpha=alpha, seed=seed, state=state, max_entries=table_cap
+    )
     hot = _hot(step.optimization)
     if min_gain is None:
         reason = "every window (no min_gain)"

@@ -130,12 +130,18 @@ class RoutingSnapshot:
         roll-back) the plan computed from the two versions' tables, with state
         sizes unknown (0).
 
+        Across a change of topology (servers added or removed) the plan's
+        ``from_topology`` is the previous version's and an instance is the same
+        in both when it has the same index on the same server. The fallback
+        hash then changes too (``plan.rehashed``): a plan computed from the
+        tables lists only the keys they name, while keys outside them move
+        where the two hashes disagree; a job holding such a key's state finds
+        out with ``previous.route_many(op, keys)`` and ``route_many(op, keys)``.
+
         Raises
         ------
         InvalidParameterError
-            If the two versions have different topologies or fallbacks (a
-            redeployment: every key may move; restart the job from the new
-            version instead of handing state over).
+            If the two versions route different operators.
         """
         plan = self.migration_plan
         if plan is not None and plan.from_version == previous.version:
