@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -134,9 +135,10 @@ def reconfigure(
     min_gain : float, default 0.1
         On another topology: local hops over the window (its tuples times
         the hops each makes) per unit of extra state moved that the full
-        re-optimization must gain over the least change to be kept.
+        re-optimization must gain over the least change to be kept
+        (``math.inf``: always the least change).
     """
-    min_gain = check_interval(min_gain, "min_gain", "reconfigure", lower=0.0)
+    min_gain = check_interval(min_gain, "min_gain", "reconfigure", lower=0.0, upper=math.inf)
     sizes = graph_state_sizes(graph, state)
     state_vector = np.concatenate([sizes[op].to_numpy(dtype=float) for op in graph.operators])
     partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed)
