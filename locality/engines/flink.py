@@ -159,23 +159,6 @@ class FlinkKeyGroups(HashCodeEngine):
         # With parallelism M, subtask keyGroup * M / M is the key group itself.
         return type(self)(self.max_parallelism, self.max_parallelism, int_type=self.int_type).instances_of(keys)
 
-    def key_group_range(self, subtask: int) -> range:
-        """Key groups that ``subtask`` owns (Flink's ``computeKeyGroupRangeForOperatorIndex``).
-
-        Parameters
-        ----------
-        subtask : int
-            Subtask index, ``0 .. n_instances - 1``.
-
-        Returns
-        -------
-        range
-            ``ceil(i * M / p) .. ((i + 1) * M - 1) // p``, never empty (p <= M).
-        """
-        owner = f"{type(self).__name__}.key_group_range"
-        i = check_integer(subtask, "subtask", owner, lower=0, upper=self.n_instances - 1)
-        return range(*_key_group_bounds(i, self.max_parallelism, self.n_instances))
-
     def _parameters(self) -> dict[str, Any]:
         return {"max_parallelism": self.max_parallelism, **super()._parameters()}
 

@@ -207,12 +207,6 @@ class LocalSplit:
         """Instance of each tuple of the key, from the server of its neighbouring key."""
         return self.route[neighbour_servers]
 
-    def local_share(self, instance_servers: np.ndarray) -> float:
-        """Share of the key's expected load whose hop stays on one server."""
-        total = float(self.flows.sum())
-        local = instance_servers[self.route] == np.arange(self.route.shape[0])
-        return float(self.flows[local].sum() / total) if total > 0 else 1.0
-
     def to_dict(self) -> dict:
         return {"route": self.route.tolist(), "parts": self.parts, "load": self.load}
 

@@ -28,6 +28,7 @@ from locality.router import Router
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore
 from locality.topology import Topology
+from tests.engines import key_group_range
 
 # Subtask at max parallelism 128, parallelism 6, printed by a javac-compiled probe against the 2.3.0 jars:
 # KeyGroupRangeAssignment.assignKeyToParallelOperator on the key itself (plain) and on
@@ -69,18 +70,6 @@ def test_pyflink_engine_is_registered_and_round_trips():
     keys = ["a", "bb", "US/Texas", "jobs"] + [str(i) for i in range(200)]
     assert fallback.instances_of(keys).tolist() == [fallback.instance_of(k) for k in keys]
     assert fallback.key_groups(keys).tolist() == [fallback.key_group(k) for k in keys]
-
-
-@pytest.mark.parametrize(("p", "m"), [(6, 128), (7, 7), (5, 100), (300, 512), (1, 1)])
-def test_key_group_ranges_partition_the_key_groups(p, m):
-    fallback = FlinkKeyGroups(p, m)
-    ranges = [fallback.key_group_range(i) for i in range(p)]
-    assert [g for r in ranges for g in r] == list(range(m))
-    assert all(len(r) >= 1 and all(g * p // m == i for g in r) for i, r in enumerate(ranges))
-    with pytest.raises(
-        InvalidParameterError, match=rf"'subtask' parameter of FlinkKeyGroups.key_group_range .* <= {p - 1}"
-    ):
-        fallback.key_group_range(p)
 
 
 @pytest.mark.parametrize("engine", ["flink", "pyflink"])
@@ -147,13 +136,13 @@ def test_selector_routes_table_keys_to_their_subtask_and_others_to_themselves():
     # a table key goes to key group start + (its own key group mod size) of its subtask's range
     fallback = table.fallback
     for k in keys:
-        groups = fallback.key_group_range(int(table.entries[k]))
+        groups = key_group_range(fallback, int(table.entries[k]))
         expected = groups.start + fallback.key_group(k) % len(groups)
         assert fallback.key_group(select.routing_key(k)) == expected
     # so a subtask's ~80 table keys spread over its 21 or 22 key groups
     for i in range(6):
         used = {select.routes[k] for k in keys if table.entries[k] == i}
-        assert len(used) >= 0.75 * len(fallback.key_group_range(i))
+        assert len(used) >= 0.75 * len(key_group_range(fallback, i))
 
 
 @pytest.mark.parametrize(("field", "record"), [(None, "tag3"), (0, ("tag3", 1)), ("tag", {"tag": "tag3"})])
