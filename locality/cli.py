@@ -46,7 +46,7 @@ from locality.engines import ENGINES
 from locality.errors import JobError, LocalityError, StoreBusyError, StoreError, TopologyError
 from locality.rebalance import TABLE_METHODS
 
-__all__ = ["main", "cli", "ExitCode", "EXIT_OK", "EXIT_FAIL", "EXIT_ERROR", "EXIT_CRASH", "EXIT_BUSY"]
+__all__ = ["main", "cli", "ExitCode"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,12 +61,6 @@ class ExitCode(enum.IntEnum):
     BUSY = 75  # another writer held the store's lock past --lock-timeout: retry later
     INTERRUPTED = 130  # Ctrl-C / SIGINT
 
-
-EXIT_OK = ExitCode.OK
-EXIT_FAIL = ExitCode.INFEASIBLE
-EXIT_ERROR = ExitCode.BAD_INPUT
-EXIT_CRASH = ExitCode.CRASH
-EXIT_BUSY = ExitCode.BUSY
 
 #: Where tracebacks of unexpected failures go (default: the system's temporary directory).
 LOG_DIR_VARIABLE = "LOCALITY_LOG_DIR"
