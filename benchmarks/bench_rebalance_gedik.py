@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from locality.rebalance import RebalanceProblem  # noqa: E402
 from locality.rebalance.hybrid import frequency_threshold, theta_from_alpha, tracked_keys  # noqa: E402
-from locality.rebalance.lossy_counting import SlidingLossyCounter  # noqa: E402
 from locality.rebalance.readj import readj  # noqa: E402
 from locality.rebalance.redist import redist  # noqa: E402
 from locality.rebalance.scan import scan  # noqa: E402
+from locality.testing.lossy_counting import SlidingLossyCounter  # noqa: E402
 
 MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 

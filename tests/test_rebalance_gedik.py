@@ -19,10 +19,10 @@ from locality.rebalance.hybrid import (
     theta_from_alpha,
     tracked_keys,
 )
-from locality.rebalance.lossy_counting import LossyCounter, SlidingLossyCounter
 from locality.rebalance.readj import readj
 from locality.rebalance.redist import redist
 from locality.rebalance.scan import scan
+from locality.testing.lossy_counting import LossyCounter, SlidingLossyCounter
 
 GEDIK = {"scan": scan, "redist": redist, "readj": readj}
 

@@ -17,7 +17,7 @@ from locality.errors import InvalidParameterError, TraceError
 from locality.migration import plan_migration
 from locality.optimizer import LocalityOptimizer
 from locality.routing import RoutingConfiguration, RoutingTable
-from locality.simulation import SimulatedCluster, SimulationResult, verify
+from locality.testing.simulation import SimulatedCluster, SimulationResult, verify
 from locality.topology import Topology
 from tests.conftest import trace_keys
 
