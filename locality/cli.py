@@ -42,8 +42,8 @@ import click
 from locality import cli_datasets
 from locality._stdout import document_stream, one_document
 from locality._store_lock import DEFAULT_LOCK_TIMEOUT
-from locality.engines import ENGINES
 from locality.errors import JobError, LocalityError, StoreBusyError, StoreError, TopologyError
+from locality.hashing import ENGINES
 from locality.rebalance import TABLE_METHODS
 
 __all__ = ["main", "cli", "ExitCode"]
@@ -980,17 +980,13 @@ def export(store, operator, out, version, server, as_json):
 
 
 def _export_server(value: str, servers: list[str], version: int) -> str:
-    """The server ``--server`` names: one of ``servers``, or a 0-based position when no server name is a number."""
-    if value in servers:
-        return value
-    numeric = any(s.isascii() and s.isdigit() for s in servers)
-    if value.isascii() and value.isdigit() and not numeric and int(value) < len(servers):
-        return servers[int(value)]
-    how = "no position: a server name is a number" if numeric else f"or a position 0..{len(servers) - 1}"
-    raise click.BadParameter(
-        f"{value!r} is not a server of version {version}; its servers are {servers} (a name, {how})",
-        param_hint="'--server'",
-    )
+    """The server ``--server`` names among the version's ``servers`` (a name, or a 0-based position)."""
+    from locality.engines._source import server_of_text
+
+    try:
+        return server_of_text(value, servers, f"version {version}")
+    except LocalityError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--server'") from None
 
 
 @cli.command()

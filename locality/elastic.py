@@ -57,8 +57,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from locality.engines import FallbackHash
 from locality.graph import KeyGraph
+from locality.hashing import FallbackHash
 from locality.partition import Partition, cut_vertices, find_hot_keys, metis_weights
 from locality.placement import server_connections
 from locality.rebalance.tables import rebalance_configuration

@@ -24,9 +24,9 @@ import pandas as pd
 from locality._validation import check_integer, check_interval, check_option
 from locality.counts import count_keys
 from locality.elastic import carried_over
-from locality.engines import ENGINES, FallbackHash, make_fallback
 from locality.evaluation import EvaluationReport, evaluate
 from locality.graph import KeyGraph
+from locality.hashing import ENGINES, FallbackHash, make_fallback
 from locality.migration import relabel_parts
 from locality.partition import Partition, partition_key_graph
 from locality.placement import Placement, place_keys

@@ -36,9 +36,9 @@ import pandas as pd
 
 from locality._validation import check_interval
 from locality.elastic import carried_over, fill_shares, rescale_partition, same_deployment
-from locality.engines import FallbackHash
 from locality.evaluation import Evaluation
 from locality.graph import KeyGraph
+from locality.hashing import FallbackHash
 from locality.migration import MigrationPlan, plan_migration
 from locality.optimizer import Optimization, optimize
 from locality.partition import partition_key_graph

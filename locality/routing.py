@@ -38,10 +38,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from locality.engines import FallbackHash, fallback_from_dict
-from locality.engines.keys import key_columns
 from locality.errors import InvalidParameterError, SerializationError
 from locality.graph import KeyGraph
+from locality.hashing import FallbackHash, fallback_from_dict
+from locality.hashing.keys import key_columns
 from locality.placement import Placement, server_connections
 from locality.topology import Topology
 

@@ -527,3 +527,12 @@ def test_ring_spreads_keys_evenly():
     loads = np.bincount(ConsistentHashRing(10).instances_of(keys), minlength=10)
     assert loads.max() / loads.mean() < 1.3
     assert ConsistentHashRing(1).instances_of(keys[:100]).tolist() == [0] * 100
+
+
+@pytest.mark.parametrize("module", ["base", "kafka", "storm", "flink", "spark", "ring", "jvm"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    results = doctest.testmod(importlib.import_module(f"locality.hashing.{module}"))
+    assert results.attempted > 0 and results.failed == 0

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 import locality.engines.flink as flink_module
+import locality.hashing.flink as flink_hash
 from locality.engines import FlinkKeyGroups, PyFlinkKeyGroups, fallback_from_dict, java_hash_code, make_fallback
 from locality.engines.flink import (
     RESERVED_INTS,
@@ -91,7 +92,7 @@ def test_surrogates_land_on_their_key_group_and_subtask(engine, key_type, p, m):
         assert all(isinstance(s, int) and low <= s < high for s in surrogates)
         numbers = [s - low for s in surrogates]
     # each is the first candidate of its key group: no smaller candidate lands there
-    candidates = flink_module._candidates(key_type, 0, max(numbers) + 1)
+    candidates = flink_hash._candidates(key_type, 0, max(numbers) + 1)
     first = pd.Series(fallback.key_groups(candidates)).drop_duplicates()
     assert dict(zip(first.to_numpy(), first.index)) == dict(zip(range(m), numbers))
 
@@ -287,4 +288,4 @@ def test_selector_pickles_as_pyflink_ships_it():
 
 
 def test_docstring_examples():
-    assert doctest.testmod(flink_module).failed == 0
+    assert doctest.testmod(flink_module).failed == doctest.testmod(flink_hash).failed == 0

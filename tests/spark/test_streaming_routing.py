@@ -22,7 +22,6 @@ from pyspark.sql import types as T
 
 from locality.counts import count_keys
 from locality.engines import SparkHashPartitioning, make_fallback
-from locality.engines.keys import INT_RANGE, LONG_RANGE
 from locality.engines.spark import (
     SURROGATE_CANDIDATES,
     SURROGATE_PREFIX,
@@ -37,6 +36,7 @@ from locality.engines.spark import (
 )
 from locality.errors import InvalidParameterError, TraceError
 from locality.evaluation import evaluate
+from locality.hashing.keys import INT_RANGE, LONG_RANGE
 from locality.migration import plan_migration
 from locality.optimizer import LocalityOptimizer, make_fallbacks, optimize
 from locality.routing import RoutingTable

@@ -1,0 +1,92 @@
+"""The package's layers: imports go one way, from the command line down to the engines' hashes.
+
+From the bottom: ``locality.hashing`` (each engine's own hash, what the tables
+are built on), the library (tables, optimizer, store, router...), the
+engines' adapters (``locality.engines``: how a table takes effect in Kafka,
+Flink, Spark), the jobs (``pipelines``) and the command line. A module never
+imports one of a layer above it, function-local imports and type hints
+included; code the tests use (``locality.testing``) is imported by no module of
+the library.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+LOCALITY = REPO / "locality"
+#: What the bottom layer may import from the package besides itself.
+HASHING_MAY_IMPORT = ("locality.hashing", "locality.errors", "locality._validation")
+#: The modules above the engines' adapters.
+TOP = ("locality/cli.py", "locality/engines/")
+
+
+def imported(path: Path) -> set[str]:
+    """Every module ``path`` imports, wherever the import statement is (functions, ``if TYPE_CHECKING``)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def modules(*folders: Path) -> list[Path]:
+    return sorted(p for folder in folders for p in folder.rglob("*.py"))
+
+
+def relative(path: Path) -> str:
+    return path.relative_to(REPO).as_posix()
+
+
+def test_the_hashes_import_nothing_above_them():
+    for path in modules(LOCALITY / "hashing"):
+        above = {n for n in imported(path) if n.split(".")[0] == "locality" and not n.startswith(HASHING_MAY_IMPORT)}
+        assert not above, f"{relative(path)} imports {sorted(above)}"
+
+
+def test_only_the_command_line_imports_the_engines_adapters():
+    for path in modules(LOCALITY, REPO / "pipelines"):
+        if not relative(path).startswith(TOP):
+            adapters = {n for n in imported(path) if n == "locality.engines" or n.startswith("locality.engines.")}
+            assert not adapters, f"{relative(path)} imports {sorted(adapters)}: the hashes are locality.hashing"
+
+
+def test_the_library_imports_neither_the_jobs_nor_its_testing_code():
+    for path in modules(LOCALITY):
+        if relative(path) == "locality/cli.py" or relative(path).startswith("locality/testing/"):
+            continue
+        wrong = {n for n in imported(path) if n.split(".")[0] == "pipelines" or n.startswith("locality.testing")}
+        assert not wrong, f"{relative(path)} imports {sorted(wrong)}"
+
+
+@pytest.mark.parametrize(
+    ("engine", "names"),
+    [
+        ("kafka", ["KafkaPartitioner", "kafka_murmur2"]),
+        ("flink", ["FlinkKeyGroups", "PyFlinkKeyGroups", "SURROGATE_PREFIX", "RESERVED_LONGS", "flink_surrogates"]),
+        ("spark", ["SparkHashPartitioning", "SURROGATE_PREFIX", "SURROGATE_CANDIDATES"]),
+    ],
+)
+def test_an_engines_hash_is_still_importable_from_its_adapters_module(engine, names):
+    """``locality.engines.<engine>`` held the hash before the layers were split: imports from there keep working."""
+    import importlib
+
+    adapters, hashes = (importlib.import_module(f"locality.{layer}.{engine}") for layer in ("engines", "hashing"))
+    for name in names:
+        assert getattr(adapters, name) is getattr(hashes, name), name
+
+
+def test_the_engines_package_still_serves_the_hash_registry():
+    import locality.engines
+    import locality.hashing
+
+    for name in locality.engines.__all__:
+        assert getattr(locality.engines, name) is getattr(locality.hashing, name), name
+    assert locality.engines.make_fallback("kafka", 4) == locality.hashing.make_fallback("kafka", 4)
