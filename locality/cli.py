@@ -41,7 +41,17 @@ import click
 
 from locality import cli_datasets
 from locality._stdout import document_stream, one_document
-from locality._store_lock import DEFAULT_LOCK_TIMEOUT
+from locality.defaults import (
+    DEFAULT_ALPHA,
+    DEFAULT_CAPACITY,
+    DEFAULT_DECAY,
+    DEFAULT_HASH,
+    DEFAULT_HORIZON,
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_MAX_IMBALANCE,
+    DEFAULT_MIN_GAIN,
+    DEFAULT_THETA_MAX,
+)
 from locality.errors import JobError, LocalityError, StoreBusyError, StoreError, TopologyError
 from locality.hashing import ENGINES
 from locality.rebalance import TABLE_METHODS
@@ -124,7 +134,7 @@ lock_timeout_option = click.option(
 hash_option = click.option(
     "--hash",
     "hash_engine",
-    default="kafka",
+    default=DEFAULT_HASH,
     show_default=True,
     # A plain string, checked by the job, so that a wrong engine gets the same message as every
     # other bad parameter (and exit code 2) from the CLI, the library and spark-submit alike.
@@ -198,10 +208,14 @@ def optimizer_options(command: Callable) -> Callable:
             click.option("--servers", type=int, help="Number of servers (instances placed round-robin)."),
             click.option("--instances-per-server", type=int, default=1, show_default=True),
             click.option("--topology", "topology_file", type=click.Path(), help="JSON topology (servers, placement)."),
-            click.option("--alpha", type=float, default=1.03, show_default=True, help="Per-operator bound (>= 1)."),
+            click.option(
+                "--alpha", type=float, default=DEFAULT_ALPHA, show_default=True, help="Per-operator bound (>= 1)."
+            ),
             hash_option,
             click.option("--top-pairs", type=int, help="Keep only the N heaviest key pairs per hop."),
-            click.option("--capacity", type=int, default=100_000, show_default=True, help="Counters per sketch."),
+            click.option(
+                "--capacity", type=int, default=DEFAULT_CAPACITY, show_default=True, help="Counters per sketch."
+            ),
             click.option("--exact", is_flag=True, help="Count exactly with Spark aggregations instead of sketches."),
             click.option("--max-entries", type=int, help="Cap on each operator's routing table."),
             click.option("--seed", type=int, default=0, show_default=True, help="METIS seed."),
@@ -438,18 +452,20 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
 @click.option(
     "--min-gain",
     type=float,
-    default=0.1,
+    default=DEFAULT_MIN_GAIN,
     show_default=True,
     help="Hops made local over the window per unit of state moved needed to publish.",
 )
 @click.option(
     "--max-imbalance",
     type=float,
-    default=1.10,
+    default=DEFAULT_MAX_IMBALANCE,
     show_default=True,
     help="Publish whatever the gain when the tables in force exceed this imbalance on the window.",
 )
-@click.option("--decay", type=float, default=None, help="Weight of each older window (default 0.85; 0 forgets).")
+@click.option(
+    "--decay", type=float, default=None, help=f"Weight of each older window (default {DEFAULT_DECAY}; 0 forgets)."
+)
 @click.option("--state", "state_column", help="Column whose sum per key is its state size (default: its load).")
 @click.option(
     "--rebalance",
@@ -458,7 +474,9 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
     "between two reconfigurations, e.g. follow every 15min with --window 15min. One of "
     f"{', '.join(TABLE_METHODS)} ({_NOT_SSM}).",
 )
-@click.option("--theta-max", type=float, default=0.08, show_default=True, help="With --rebalance: the bound.")
+@click.option(
+    "--theta-max", type=float, default=DEFAULT_THETA_MAX, show_default=True, help="With --rebalance: the bound."
+)
 @click.option(
     "--state-weight",
     type=float,
@@ -469,7 +487,7 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
 @click.option(
     "--horizon",
     help="With --rebalance local or follow: how long the moves serve (until the next reconfiguration); "
-    "a key's window load is scaled to it. [default: 1D]",
+    f"a key's window load is scaled to it. [default: {DEFAULT_HORIZON}]",
 )
 @click.option(
     "--balance-since",
@@ -543,7 +561,7 @@ def reconfigure(
     """
     import dataclasses
 
-    from pipelines.online import DEFAULT_DECAY, OnlineParams, run
+    from pipelines.online import OnlineParams, run
     from pipelines.progress import Stages
     from pipelines.trace import last_window, window_length
 
@@ -620,7 +638,7 @@ def reconfigure(
     "(with --rebalance, the rebalancer moves keys from the hash).",
 )
 @click.option("--history", type=int, help="Online: build from the last N windows (default: all, decayed).")
-@click.option("--decay", type=float, help="Online: weight of each older window (default 0.85).")
+@click.option("--decay", type=float, help=f"Online: weight of each older window (default {DEFAULT_DECAY}).")
 @click.option("--min-gain", type=float, help="Online: publish only when the gain pays (default: every window).")
 @click.option("--max-imbalance", type=float, help="Online, with --min-gain: publish when in-force tables exceed this.")
 @click.option(
@@ -630,7 +648,7 @@ def reconfigure(
     f"or {', '.join(m for m in TABLE_METHODS if m not in ('follow', 'local'))} ({_NOT_SSM}).",
 )
 @click.option("--rebalance-every", default="1D", show_default=True)
-@click.option("--theta-max", type=float, default=0.08, show_default=True)
+@click.option("--theta-max", type=float, default=DEFAULT_THETA_MAX, show_default=True)
 @click.option(
     "--balance-window",
     help="--rebalance local: balance the load of each BALANCE_WINDOW (e.g. 1D) instead of the whole window.",
@@ -656,7 +674,7 @@ def reconfigure(
     callback=_forecast,
     help="Online: balance each reconfiguration on this forecast of next window's key loads (e.g. decay:0.5).",
 )
-@click.option("--alpha", type=float, default=1.03, show_default=True)
+@click.option("--alpha", type=float, default=DEFAULT_ALPHA, show_default=True)
 @hash_option
 @json_option
 @quiet_option
@@ -701,7 +719,6 @@ def replay_command(
     from locality.errors import TraceError
     from locality.rebalance.window import RebalanceSchedule
     from locality.replay import check_replay_options, replay_trace, windows_of
-    from pipelines.online import DEFAULT_DECAY
     from pipelines.progress import Stages
     from pipelines.trace import read_trace_frame
 

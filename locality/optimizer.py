@@ -23,6 +23,7 @@ import pandas as pd
 
 from locality._validation import check_integer, check_interval, check_option
 from locality.counts import count_keys
+from locality.defaults import DEFAULT_ALPHA
 from locality.elastic import carried_over
 from locality.evaluation import EvaluationReport, evaluate
 from locality.graph import KeyGraph
@@ -78,7 +79,7 @@ def optimize(
     topology: Topology,
     fallbacks: Mapping[str, FallbackHash],
     *,
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     seed: int = 0,
     max_entries: int | None = None,
     recursive: bool = False,
@@ -259,7 +260,7 @@ class LocalityOptimizer:
         self,
         topology: Topology,
         *,
-        alpha: float = 1.03,
+        alpha: float = DEFAULT_ALPHA,
         fallback: str = "kafka",
         top_pairs: int | None = None,
         sketch_capacity: int | None = None,

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from locality._validation import check_at_most, check_integer, check_interval
+from locality.defaults import DEFAULT_ALPHA
 from locality.graph import KeyGraph
 from locality.topology import Topology
 
@@ -170,7 +171,7 @@ def partition_key_graph(
     graph: KeyGraph,
     topology: Topology,
     *,
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     seed: int = 0,
     recursive: bool = False,
     n_cuts: int | None = None,

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from locality._validation import check_interval
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_MIN_GAIN
 from locality.elastic import carried_over, fill_shares, rescale_partition, same_deployment
 from locality.evaluation import Evaluation
 from locality.graph import KeyGraph
@@ -46,12 +47,6 @@ from locality.routing import RoutingConfiguration
 from locality.topology import Topology
 
 __all__ = ["Reconfiguration", "reconfigure", "Decision", "decide", "graph_state_sizes", "DEFAULT_MIN_GAIN"]
-
-#: Hops made local over the window per unit of state moved needed to publish (see :func:`decide`). On the weekly
-#: flights replay (with the online job's DEFAULT_MAX_IMBALANCE) it publishes 27 of 52 weeks and keeps 60.1%
-#: locality (60.4% publishing every week), moving 11.5% of the state per reconfiguration instead of 25.6%
-#: (benchmarks/RESULTS.md).
-DEFAULT_MIN_GAIN = 0.1
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +99,7 @@ def reconfigure(
     current: RoutingConfiguration,
     fallbacks: Mapping[str, FallbackHash],
     *,
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     seed: int = 0,
     state: Mapping[str, pd.Series] | None = None,
     max_entries: int | None = None,

@@ -44,6 +44,7 @@ import pandas as pd
 
 from locality._validation import check_at_most, check_integer, check_interval, check_option, check_period
 from locality.counts import KeyCounts, blend, count_keys
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_MIN_BLENDED_WEIGHT, DEFAULT_THETA_MAX
 from locality.errors import InvalidParameterError, TraceError
 from locality.evaluation import ReplayTotals, estimate_from_counts, hop_name
 from locality.forecast import forecast_counts, parse_forecast
@@ -61,8 +62,6 @@ __all__ = ["WindowResult", "ReplayResult", "replay_trace", "check_replay_options
 logger = logging.getLogger(__name__)
 
 MODES = ("online", "offline", "hash")
-#: Blended pairs and keys lighter than this are dropped (at decay 0.85 a pair seen once lasts 14 windows).
-_MIN_BLENDED_WEIGHT = 0.1
 
 
 @dataclass
@@ -270,7 +269,7 @@ def replay_trace(
     ts: str = "ts",
     period: str = "7D",
     mode: str = "online",
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     fallback: str = "kafka",
     history: int | None = 1,
     decay: float | None = None,
@@ -278,7 +277,7 @@ def replay_trace(
     max_imbalance: float | None = None,
     rebalancer: str | RebalanceSchedule | None = None,
     rebalance_every: str = "1D",
-    theta_max: float = 0.08,
+    theta_max: float = DEFAULT_THETA_MAX,
     table_cap: int | None = None,
     forecast: str | None = None,
     seed: int = 0,
@@ -359,7 +358,7 @@ def replay_trace(
         window = frame[(frame[ts] >= start) & (frame[ts] < end)]
         step = _Step(0.0, 0, None, False, "hash routing" if mode == "hash" else "first window: no tables yet")
         if mode == "online" and past and config is not hashed:
-            counts = blend(past, windows=history, decay=decay, min_weight=_MIN_BLENDED_WEIGHT)
+            counts = blend(past, windows=history, decay=decay, min_weight=DEFAULT_MIN_BLENDED_WEIGHT)
             if load_forecast is not None:
                 counts = forecast_counts(counts, past, load_forecast[0], **load_forecast[1])
             config, graph, step = _reconfigure(
@@ -393,7 +392,7 @@ def replay_trace(
 
 def check_replay_options(
     *,
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     history: int | None = None,
     decay: float | None = None,
     min_gain: float | None = None,

@@ -36,8 +36,9 @@ from locality._validation import (
     check_interval,
     check_option,
 )
-from locality.engines import ENGINES
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_CAPACITY, DEFAULT_HASH
 from locality.evaluation import estimate_from_counts
+from locality.hashing import ENGINES
 from locality.optimizer import make_fallbacks, optimize
 from locality.partition import MAX_SEED, SEED_LIMIT
 from locality.plots import figure_png, instance_load_figure
@@ -64,10 +65,10 @@ class OfflineParams:
     trace: TraceSpec
     topology: Topology
     store: str
-    alpha: float = 1.03
-    hash: str = "kafka"
+    alpha: float = DEFAULT_ALPHA
+    hash: str = DEFAULT_HASH
     top_pairs: int | None = None
-    capacity: int = 100_000
+    capacity: int = DEFAULT_CAPACITY
     exact: bool = False
     max_entries: int | None = None
     seed: int = 0

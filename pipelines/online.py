@@ -69,16 +69,27 @@ from locality._validation import (
     check_option,
 )
 from locality.counts import KeyCounts, blend
-from locality.engines import ENGINES, make_fallback
+from locality.defaults import (
+    DEFAULT_ALPHA,
+    DEFAULT_CAPACITY,
+    DEFAULT_DECAY,
+    DEFAULT_HASH,
+    DEFAULT_HORIZON,
+    DEFAULT_MAX_IMBALANCE,
+    DEFAULT_MIN_BLENDED_WEIGHT,
+    DEFAULT_MIN_GAIN,
+    DEFAULT_THETA_MAX,
+)
 from locality.errors import InvalidParameterError, StoreDamagedError, TopologyError
 from locality.evaluation import estimate_from_counts
+from locality.hashing import ENGINES, make_fallback
 from locality.migration import plan_migration
 from locality.optimizer import make_fallbacks, optimize
 from locality.partition import MAX_SEED, SEED_LIMIT
 from locality.plots import figure_png, instance_load_figure
 from locality.rebalance import BASE_AWARE, check_table_method
 from locality.rebalance.tables import rebalance_configuration
-from locality.reconfiguration import DEFAULT_MIN_GAIN, Decision, decide, reconfigure
+from locality.reconfiguration import Decision, decide, reconfigure
 from locality.report import format_summary
 from locality.routing import RoutingConfiguration
 from locality.store import DEFAULT_LOCK_TIMEOUT, ConfigStore, fingerprint
@@ -92,14 +103,6 @@ __all__ = ["OnlineParams", "run", "DEFAULT_DECAY", "DEFAULT_MIN_GAIN", "DEFAULT_
 
 logger = logging.getLogger(__name__)
 
-#: Weight of a window one period older than the latest. Measured on the weekly flights and tweet
-#: replays (benchmarks/RESULTS.md): decayed history beats the paper's reset to the latest window.
-DEFAULT_DECAY = 0.85
-#: Imbalance of the tables in force above which the job publishes whatever the gain (the issue's next-week target).
-DEFAULT_MAX_IMBALANCE = 1.10
-#: How long a rebalancing run's moves are expected to serve (until the next reconfiguration): a day, less
-#: than the weekly replay's average (half a week), so that production errs on the side of moving less.
-DEFAULT_HORIZON = "1D"
 #: A window's name in the store (statistics/<name>/, decisions/<name>.json): a file name, never a path.
 _WINDOW_NAME = re.compile(r"(?!\.\.?$)[^/\\\x00]+")
 
@@ -118,9 +121,9 @@ class OnlineParams:
     trace: TraceSpec
     store: str
     topology: Topology | None = None
-    alpha: float = 1.03
-    hash: str = "kafka"
-    capacity: int = 100_000
+    alpha: float = DEFAULT_ALPHA
+    hash: str = DEFAULT_HASH
+    capacity: int = DEFAULT_CAPACITY
     exact: bool = False
     top_pairs: int | None = None
     max_entries: int | None = None
@@ -129,7 +132,7 @@ class OnlineParams:
     max_imbalance: float = DEFAULT_MAX_IMBALANCE
     seed: int = 0
     rebalance: str | None = None
-    theta_max: float = 0.08
+    theta_max: float = DEFAULT_THETA_MAX
     state_weight: float = 1.0
     horizon: str | None = None
     balance_since: str | None = None
@@ -248,7 +251,11 @@ class _History:
         latest = self.latest()
         if decay is not None and latest is not None and latest != window and (self.dir / latest).is_dir():
             result = blend(
-                [KeyCounts.read(self.dir / latest), counts], windows=None, decay=decay, min_weight=0.1, limit=limit
+                [KeyCounts.read(self.dir / latest), counts],
+                windows=None,
+                decay=decay,
+                min_weight=DEFAULT_MIN_BLENDED_WEIGHT,
+                limit=limit,
             )
         else:
             result = counts

@@ -21,6 +21,7 @@ import pandas as pd
 
 from locality._validation import check_integer
 from locality.analysis.traces import rank_frequency
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_THETA_MAX
 from locality.graph import KeyGraph
 from locality.optimizer import LocalityOptimizer
 from locality.placement import place_keys
@@ -80,7 +81,7 @@ def server_sweep(
     keys: Sequence[str],
     servers: Sequence[int],
     *,
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     fallback: str = "kafka",
     top_pairs: int | None = None,
     seed: int = 0,
@@ -138,7 +139,7 @@ def replay_server_sweep(
     period: str = "7D",
     history: int | None = None,
     decay: float | None = None,
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     fallback: str = "kafka",
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -194,7 +195,7 @@ def top_pairs_sweep(
     n_servers: int,
     top_pairs: Sequence[int | None],
     *,
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     fallback: str = "kafka",
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -228,7 +229,7 @@ def sketch_capacity_sweep(
     servers: Sequence[int],
     capacities: Sequence[int | None],
     *,
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     fallback: str = "kafka",
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -327,7 +328,7 @@ def in_sample_by_window(
     *,
     ts: str = "ts",
     period: str = "7D",
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     fallback: str = "kafka",
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -399,7 +400,7 @@ def rebalance_chain(
     n_instances: int,
     *,
     method: str = "mixed",
-    theta_max: float = 0.08,
+    theta_max: float = DEFAULT_THETA_MAX,
     table_cap: int | None = None,
     state_sizes: np.ndarray | None = None,
     **options,

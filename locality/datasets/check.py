@@ -11,12 +11,13 @@ hash routing on the same rows (:func:`locality.analysis.server_sweep`).
 from __future__ import annotations
 
 from locality.datasets.catalog import Trace
+from locality.defaults import DEFAULT_ALPHA
 
 __all__ = ["card_figures", "format_figures"]
 
 
 def card_figures(
-    trace: Trace, *, n_servers: int = 6, alpha: float = 1.03, fallback: str = "kafka", seed: int = 0
+    trace: Trace, *, n_servers: int = 6, alpha: float = DEFAULT_ALPHA, fallback: str = "kafka", seed: int = 0
 ) -> dict:
     """Counts, time range and (with two keys or more) next-half locality and imbalance of ``trace``.
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from locality._validation import check_integer, check_interval
+from locality.defaults import DEFAULT_THETA_MAX
 from locality.errors import InvalidParameterError
 from locality.imbalance import balance_bounds, fair_loads, imbalance, theta, unequal_shares
 
@@ -81,7 +82,7 @@ class RebalanceProblem:
     current: np.ndarray
     fallback: np.ndarray
     n_instances: int
-    theta_max: float = 0.08
+    theta_max: float = DEFAULT_THETA_MAX
     table_cap: int | None = None
     base_loads: np.ndarray | None = None
     shares: np.ndarray | None = None

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from locality._validation import check_interval
+from locality.defaults import DEFAULT_THETA_MAX
 from locality.errors import InvalidParameterError
 from locality.graph import KeyGraph
 from locality.imbalance import unequal_shares
@@ -74,7 +75,7 @@ def rebalance_configuration(
     state: Mapping[str, pd.Series] | None = None,
     graph: KeyGraph | None = None,
     method: str = DEFAULT_METHOD,
-    theta_max: float = 0.08,
+    theta_max: float = DEFAULT_THETA_MAX,
     table_cap: int | None = None,
     horizon: float = 1.0,
     split_hot_keys: bool = False,
@@ -211,7 +212,7 @@ def rebalance_tables(
     seen: pd.DataFrame,
     *,
     method: str = DEFAULT_METHOD,
-    theta_max: float = 0.08,
+    theta_max: float = DEFAULT_THETA_MAX,
     table_cap: int | None = None,
 ) -> tuple[RoutingConfiguration, float, float]:
     """Rebalance every operator's table on the key loads of the tuples ``seen`` (each row weighs 1).

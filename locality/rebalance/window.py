@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from locality._validation import check_duration, check_interval, check_option
+from locality.defaults import DEFAULT_THETA_MAX
 from locality.errors import InvalidParameterError
 from locality.forecast import forecast_matrix, parse_forecast
 from locality.graph import KeyGraph
@@ -115,7 +116,7 @@ class RebalanceSchedule:
     balance_window: str | None = None
     forecast: str = "mean"
     history: str = "2D"
-    theta_max: float = 0.08
+    theta_max: float = DEFAULT_THETA_MAX
     table_cap: int | None = None
     state_weight: float = 1.0
     split_hot_keys: bool = False
