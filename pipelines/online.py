@@ -87,7 +87,7 @@ from locality.migration import plan_migration
 from locality.optimizer import make_fallbacks, optimize
 from locality.partition import MAX_SEED, SEED_LIMIT
 from locality.plots import figure_png, instance_load_figure
-from locality.rebalance import BASE_AWARE, check_table_method
+from locality.rebalance import BASE_AWARE, check_locality_aware, check_table_method
 from locality.rebalance.tables import rebalance_configuration
 from locality.reconfiguration import Decision, decide, reconfigure
 from locality.report import format_summary
@@ -162,11 +162,8 @@ class OnlineParams:
         check_option(self.split_merge, "split_merge", owner, ("fold", "downstream"))
         if self.split_share is not None:
             check_interval(self.split_share, "split_share", owner, lower=0.0, closed="neither")
-        if self.split_hot_keys and self.rebalance not in BASE_AWARE:
-            raise InvalidParameterError(
-                f"split_hot_keys in {owner} needs --rebalance with a locality-aware rebalancer ({sorted(BASE_AWARE)}); "
-                f"got {self.rebalance!r}"
-            )
+        if self.split_hot_keys:
+            check_locality_aware(self.rebalance, "rebalance", owner, "split_hot_keys")
         check_interval(self.alpha, "alpha", owner, lower=1.0)
         check_at_most(
             check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0),
@@ -195,11 +192,7 @@ class OnlineParams:
             raise InvalidParameterError(
                 f"the 'balance_since' and 'balance_until' parameters of {owner} go together (the balance window)"
             )
-        if self.rebalance not in BASE_AWARE:
-            raise InvalidParameterError(
-                f"a balance window in {owner} needs --rebalance with a locality-aware rebalancer "
-                f"({sorted(BASE_AWARE)}); got {self.rebalance!r}"
-            )
+        check_locality_aware(self.rebalance, "rebalance", owner, "a balance window")
         if self.horizon is not None:
             raise InvalidParameterError(
                 f"give {owner} either a horizon or a balance window: with a balance window the moves serve "

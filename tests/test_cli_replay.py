@@ -42,7 +42,7 @@ def test_replay_with_the_local_rebalancer_prints_daily_and_state_figures(trace_f
     [
         (["--rebalance", "local", "--rebalance-forecast", "median"], "'forecast' parameter of parse_forecast"),
         (["--forecast", "decay:2"], "'decay' parameter of the decay forecast"),
-        (["--rebalance", "mixed", "--split-hot-keys"], "split_hot_keys needs a base-aware rebalancer"),
+        (["--rebalance", "mixed", "--split-hot-keys"], "split_hot_keys needs a locality-aware rebalancer"),
         (["--rebalance", "local", "--split-merge", "later"], "'later' is not one of 'fold', 'downstream'"),
     ],
 )

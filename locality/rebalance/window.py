@@ -50,6 +50,7 @@ from locality.imbalance import unequal_shares
 from locality.rebalance import (
     BASE_AWARE,
     RebalanceProblem,
+    check_locality_aware,
     check_table_method,
     rebalance,
     table_room,
@@ -140,10 +141,8 @@ class RebalanceSchedule:
             raise InvalidParameterError(
                 f"the 'history' of {owner} ({self.history}) must cover at least one interval ({self.every})"
             )
-        if self.split_hot_keys and self.method not in BASE_AWARE:
-            raise InvalidParameterError(
-                f"split_hot_keys needs a base-aware rebalancer ({sorted(BASE_AWARE)}); got {self.method!r}"
-            )
+        if self.split_hot_keys:
+            check_locality_aware(self.method, "method", owner, "split_hot_keys")
 
     @property
     def memory(self) -> int:
