@@ -579,7 +579,7 @@ def reconfigure(
         exact=exact,
         top_pairs=top_pairs,
         max_entries=max_entries,
-        decay=DEFAULT_DECAY if decay is None else (decay or None),
+        decay=DEFAULT_DECAY if decay is None else decay,
         min_gain=min_gain,
         max_imbalance=max_imbalance,
         seed=seed,

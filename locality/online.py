@@ -73,7 +73,7 @@ class OnlineSettings(Protocol):
     capacity: int
     top_pairs: int | None
     max_entries: int | None
-    decay: float | None
+    decay: float
     min_gain: float
     max_imbalance: float
     seed: int
@@ -141,17 +141,17 @@ def deployment(
     return settings.topology, fallbacks
 
 
-def blended_history(store: ConfigStore, window: str, counts: KeyCounts, decay: float | None, limit: int) -> KeyCounts:
+def blended_history(store: ConfigStore, window: str, counts: KeyCounts, decay: float, limit: int) -> KeyCounts:
     """Counts of this window blended with the latest earlier window's, stored once per window (under the lock).
 
     Blends are pruned to ``limit`` pairs and keys (the sketch capacity) so they
-    stay bounded; without ``decay`` the window's counts are kept alone.
+    stay bounded; ``decay`` 0 forgets: the window's counts are kept alone.
     """
     stored = store.statistics(window)
     if stored is not None:
         return stored
     latest = store.latest_window()
-    previous = store.statistics(latest) if decay is not None and latest not in (None, window) else None
+    previous = store.statistics(latest) if decay > 0 and latest not in (None, window) else None
     if previous is not None:
         counts = blend(
             [previous, counts], windows=None, decay=decay, min_weight=DEFAULT_MIN_BLENDED_WEIGHT, limit=limit
@@ -185,9 +185,9 @@ def ahead(settings: OnlineSettings, window: Window) -> float:
     return rest / (end - start)
 
 
-def with_history(state: Mapping[str, pd.Series], stored: KeyCounts, decay: float | None) -> dict[str, pd.Series]:
+def with_history(state: Mapping[str, pd.Series], stored: KeyCounts, decay: float) -> dict[str, pd.Series]:
     """Each key's window state plus one period of its stored history (the blended load times ``1 - decay``)."""
-    share = 1.0 if decay is None else 1.0 - decay
+    share = 1.0 - decay
     out = {}
     for op, window in state.items():
         past = stored.key_loads[op].set_index("key")["weight"] * share

@@ -297,8 +297,9 @@ def replay_trace(
         As for :class:`~locality.optimizer.LocalityOptimizer`.
     history : int or None, default 1
         Online: build from the last ``history`` windows (None: all of them).
-    decay : float in (0, 1], optional
-        Online: weigh a window ``age`` windows old by ``decay ** age``.
+    decay : float in [0, 1], optional
+        Online: weigh a window ``age`` windows old by ``decay ** age`` (0:
+        the latest window alone, as the online job's ``decay=0``).
     min_gain, max_imbalance : float, optional
         Online: publish only when :func:`~locality.reconfiguration.decide`
         agrees with these thresholds (default: publish every window).
@@ -409,7 +410,7 @@ def check_replay_options(
     if history is not None:
         check_integer(history, "history", owner, lower=1)
     if decay is not None:
-        check_interval(decay, "decay", owner, lower=0.0, upper=1.0, closed="right")
+        check_interval(decay, "decay", owner, lower=0.0, upper=1.0)
     if min_gain is not None:
         check_interval(min_gain, "min_gain", owner, lower=0.0)
     if max_imbalance is not None:

@@ -136,7 +136,7 @@ class OnlineParams(JobParams):
     store: str
     topology: Topology | None = None
     _: KW_ONLY
-    decay: float | None = DEFAULT_DECAY
+    decay: float = DEFAULT_DECAY
     min_gain: float = DEFAULT_MIN_GAIN
     max_imbalance: float = DEFAULT_MAX_IMBALANCE
     rebalance: str | None = None
@@ -176,8 +176,7 @@ class OnlineParams(JobParams):
         super().__post_init__()
         check_interval(self.min_gain, "min_gain", owner, lower=0.0)
         check_interval(self.max_imbalance, "max_imbalance", owner, lower=self.alpha)
-        if self.decay is not None:
-            check_interval(self.decay, "decay", owner, lower=0.0, upper=1.0, closed="right")
+        check_interval(self.decay, "decay", owner, lower=0.0, upper=1.0)
         if self.topology is not None:
             self.trace.check_operators(self.topology.operators)
 

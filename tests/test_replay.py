@@ -79,6 +79,18 @@ def test_calendar_windows_are_whole_years_quarters_or_months():
             windows_of(ts, bad)
 
 
+def test_decay_0_forgets_as_in_the_online_job():
+    """``decay=0`` is the latest window alone, in the replay as in ``locality reconfigure --decay 0``."""
+    from locality.datasets.synthetic import twitter_like
+
+    trace = twitter_like(20_000, n_locations=60, n_hashtags=1_000, days=21, drift=0.5, seed=3)
+    topo = Topology.uniform(["location", "hashtag"], 4)
+    forgetting = replay_trace(trace, topo, period="7D", mode="online", history=None, decay=0)
+    latest = replay_trace(trace, topo, period="7D", mode="online", history=1)
+    assert len(forgetting.windows) == 3
+    assert forgetting.frame().equals(latest.frame())
+
+
 def test_daily_figures_and_state_moved_on_a_generated_trace():
     from locality.datasets.synthetic import twitter_like
 
