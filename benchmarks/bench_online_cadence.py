@@ -167,7 +167,7 @@ def main() -> None:
         split_merge=args.split_merge,
     )
     inside = frame[(frame["ts"] >= first) & (frame["ts"] < end)]
-    library = replay_trace(inside, topology, ts="ts", period="7D", mode="offline", rebalancer=schedule)
+    library = replay_trace(inside, topology, ts="ts", period="7D", mode="offline", rebalance=schedule)
     judged_weeks = library.windows[1:]
     judged_tuples = sum(w.tuples for w in judged_weeks)
 

@@ -133,7 +133,7 @@ lock_timeout_option = click.option(
 #: ``--hash``: the engine whose own hash places the keys without a table entry.
 hash_option = click.option(
     "--hash",
-    "hash_engine",
+    "hash",
     default=DEFAULT_HASH,
     show_default=True,
     # A plain string, checked by the job, so that a wrong engine gets the same message as every
@@ -373,7 +373,7 @@ def optimize(
     instances_per_server,
     topology_file,
     alpha,
-    hash_engine,
+    hash,
     top_pairs,
     capacity,
     exact,
@@ -397,7 +397,7 @@ def optimize(
         topology=_topology(list(spec.keys), servers, instances_per_server, topology_file),
         store=store,
         alpha=alpha,
-        hash=hash_engine,
+        hash=hash,
         top_pairs=top_pairs,
         capacity=capacity,
         exact=exact,
@@ -469,7 +469,7 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
 @click.option("--state", "state_column", help="Column whose sum per key is its state size (default: its load).")
 @click.option(
     "--rebalance",
-    "rebalancer",
+    "rebalance",
     help="Rebalance the tables in force on the window's loads instead of reconfiguring: the finer cadence "
     "between two reconfigurations, e.g. follow every 15min with --window 15min. One of "
     f"{', '.join(TABLE_METHODS)} ({_NOT_SSM}).",
@@ -524,7 +524,7 @@ def reconfigure(
     max_imbalance,
     decay,
     state_column,
-    rebalancer,
+    rebalance,
     theta_max,
     state_weight,
     horizon,
@@ -538,7 +538,7 @@ def reconfigure(
     instances_per_server,
     topology_file,
     alpha,
-    hash_engine,
+    hash,
     top_pairs,
     capacity,
     exact,
@@ -574,7 +574,7 @@ def reconfigure(
         store=store,
         topology=topology,
         alpha=alpha,
-        hash=hash_engine,
+        hash=hash,
         capacity=capacity,
         exact=exact,
         top_pairs=top_pairs,
@@ -583,7 +583,7 @@ def reconfigure(
         min_gain=min_gain,
         max_imbalance=max_imbalance,
         seed=seed,
-        rebalance=rebalancer,
+        rebalance=rebalance,
         theta_max=theta_max,
         state_weight=state_weight,
         horizon=horizon,
@@ -643,7 +643,7 @@ def reconfigure(
 @click.option("--max-imbalance", type=float, help="Online, with --min-gain: publish when in-force tables exceed this.")
 @click.option(
     "--rebalance",
-    "rebalancer",
+    "rebalance",
     help="Rebalancer run within windows: follow (keys join their neighbours), local (locality-aware balancing), "
     f"or {', '.join(m for m in TABLE_METHODS if m not in ('follow', 'local'))} ({_NOT_SSM}).",
 )
@@ -695,7 +695,7 @@ def replay_command(
     decay,
     min_gain,
     max_imbalance,
-    rebalancer,
+    rebalance,
     rebalance_every,
     theta_max,
     balance_window,
@@ -707,7 +707,7 @@ def replay_command(
     split_merge,
     forecast,
     alpha,
-    hash_engine,
+    hash,
     as_json,
     quiet,
 ):
@@ -728,9 +728,9 @@ def replay_command(
         decay = DEFAULT_DECAY
     check_replay_options(alpha=alpha, history=history, decay=decay, min_gain=min_gain, max_imbalance=max_imbalance)
     schedule = None
-    if rebalancer is not None:
+    if rebalance is not None:
         schedule = RebalanceSchedule(
-            method=rebalancer,
+            method=rebalance,
             every=rebalance_every,
             balance_window=balance_window,
             forecast=rebalance_forecast,
@@ -758,12 +758,12 @@ def replay_command(
             period=period,
             mode=mode,
             alpha=alpha,
-            fallback=hash_engine,
+            hash=hash,
             history=history,
             decay=decay,
             min_gain=min_gain,
             max_imbalance=max_imbalance,
-            rebalancer=schedule,
+            rebalance=schedule,
             forecast=forecast,
         )
     doc = result.to_dict()

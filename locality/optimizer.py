@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_integer, check_interval, check_option
+from locality._validation import check_integer, check_interval, check_option, renamed
 from locality.counts import count_keys
-from locality.defaults import DEFAULT_ALPHA
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH
 from locality.elastic import carried_over
 from locality.evaluation import EvaluationReport, evaluate
 from locality.graph import KeyGraph
@@ -68,10 +68,11 @@ class Optimization:
         }
 
 
-def make_fallbacks(topology: Topology, engine: str = "kafka", **params) -> dict[str, FallbackHash]:
-    """One fallback hash per operator, sized to its number of instances."""
-    check_option(engine, "hash", "make_fallbacks", ENGINES)
-    return {op: make_fallback(engine, topology.n_instances(op), **params) for op in topology.operators}
+@renamed(engine="hash")
+def make_fallbacks(topology: Topology, hash: str = DEFAULT_HASH, **params) -> dict[str, FallbackHash]:
+    """One fallback hash per operator, sized to its number of instances: the hash of engine ``hash``."""
+    check_option(hash, "hash", "make_fallbacks", ENGINES)
+    return {op: make_fallback(hash, topology.n_instances(op), **params) for op in topology.operators}
 
 
 def optimize(
@@ -224,12 +225,14 @@ class LocalityOptimizer:
         Its operators name the trace's key columns, in pipeline order.
     alpha : float, default 1.03
         Per-operator balance bound.
-    fallback : {"kafka", "storm", "flink", "spark", "ring"}, default "kafka"
-        The engine whose hash routes keys not in the tables.
+    hash : {"kafka", "storm", "flink", "pyflink", "spark", "ring"}, default "kafka"
+        The engine whose hash routes keys not in the tables (``--hash``;
+        formerly ``fallback``, still accepted with a warning).
     top_pairs : int, optional
         Keep only the heaviest pairs of each hop in the graph.
-    sketch_capacity : int, optional
-        Count with Space-Saving sketches of this capacity instead of exactly.
+    capacity : int, optional
+        Count with Space-Saving sketches of this capacity instead of exactly
+        (``--capacity``; formerly ``sketch_capacity``, still accepted with a warning).
     max_entries : int, optional
         Cap on each table.
     seed : int, default 0
@@ -256,23 +259,24 @@ class LocalityOptimizer:
     1.0
     """
 
+    @renamed(fallback="hash", sketch_capacity="capacity")
     def __init__(
         self,
         topology: Topology,
         *,
         alpha: float = DEFAULT_ALPHA,
-        fallback: str = "kafka",
+        hash: str = DEFAULT_HASH,
         top_pairs: int | None = None,
-        sketch_capacity: int | None = None,
+        capacity: int | None = None,
         max_entries: int | None = None,
         seed: int = 0,
         recursive: bool = False,
     ) -> None:
         self.topology = topology
         self.alpha = alpha
-        self.fallback = fallback
+        self.hash = hash
         self.top_pairs = top_pairs
-        self.sketch_capacity = sketch_capacity
+        self.capacity = capacity
         self.max_entries = max_entries
         self.seed = seed
         self.recursive = recursive
@@ -283,20 +287,20 @@ class LocalityOptimizer:
         check_interval(self.alpha, "alpha", owner, lower=1.0)
         if self.top_pairs is not None:
             check_integer(self.top_pairs, "top_pairs", owner, lower=1)
-        if self.sketch_capacity is not None:
-            check_integer(self.sketch_capacity, "sketch_capacity", owner, lower=1)
+        if self.capacity is not None:
+            check_integer(self.capacity, "capacity", owner, lower=1)
         operators = list(self.topology.operators)
-        counts = count_keys(trace, operators, weight=weight, capacity=self.sketch_capacity)
+        counts = count_keys(trace, operators, weight=weight, capacity=self.capacity)
         self.graph_ = counts.graph(self.top_pairs)
         result = optimize(
             self.graph_,
             self.topology,
-            make_fallbacks(self.topology, self.fallback),
+            make_fallbacks(self.topology, self.hash),
             alpha=self.alpha,
             seed=self.seed,
             max_entries=self.max_entries,
             recursive=self.recursive,
-            parameters={"hash": self.fallback, "top_pairs": self.top_pairs, "sketch_capacity": self.sketch_capacity},
+            parameters={"hash": self.hash, "top_pairs": self.top_pairs, "capacity": self.capacity},
         )
         self.config_, self.partition_, self.placement_ = result.config, result.partition, result.placement
         self.optimization_ = result

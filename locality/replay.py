@@ -17,7 +17,7 @@ suffers within it). The reconfiguration can balance a *forecast* of next
 window's key loads (``forecast``, :mod:`locality.forecast`) instead of the
 blended history its edges come from.
 
-Between two reconfigurations a rebalancer (``rebalancer``, any of
+Between two reconfigurations a rebalancer (``rebalance``, any of
 :data:`locality.rebalance.METHODS`, or a whole
 :class:`~locality.rebalance.window.RebalanceSchedule`) can run every
 ``rebalance_every`` on each operator (:class:`~locality.rebalance.window.WindowRouter`): the
@@ -42,9 +42,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_at_most, check_integer, check_interval, check_option, check_period
+from locality._validation import check_at_most, check_integer, check_interval, check_option, check_period, renamed
 from locality.counts import KeyCounts, blend, count_keys
-from locality.defaults import DEFAULT_ALPHA, DEFAULT_MIN_BLENDED_WEIGHT, DEFAULT_THETA_MAX
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH, DEFAULT_MIN_BLENDED_WEIGHT, DEFAULT_THETA_MAX
 from locality.errors import InvalidParameterError, TraceError
 from locality.evaluation import ReplayTotals, estimate_from_counts, hop_name
 from locality.forecast import forecast_counts, parse_forecast
@@ -262,6 +262,7 @@ def _daily_worst(topology: Topology, routes: Mapping[str, np.ndarray], day: np.n
     return out
 
 
+@renamed(fallback="hash", rebalancer="rebalance")
 def replay_trace(
     trace: pd.DataFrame,
     topology: Topology,
@@ -270,12 +271,12 @@ def replay_trace(
     period: str = "7D",
     mode: str = "online",
     alpha: float = DEFAULT_ALPHA,
-    fallback: str = "kafka",
+    hash: str = DEFAULT_HASH,
     history: int | None = 1,
     decay: float | None = None,
     min_gain: float | None = None,
     max_imbalance: float | None = None,
-    rebalancer: str | RebalanceSchedule | None = None,
+    rebalance: str | RebalanceSchedule | None = None,
     rebalance_every: str = "1D",
     theta_max: float = DEFAULT_THETA_MAX,
     table_cap: int | None = None,
@@ -293,8 +294,9 @@ def replay_trace(
         Window length (a pandas offset: ``"7D"``, ``"1D"``, ``"30D"``), or a
         calendar period (``"YS"`` years, ``"QS"`` quarters, ``"MS"`` months).
     mode : {"online", "offline", "hash"}
-    alpha, fallback, seed
-        As for :class:`~locality.optimizer.LocalityOptimizer`.
+    alpha, hash, seed
+        As for :class:`~locality.optimizer.LocalityOptimizer` (``hash`` was
+        called ``fallback``, still accepted with a warning).
     history : int or None, default 1
         Online: build from the last ``history`` windows (None: all of them).
     decay : float in [0, 1], optional
@@ -303,8 +305,9 @@ def replay_trace(
     min_gain, max_imbalance : float, optional
         Online: publish only when :func:`~locality.reconfiguration.decide`
         agrees with these thresholds (default: publish every window).
-    rebalancer : str or RebalanceSchedule, optional
-        A rebalancer run within each window: its name (run every
+    rebalance : str or RebalanceSchedule, optional
+        A rebalancer run within each window (``--rebalance``; formerly
+        ``rebalancer``, still accepted with a warning): its name (run every
         ``rebalance_every`` with ``theta_max`` and ``table_cap``), or a whole
         :class:`~locality.rebalance.window.RebalanceSchedule` (forecast,
         balance window, hot-key splitting...).
@@ -331,9 +334,9 @@ def replay_trace(
     check_replay_options(
         alpha=alpha, history=history, decay=decay, min_gain=min_gain, max_imbalance=max_imbalance, seed=seed
     )
-    schedule = rebalancer
-    if isinstance(rebalancer, str):
-        schedule = RebalanceSchedule(method=rebalancer, every=rebalance_every, theta_max=theta_max, table_cap=table_cap)
+    schedule = rebalance
+    if isinstance(rebalance, str):
+        schedule = RebalanceSchedule(method=rebalance, every=rebalance_every, theta_max=theta_max, table_cap=table_cap)
     load_forecast = parse_forecast(forecast) if forecast is not None else None
     if table_cap is None and schedule is not None:
         table_cap = schedule.table_cap
@@ -350,7 +353,7 @@ def replay_trace(
                 f"the 'rebalance_every' parameter of {owner} must make at most {MAX_REBALANCE_RUNS:,} rebalancing "
                 f"runs; {schedule.every!r} over {len(windows):,} windows of {period} makes {runs:,}"
             )
-    fallbacks = make_fallbacks(topology, fallback)
+    fallbacks = make_fallbacks(topology, hash)
     hashed = RoutingConfiguration.hash_routing(topology, fallbacks, {"mode": "hash"})
     config, graph = hashed, None
     past: list[KeyCounts] = []  # counts of every window so far, oldest first

@@ -43,9 +43,9 @@ def test_next_half_locality(geotweets, topo):
 
 def test_sketched_graph_close_to_exact(geotweets, topo, in_sample):
     # 65,536 pair counters (about 3.5 MB serialized) per sketch
-    sketched = LocalityOptimizer(topo, alpha=ALPHA, sketch_capacity=1 << 16).fit(geotweets)
+    sketched = LocalityOptimizer(topo, alpha=ALPHA, capacity=1 << 16).fit(geotweets)
     assert sketched.report_.optimized.locality >= 0.95 * in_sample.report_.optimized.locality
-    smaller = LocalityOptimizer(topo, alpha=ALPHA, sketch_capacity=10_000).fit(geotweets)
+    smaller = LocalityOptimizer(topo, alpha=ALPHA, capacity=10_000).fit(geotweets)
     assert smaller.report_.optimized.locality < sketched.report_.optimized.locality
 
 
@@ -72,3 +72,21 @@ def test_unfitted_and_bad_parameters(topo, geotweets):
         LocalityOptimizer(topo).evaluate(geotweets)
     with pytest.raises(InvalidParameterError, match="'alpha' parameter of LocalityOptimizer"):
         LocalityOptimizer(topo, alpha=0.5).fit(geotweets)
+
+
+def test_the_old_names_of_renamed_parameters_still_work_with_a_warning(geotweets, topo):
+    """``fallback`` and ``sketch_capacity`` are now ``hash`` and ``capacity``, the CLI's names; old code still works."""
+    from locality.optimizer import make_fallbacks
+
+    rows = geotweets.iloc[:3_000]
+    with pytest.warns(
+        DeprecationWarning, match="'fallback' parameter of LocalityOptimizer.__init__ is now called 'hash'"
+    ):
+        old = LocalityOptimizer(topo, fallback="spark", sketch_capacity=500).fit(rows)
+    new = LocalityOptimizer(topo, hash="spark", capacity=500).fit(rows)
+    assert old.config_ == new.config_ and (old.hash, old.capacity) == ("spark", 500)
+    assert new.config_.parameters["hash"] == "spark" and new.config_.parameters["capacity"] == 500
+    with pytest.warns(DeprecationWarning, match="'engine' parameter of make_fallbacks is now called 'hash'"):
+        assert make_fallbacks(topo, engine="storm") == make_fallbacks(topo, hash="storm")
+    with pytest.raises(InvalidParameterError, match="'hash' parameter of LocalityOptimizer.__init__ was called"):
+        LocalityOptimizer(topo, hash="spark", fallback="spark")

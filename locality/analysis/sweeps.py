@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_integer
+from locality._validation import check_integer, renamed
 from locality.analysis.traces import rank_frequency
-from locality.defaults import DEFAULT_ALPHA, DEFAULT_THETA_MAX
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH, DEFAULT_THETA_MAX
 from locality.graph import KeyGraph
 from locality.optimizer import LocalityOptimizer
 from locality.placement import place_keys
@@ -75,6 +75,7 @@ def _worst(imbalance: Mapping[str, float]) -> float:
     return float(max(imbalance.values()))
 
 
+@renamed(fallback="hash")
 def server_sweep(
     train: pd.DataFrame,
     test: pd.DataFrame,
@@ -82,7 +83,7 @@ def server_sweep(
     servers: Sequence[int],
     *,
     alpha: float = DEFAULT_ALPHA,
-    fallback: str = "kafka",
+    hash: str = DEFAULT_HASH,
     top_pairs: int | None = None,
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -105,7 +106,7 @@ def server_sweep(
         n = check_integer(n, "servers", "server_sweep", lower=1)
         started = time.perf_counter()
         opt = LocalityOptimizer(
-            Topology.uniform(list(keys), n), alpha=alpha, fallback=fallback, top_pairs=top_pairs, seed=seed
+            Topology.uniform(list(keys), n), alpha=alpha, hash=hash, top_pairs=top_pairs, seed=seed
         ).fit(train)
         seconds = time.perf_counter() - started
         rows.append({"n_servers": n, **_fit_figures(opt, test), "fit_seconds": seconds})
@@ -130,6 +131,7 @@ def _fit_figures(opt: LocalityOptimizer, test: pd.DataFrame) -> dict:
     }
 
 
+@renamed(fallback="hash")
 def replay_server_sweep(
     trace: pd.DataFrame,
     keys: Sequence[str],
@@ -140,7 +142,7 @@ def replay_server_sweep(
     history: int | None = None,
     decay: float | None = None,
     alpha: float = DEFAULT_ALPHA,
-    fallback: str = "kafka",
+    hash: str = DEFAULT_HASH,
     seed: int = 0,
 ) -> pd.DataFrame:
     """:func:`server_sweep` on a timed trace: every window judged with tables learned on the windows before it.
@@ -166,7 +168,7 @@ def replay_server_sweep(
     for n in servers:
         n = check_integer(n, "servers", "replay_server_sweep", lower=1)
         topology = Topology.uniform(keys, n)
-        options = {"ts": ts, "period": period, "alpha": alpha, "fallback": fallback, "seed": seed}
+        options = {"ts": ts, "period": period, "alpha": alpha, "hash": hash, "seed": seed}
         online = replay_trace(trace, topology, mode="online", history=history, decay=decay, **options)
         inside = in_sample_by_window(trace, topology, **options)
         judged = inside[inside["start"].isin([w.start for w in online.windows[1:]])]
@@ -188,6 +190,7 @@ def replay_server_sweep(
     return pd.DataFrame(rows)
 
 
+@renamed(fallback="hash")
 def top_pairs_sweep(
     train: pd.DataFrame,
     test: pd.DataFrame,
@@ -196,7 +199,7 @@ def top_pairs_sweep(
     top_pairs: Sequence[int | None],
     *,
     alpha: float = DEFAULT_ALPHA,
-    fallback: str = "kafka",
+    hash: str = DEFAULT_HASH,
     seed: int = 0,
 ) -> pd.DataFrame:
     """Locality against the number of key pairs kept in the graph (the paper's Figure 12).
@@ -216,12 +219,13 @@ def top_pairs_sweep(
         n_kept = most if kept is None else min(int(kept), most)
         share = float(np.mean([h[:n_kept].sum() / h.sum() for h in hops]))
         opt = LocalityOptimizer(
-            Topology.uniform(keys, n_servers), alpha=alpha, fallback=fallback, top_pairs=kept, seed=seed
+            Topology.uniform(keys, n_servers), alpha=alpha, hash=hash, top_pairs=kept, seed=seed
         ).fit(train)
         rows.append({"top_pairs": n_kept, "pair_share": share, **_fit_figures(opt, test)})
     return pd.DataFrame(rows).drop_duplicates("top_pairs", keep="last").reset_index(drop=True)
 
 
+@renamed(fallback="hash")
 def sketch_capacity_sweep(
     train: pd.DataFrame,
     test: pd.DataFrame,
@@ -230,7 +234,7 @@ def sketch_capacity_sweep(
     capacities: Sequence[int | None],
     *,
     alpha: float = DEFAULT_ALPHA,
-    fallback: str = "kafka",
+    hash: str = DEFAULT_HASH,
     seed: int = 0,
 ) -> pd.DataFrame:
     """Locality against the Space-Saving sketch's capacity, per server count (the paper's Figure 12).
@@ -259,7 +263,7 @@ def sketch_capacity_sweep(
             if capacity is not None:
                 check_integer(capacity, "capacities", "sketch_capacity_sweep", lower=1)
             opt = LocalityOptimizer(
-                Topology.uniform(keys, n), alpha=alpha, fallback=fallback, sketch_capacity=capacity, seed=seed
+                Topology.uniform(keys, n), alpha=alpha, hash=hash, capacity=capacity, seed=seed
             ).fit(train)
             rows.append(
                 {
@@ -322,6 +326,7 @@ def balance_stages(optimizer: LocalityOptimizer, test: pd.DataFrame | None = Non
 
 
 # ---------------------------------------------------------------------- drift
+@renamed(fallback="hash")
 def in_sample_by_window(
     trace: pd.DataFrame,
     topology: Topology,
@@ -329,7 +334,7 @@ def in_sample_by_window(
     ts: str = "ts",
     period: str = "7D",
     alpha: float = DEFAULT_ALPHA,
-    fallback: str = "kafka",
+    hash: str = DEFAULT_HASH,
     seed: int = 0,
 ) -> pd.DataFrame:
     """Tables built on each window and judged on that same window: the upper bound of the online curve.
@@ -345,7 +350,7 @@ def in_sample_by_window(
         window = frame[(frame[ts] >= start) & (frame[ts] < end)]
         if window.empty:
             continue
-        report = LocalityOptimizer(topology, alpha=alpha, fallback=fallback, seed=seed).fit(window[ops]).report_
+        report = LocalityOptimizer(topology, alpha=alpha, hash=hash, seed=seed).fit(window[ops]).report_
         rows.append(
             {
                 "start": str(start),

@@ -135,7 +135,7 @@ def split_stream(spark, geotweets, tmp_path_factory):
     location route), and routes hashtag by it."""
     trace = geotweets[["seq", *OPERATORS]]
     half = len(trace) // 2
-    learned = LocalityOptimizer(TOPOLOGY, fallback="spark").fit(trace.iloc[:half]).config_
+    learned = LocalityOptimizer(TOPOLOGY, hash="spark").fit(trace.iloc[:half]).config_
     records = trace.iloc[half : half + 20_000].reset_index(drop=True)
     hot = records["hashtag"].value_counts().index[:8].tolist()
     rng = np.random.default_rng(5)

@@ -273,7 +273,7 @@ def stream_run(spark, geotweets, tmp_path_factory) -> StreamRun:
     trace = geotweets[["seq", *OPERATORS]]
     half = len(trace) // 2
     topology = Topology.uniform(OPERATORS, N)
-    v1 = LocalityOptimizer(topology, fallback="spark").fit(trace.iloc[:half]).config_
+    v1 = LocalityOptimizer(topology, hash="spark").fit(trace.iloc[:half]).config_
     files = [trace.iloc[rows].reset_index(drop=True) for rows in np.array_split(np.arange(half, len(trace)), 3)]
     seen = pd.concat([trace.iloc[:half], *files[:2]])
     graph = count_keys(seen, OPERATORS).graph()
