@@ -162,8 +162,9 @@ def savepoint_state(run, tmp_path_factory):
             args = ["--savepoint", path, "--output", listing]
             for spec in SPECS:
                 args += ["--operator", spec]
-            read = run_java(["locality-core", "locality-flink", "locality-flink-state"], "io.locality.flink.state.ReadRealKeyState", *args,
-                            jvm_options=FLINK_JVM_OPTIONS)  # fmt: skip
+            # each module's own classes ahead of the installed sibling jars its classpath.txt names
+            modules = ["locality-core", "locality-flink", "locality-flink-state"]
+            read = run_java(modules, "io.locality.flink.state.ReadRealKeyState", *args, jvm_options=FLINK_JVM_OPTIONS)
             assert read.returncode == 0, read.stderr[-4000:]
             states[path] = pd.read_json(listing, lines=True, dtype={"key": str, "routing_key": str})
     return states

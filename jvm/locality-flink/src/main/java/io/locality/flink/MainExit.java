@@ -20,6 +20,20 @@ public final class MainExit {
     }
 
     /**
+     * The exception of type {@code type} thrown from a class whose name starts with {@code where} in the
+     * causes of a failed job (what the user did wrong, under Flink's wrapping exceptions), or null.
+     */
+    public static Throwable thrownBy(Throwable failure, Class<? extends Throwable> type, String where) {
+        for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
+            if (type.isInstance(cause) && cause.getStackTrace().length > 0
+                    && cause.getStackTrace()[0].getClassName().startsWith(where)) {
+                return cause;
+            }
+        }
+        return null;
+    }
+
+    /**
      * Ends a failed main: locally, prints {@code message} and exits with {@code status}; in a cluster,
      * throws an {@link IllegalArgumentException} carrying the message (and the failure as its cause).
      */

@@ -56,7 +56,9 @@ public final class RewriteSavepoint {
             MainExit.fail(env, 2, "error: " + e.getMessage() + System.lineSeparator() + USAGE, e);
             return;
         } catch (Exception e) {
-            Throwable refused = refusal(e);
+            // a refusal of the rewrite job (an IllegalStateException of this package)
+            Throwable refused = MainExit.thrownBy(e, IllegalStateException.class,
+                    RewriteSavepoint.class.getPackageName());
             if (refused == null) {
                 e.printStackTrace();
             }
@@ -112,16 +114,5 @@ public final class RewriteSavepoint {
                 .toJson(new ObjectMapper()));
         doc.put("seconds", result.getNetRuntime() / 1000.0);
         return doc;
-    }
-
-    /** The refusal of a rewrite job (an IllegalStateException of this package), if that is what failed it. */
-    private static Throwable refusal(Throwable failure) {
-        for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
-            if (cause instanceof IllegalStateException && cause.getStackTrace().length > 0
-                    && cause.getStackTrace()[0].getClassName().startsWith(RewriteSavepoint.class.getPackageName())) {
-                return cause;
-            }
-        }
-        return null;
     }
 }

@@ -65,23 +65,13 @@ public final class TwoStageJob {
         } catch (IllegalArgumentException | IOException e) {
             MainExit.fail(env, 2, "error: " + e.getMessage() + System.lineSeparator() + JobOptions.USAGE, e);
         } catch (Exception e) {
-            Throwable badInput = badInput(e);
+            // the bad input line that failed the job
+            Throwable badInput = MainExit.thrownBy(e, IllegalArgumentException.class, ParseRecord.class.getName());
             if (badInput == null) {
                 throw e;
             }
             MainExit.fail(env, 2, "error: " + badInput.getMessage(), e);
         }
-    }
-
-    /** The bad input line that failed a job (an IllegalArgumentException of {@link ParseRecord}), if one did. */
-    private static Throwable badInput(Throwable failure) {
-        for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
-            if (cause instanceof IllegalArgumentException && cause.getStackTrace().length > 0
-                    && cause.getStackTrace()[0].getClassName().equals(ParseRecord.class.getName())) {
-                return cause;
-            }
-        }
-        return null;
     }
 
     /**
