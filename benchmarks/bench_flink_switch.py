@@ -147,19 +147,8 @@ def run_share(rest, launcher, rewriter, store, share, version, args, savepoints)
     return {"share": share, "version": version, "baseline": baseline, "switch": switched}
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shares", default="0.01,0.1,0.5", help="shares of each operator's keys to move")
-    parser.add_argument("--rate", type=int, default=1500, help="records per second the trace is replayed at")
-    parser.add_argument("--warm", type=int, default=25_000, help="records before the baseline restart")
-    parser.add_argument("--between", type=int, default=20_000, help="records between restart, switch and end")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", help="also write the figures to this file")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-    shares = [float(s) for s in args.shares.split(",")]
-    trace = pd.read_parquet(card("geotweets_hashtags_2015").path).sort_values("seq", kind="stable")
-    work = Path(tempfile.mkdtemp(prefix="bench-flink-switch-"))
+def measure_all(args: argparse.Namespace, trace: pd.DataFrame, work: Path, shares: list[float]) -> list[dict]:
+    """Publish version 1 and one version per share into a store in ``work``, start a cluster, run every share."""
     topology = Topology.uniform(OPERATORS, 6)
     fallbacks = make_fallbacks(topology, "flink", max_parallelism=128)
     v1 = optimize(count_keys(trace.iloc[: len(trace) // 2], OPERATORS).graph(), topology, fallbacks).config
@@ -173,7 +162,6 @@ def main(argv: list[str] | None = None) -> None:
                 "--rate", str(args.rate))  # fmt: skip
     home = flink_home(ensure_flink_env().root)
     settings = {"metrics.fetcher.update-interval": 200}
-    print(f"locality: work directory {work}", file=sys.stderr)
     rows = []
     with LocalFlinkCluster(home, work / "cluster", settings=settings) as cluster:
         rest = FlinkRest(cluster.url)
@@ -183,6 +171,23 @@ def main(argv: list[str] | None = None) -> None:
         for share, version in zip(shares, versions):
             print(f"locality: share {share:g} (version {version})", file=sys.stderr)
             rows.append(run_share(rest, launcher, rewriter, store, share, version, args, (work / "sp").as_uri()))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shares", default="0.01,0.1,0.5", help="shares of each operator's keys to move")
+    parser.add_argument("--rate", type=int, default=1500, help="records per second the trace is replayed at")
+    parser.add_argument("--warm", type=int, default=25_000, help="records before the baseline restart")
+    parser.add_argument("--between", type=int, default=20_000, help="records between restart, switch and end")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    shares = [float(s) for s in args.shares.split(",")]
+    trace = pd.read_parquet(card("geotweets_hashtags_2015").path).sort_values("seq", kind="stable")
+    with tempfile.TemporaryDirectory(prefix="bench-flink-switch-") as work:  # store, trace, cluster, savepoints
+        rows = measure_all(args, trace, Path(work), shares)
     print(f"Flink switch, standalone cluster on loopback, parallelism 6, tweet trace at {args.rate:,} records/s")
     print(
         "| keys moved (asked) | state moved (bytes) | bytes rewritten | running again | first record | "

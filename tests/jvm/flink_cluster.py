@@ -4,7 +4,7 @@ What a platform engineer runs, scaled to one machine: Flink's own
 ``bin/jobmanager.sh`` and ``bin/taskmanager.sh start-foreground`` with the
 distribution's ``lib/`` jars, one JobManager and one TaskManager of ``slots``
 task slots, their configuration (``config.yaml``) and logs in a work
-directory, the REST API on a free loopback port. The TaskManager starts once
+directory (temporary files and pid files too), the REST API on a free loopback port. The TaskManager starts once
 the JobManager answers (so it registers at once), the cluster is ready when
 its REST API counts the slots, every wait is bounded, and both processes
 (each in its own process group) are killed when the ``with`` block ends,
@@ -86,7 +86,9 @@ class LocalFlinkCluster:
             "rest.port": self.rest_port,
             "parallelism.default": 1,
             "web.upload.dir": str(self.workdir / "uploads"),
+            "web.tmpdir": str(self.workdir / "tmp"),
             "io.tmp.dirs": str(self.workdir / "tmp"),
+            "blob.storage.directory": str(self.workdir / "tmp"),
             **(settings or {}),
         }
         self._processes: list[subprocess.Popen] = []
@@ -109,7 +111,9 @@ class LocalFlinkCluster:
         for name in ("log4j-console.properties", "logback-console.xml"):
             shutil.copy(self.home / "conf" / name, conf / name)
         (conf / "config.yaml").write_text(json.dumps(self.settings, indent=1))  # JSON is YAML
-        env = {**os.environ, "FLINK_CONF_DIR": str(conf), "FLINK_LOG_DIR": str(self.workdir / "log")}
+        # pid files too: Flink's scripts write them to /tmp by default, beside any other cluster's
+        log = str(self.workdir / "log")
+        env = {**os.environ, "FLINK_CONF_DIR": str(conf), "FLINK_LOG_DIR": log, "FLINK_PID_DIR": log}
         deadline = time.monotonic() + START_TIMEOUT
         self._launch("jobmanager", env)
         self._wait(lambda overview: True, deadline, "the JobManager's REST API")
