@@ -85,6 +85,7 @@ def flink(
     the restart fails, a job that declares its version runs again on it from the untouched savepoint (exit
     2, the message says where the job is).
     """
+    from locality._stdout import document_stream
     from locality.engines.flink_rest import FlinkRest
     from locality.engines.flink_switch import FlinkJobLauncher, switch_flink_job
     from locality.engines.flink_switch import rewriter_jar as built_rewriter
@@ -114,7 +115,7 @@ def flink(
         progress=lambda line: click.echo(f"locality: {line}", err=True),
     )
     if as_json:
-        click.echo(json.dumps(result.to_dict()))
+        click.echo(json.dumps(result.to_dict()), file=document_stream())
         return
     moved = "; ".join(
         f"{op}: {c['moved']:,} of {c['entries']:,} keys moved ({c['moved_bytes']:,} of {c['bytes']:,} bytes)"
