@@ -20,6 +20,7 @@ TRACES = {
     "geotweets": "geotweets_hashtags_2015",
     "ira": "ira_troll_hashtags",
     "flights": "nycflights13_tailnum_dest",
+    "flickr": "flickr_dresden_tags",
 }
 
 

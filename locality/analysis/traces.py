@@ -3,7 +3,8 @@
 The first questions of every notebook, asked before any routing table is
 built: how many tuples and keys, how heavy the head of each key and of each
 pair of consecutive keys (rank/frequency), how few pairs cover most tuples,
-and how a key's load moves from window to window.
+how a key's load moves from window to window, and how much of each window's
+traffic travels on pairs the windows before it already showed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pandas as pd
 from locality._validation import check_columns, check_interval, check_random_state
 from locality.errors import TraceError
 from locality.replay import windows_of
+from locality.time_range import within
 
 __all__ = [
     "load_trace",
@@ -26,6 +28,7 @@ __all__ = [
     "pair_concentration",
     "pairs_to_cover",
     "interval_costs",
+    "pair_drift",
 ]
 
 logger = logging.getLogger(__name__)
@@ -48,6 +51,8 @@ def load_trace(
     by ``order`` when given, else by ``ts`` when given, else kept in file order.
     ``path`` may also be a DataFrame already in memory (a generated trace);
     ``extra`` names more columns to keep (``None`` entries are ignored).
+    ``start`` and ``end`` without a zone are UTC, and so are times of a
+    column without one (:mod:`locality.time_range`: the jobs' rule).
 
     Raises
     ------
@@ -67,7 +72,7 @@ def load_trace(
     if ts is not None and not pd.api.types.is_datetime64_any_dtype(frame[ts]):
         raise TraceError(f"the timestamp column {ts!r} of {path} has type {frame[ts].dtype}; it must be a timestamp")
     if start is not None or end is not None:
-        frame = frame[frame[ts].between(*_time_range(frame[ts], start, end), inclusive="left")]
+        frame = frame[within(frame[ts], start, end)]  # instants; UTC where a zone is missing, as every reader
     valid = frame[keys].notna().all(axis=1)
     for key in keys:
         if not pd.api.types.is_numeric_dtype(frame[key].dtype):
@@ -96,20 +101,6 @@ def _read_columns(path: Path, columns: list[str], ts: str | None) -> pd.DataFram
     dataset = ds.dataset(path, format="parquet")
     check_columns(dataset.schema.names, columns, f"the trace {path}")
     return dataset.to_table(columns=columns).to_pandas()
-
-
-def _time_range(ts: pd.Series, start, end) -> tuple[pd.Timestamp, pd.Timestamp]:
-    tz = ts.dt.tz
-
-    def stamp(value, default):
-        if value is None:
-            return default
-        value = pd.Timestamp(value)
-        if tz is not None and value.tzinfo is None:
-            value = value.tz_localize(tz)
-        return value
-
-    return stamp(start, ts.min()), stamp(end, ts.max() + pd.Timedelta(1, "us"))
 
 
 def split_trace(
@@ -166,7 +157,51 @@ def interval_costs(
     frame = trace[[key, ts]].dropna()
     bounds = windows_of(frame[ts], period)
     starts = [a for a, _ in bounds]
-    index = ((frame[ts] - starts[0]) // pd.Timedelta(period)).to_numpy(dtype=np.int64)
+    index = pd.DatetimeIndex(starts).searchsorted(frame[ts], side="right") - 1  # lengths and calendar periods
     table = frame.assign(window=index).groupby(["window", key], observed=True).size().unstack(fill_value=0)
     table = table.reindex(range(len(starts)), fill_value=0).sort_index(axis=1)
     return table.columns.to_numpy(dtype=object), table.to_numpy(dtype=float), starts
+
+
+def pair_drift(
+    trace: pd.DataFrame, columns: str | Sequence[str], *, ts: str = "ts", period: str = "7D"
+) -> pd.DataFrame:
+    """How much of each window's traffic travels on keys (or key pairs) seen before: what tables can learn.
+
+    A routing table learned on past windows can only place what those windows
+    showed; a pair first seen in this window goes to the fallback hash.
+    ``columns`` is one key column or a combination (``["cell", "tag"]``: the
+    pairs of one hop). Windows are those of :func:`~locality.replay.replay_trace`
+    (a length such as ``"7D"`` or a calendar period such as ``"YS"``); empty
+    windows are left out and do not count as the previous one.
+
+    Returns
+    -------
+    DataFrame
+        One row per non-empty window: ``start``, ``tuples``, ``distinct``,
+        ``seen_previous`` (share of the window's tuples whose key was in the
+        previous window), ``seen_before`` (in any earlier window) and
+        ``overlap_previous`` (sum over keys of the smaller of the two windows'
+        shares: 1 when the traffic is spread over the keys as before, 0 when no
+        key is shared). The first window has NaN for the last three.
+    """
+    columns = [columns] if isinstance(columns, str) else list(columns)
+    check_columns(list(trace.columns), [*columns, ts], "the trace")
+    frame = trace[[*columns, ts]].dropna()
+    starts = pd.DatetimeIndex([a for a, _ in windows_of(frame[ts], period)])
+    window = starts.searchsorted(frame[ts], side="right") - 1
+    rows, previous, before = [], None, None
+    for w, rows_of_window in frame.groupby(window, sort=True):
+        counts = rows_of_window.groupby(columns, sort=False, observed=True).size()
+        shares = counts / counts.sum()
+        row = {"start": str(starts[w]), "tuples": int(counts.sum()), "distinct": len(counts)}
+        if previous is None:
+            row.update(seen_previous=np.nan, seen_before=np.nan, overlap_previous=np.nan)
+        else:
+            row["seen_previous"] = float(shares[shares.index.isin(previous.index)].sum())
+            row["seen_before"] = float(shares[shares.index.isin(before)].sum())
+            row["overlap_previous"] = float(np.minimum(shares, previous.reindex(shares.index, fill_value=0)).sum())
+        rows.append(row)
+        previous = shares
+        before = shares.index if before is None else before.union(shares.index)
+    return pd.DataFrame(rows)
