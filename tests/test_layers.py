@@ -21,8 +21,8 @@ from tests.conftest import REPO
 LOCALITY = REPO / "locality"
 #: What the bottom layer may import from the package besides itself.
 HASHING_MAY_IMPORT = ("locality.hashing", "locality.errors", "locality._validation")
-#: The modules above the engines' adapters.
-TOP = ("locality/cli.py", "locality/engines/")
+#: The modules above the engines' adapters: the command line (``switch`` apart) and the adapters themselves.
+TOP = ("locality/cli.py", "locality/cli_switch.py", "locality/engines/")
 
 
 def imported(path: Path) -> set[str]:
@@ -60,7 +60,7 @@ def test_only_the_command_line_imports_the_engines_adapters():
 
 def test_the_library_imports_neither_the_jobs_nor_its_testing_code():
     for path in modules(LOCALITY):
-        if relative(path) == "locality/cli.py" or relative(path).startswith("locality/testing/"):
+        if relative(path).startswith(("locality/cli.py", "locality/cli_switch.py", "locality/testing/")):
             continue
         wrong = {n for n in imported(path) if n.split(".")[0] == "pipelines" or n.startswith("locality.testing")}
         assert not wrong, f"{relative(path)} imports {sorted(wrong)}"
