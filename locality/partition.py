@@ -35,6 +35,7 @@ import numpy as np
 from locality._validation import check_at_most, check_integer, check_interval
 from locality.defaults import DEFAULT_ALPHA
 from locality.graph import KeyGraph
+from locality.imbalance import heavier_than
 from locality.topology import Topology
 
 __all__ = [
@@ -130,7 +131,7 @@ def find_hot_keys(graph: KeyGraph, topology: Topology, alpha: float) -> list[Hot
     for op in graph.operators:
         bound = alpha * float(topology.instance_shares(op).max()) * graph.totals[op]
         weights = graph.vertex_weight[graph.operator_slice(op)]
-        for i in np.flatnonzero(weights > bound * (1 + 1e-12)):
+        for i in heavier_than(weights, bound):
             hot.append(HotKey(op, graph.keys[op][i], float(weights[i]), bound))
     hot.sort(key=lambda h: -h.load)
     return hot

@@ -9,7 +9,7 @@ import pytest
 from locality.errors import InvalidParameterError
 from locality.optimizer import LocalityOptimizer
 from locality.rebalance import RebalanceProblem, rebalance
-from locality.rebalance.split import find_hot_keys, split_hot_keys, split_locally
+from locality.rebalance.split import split_hot_keys, split_locally
 from locality.rebalance.window import RebalanceSchedule, WindowRouter
 from locality.topology import Topology
 
@@ -38,11 +38,11 @@ def hot_problem(seed: int, n: int = 6, n_hot: int = 2) -> RebalanceProblem:
     return RebalanceProblem(loads, loads, current, rng.integers(0, n, 60), n, theta_max=0.1)
 
 
-def test_find_hot_keys_heaviest_first():
+def test_hot_keys_heaviest_first():
     loads = np.array([1.0, 40, 1, 60, 1, 1])
     problem = RebalanceProblem(loads, loads, np.zeros(6, int), np.zeros(6, int), 4, theta_max=0.2)
-    assert find_hot_keys(problem).tolist() == [3, 1]  # bound 1.2 * 104 / 4 = 31.2
-    assert find_hot_keys(RebalanceProblem(np.ones(4), np.ones(4), np.zeros(4, int), np.zeros(4, int), 2)).size == 0
+    assert problem.hot_keys().tolist() == [3, 1]  # bound 1.2 * 104 / 4 = 31.2
+    assert RebalanceProblem(np.ones(4), np.ones(4), np.zeros(4, int), np.zeros(4, int), 2).hot_keys().size == 0
 
 
 @pytest.mark.parametrize("method", ["scan", "redist", "readj"])

@@ -33,7 +33,6 @@ import numpy as np
 from locality._validation import check_integer, check_interval, check_option
 from locality.errors import InvalidParameterError
 from locality.rebalance._base import RebalanceProblem, RebalanceResult, finish
-from locality.rebalance.split import find_hot_keys
 
 __all__ = ["ContiguousPlan", "optimal_single_step", "oms", "min_max_load", "ssm", "ALGORITHMS"]
 
@@ -796,7 +795,7 @@ def ssm(problem: RebalanceProblem, *, algorithm: str = "reference") -> Rebalance
     bounds = np.append(starts, k).astype(np.int64)
     spare = iter(np.setdiff1d(np.arange(n), run_nodes).tolist())
     cap = (1.0 + problem.theta_max) * float(problem.loads.sum()) / n
-    hot = find_hot_keys(problem)
+    hot = problem.hot_keys()
     plan = _single_step(problem.loads, problem.state_sizes, bounds, run_nodes, spare, n, cap, algorithm)
     feasible = plan is not None
     if plan is None:
