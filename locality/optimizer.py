@@ -21,7 +21,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_integer, check_interval, check_option, renamed
+from locality._validation import (
+    boundary,
+    check_at_most,
+    check_integer,
+    check_interval,
+    check_option,
+    outermost,
+    renamed,
+)
 from locality.counts import count_keys
 from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH
 from locality.elastic import carried_over
@@ -29,12 +37,12 @@ from locality.evaluation import EvaluationReport, evaluate
 from locality.graph import KeyGraph
 from locality.hashing import ENGINES, FallbackHash, make_fallback
 from locality.migration import relabel_parts
-from locality.partition import Partition, partition_key_graph
+from locality.partition import MAX_SEED, SEED_LIMIT, Partition, partition_key_graph
 from locality.placement import Placement, place_keys
 from locality.routing import RoutingConfiguration, build_routing, entry_values
 from locality.topology import Topology
 
-__all__ = ["Optimization", "optimize", "make_fallbacks", "LocalityOptimizer"]
+__all__ = ["Optimization", "optimize", "make_fallbacks", "LocalityOptimizer", "check_optimizer_parameters"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +83,23 @@ def make_fallbacks(topology: Topology, hash: str = DEFAULT_HASH, **params) -> di
     return {op: make_fallback(hash, topology.n_instances(op), **params) for op in topology.operators}
 
 
+def check_optimizer_parameters(
+    owner: str, *, alpha: float, seed: int, max_entries: int | None = None
+) -> tuple[float, int]:
+    """The optimizer's parameters checked for ``owner``: ``alpha`` >= 1, METIS's ``seed``, ``max_entries`` >= 0.
+
+    Returns ``(alpha, seed)`` as a float and an int. Every boundary that runs
+    the optimizer (:func:`optimize`, :func:`~locality.reconfiguration.reconfigure`,
+    :class:`LocalityOptimizer`, the jobs' parameters) checks them this one way.
+    """
+    alpha = check_interval(alpha, "alpha", owner, lower=1.0)
+    seed = check_at_most(check_integer(seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
+    if max_entries is not None:
+        check_integer(max_entries, "max_entries", owner, lower=0)
+    return alpha, seed
+
+
+@boundary
 def optimize(
     graph: KeyGraph,
     topology: Topology,
@@ -135,9 +160,10 @@ def optimize(
         METIS partitions to compute and keep the best of; default
         :func:`~locality.partition.adaptive_cuts` of the graph's edges.
     """
-    alpha = check_interval(alpha, "alpha", "optimize", lower=1.0)
-    if max_entries is not None:
-        check_integer(max_entries, "max_entries", "optimize", lower=0)
+    if outermost():
+        alpha, seed = check_optimizer_parameters("optimize", alpha=alpha, seed=seed, max_entries=max_entries)
+        if n_cuts is not None:
+            check_integer(n_cuts, "n_cuts", "optimize", lower=1)
     if tuple(topology.operators) != tuple(graph.operators):
         raise ValueError(f"topology operators {topology.operators} differ from the graph's {graph.operators}")
     started = time.perf_counter()
@@ -281,10 +307,11 @@ class LocalityOptimizer:
         self.seed = seed
         self.recursive = recursive
 
+    @boundary
     def fit(self, trace: pd.DataFrame, weight: str | None = None) -> LocalityOptimizer:
         """Count, build the graph, partition, place and route; then evaluate in-sample."""
         owner = "LocalityOptimizer"
-        check_interval(self.alpha, "alpha", owner, lower=1.0)
+        check_optimizer_parameters(owner, alpha=self.alpha, seed=self.seed, max_entries=self.max_entries)
         if self.top_pairs is not None:
             check_integer(self.top_pairs, "top_pairs", owner, lower=1)
         if self.capacity is not None:

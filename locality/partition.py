@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from locality._validation import check_at_most, check_integer, check_interval
+from locality._validation import boundary, check_at_most, check_integer, check_interval, outermost
 from locality.defaults import DEFAULT_ALPHA
 from locality.graph import KeyGraph
 from locality.imbalance import heavier_than
@@ -168,6 +168,7 @@ def metis_weights(graph: KeyGraph, topology: Topology) -> tuple[np.ndarray, np.n
     return vweights, shares, shares.tolist()
 
 
+@boundary
 def partition_key_graph(
     graph: KeyGraph,
     topology: Topology,
@@ -234,11 +235,13 @@ def partition_key_graph(
     1.0
     """
     owner = "partition_key_graph"
-    alpha = check_interval(alpha, "alpha", owner, lower=1.0)
-    seed = check_at_most(check_integer(seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
+    if outermost():
+        alpha = check_interval(alpha, "alpha", owner, lower=1.0)
+        seed = check_at_most(check_integer(seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
     if n_cuts is None:
         n_cuts = adaptive_cuts(graph.n_edges)
-    n_cuts = check_integer(n_cuts, "n_cuts", "partition_key_graph", lower=1)
+    elif outermost():
+        n_cuts = check_integer(n_cuts, "n_cuts", owner, lower=1)
     n_parts = len(topology.servers)
     hot = find_hot_keys(graph, topology, alpha)
     for h in hot:

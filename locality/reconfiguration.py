@@ -34,14 +34,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_interval
+from locality._validation import boundary, check_interval, outermost
 from locality.defaults import DEFAULT_ALPHA, DEFAULT_MIN_GAIN
 from locality.elastic import carried_over, fill_shares, rescale_partition, same_deployment
 from locality.evaluation import Evaluation
 from locality.graph import KeyGraph
 from locality.hashing import FallbackHash
 from locality.migration import MigrationPlan, plan_migration
-from locality.optimizer import Optimization, optimize
+from locality.optimizer import Optimization, check_optimizer_parameters, optimize
 from locality.partition import partition_key_graph
 from locality.routing import RoutingConfiguration
 from locality.topology import Topology
@@ -93,6 +93,7 @@ def graph_state_sizes(graph: KeyGraph, state: Mapping[str, pd.Series] | None = N
     return out
 
 
+@boundary
 def reconfigure(
     graph: KeyGraph,
     topology: Topology,
@@ -133,7 +134,9 @@ def reconfigure(
         re-optimization must gain over the least change to be kept
         (``math.inf``: always the least change).
     """
-    min_gain = check_interval(min_gain, "min_gain", "reconfigure", lower=0.0, upper=math.inf)
+    if outermost():
+        alpha, seed = check_optimizer_parameters("reconfigure", alpha=alpha, seed=seed, max_entries=max_entries)
+        min_gain = check_interval(min_gain, "min_gain", "reconfigure", lower=0.0, upper=math.inf)
     sizes = graph_state_sizes(graph, state)
     state_vector = np.concatenate([sizes[op].to_numpy(dtype=float) for op in graph.operators])
     partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed)
@@ -185,6 +188,7 @@ class Decision:
     payback: float | None
 
 
+@boundary
 def decide(
     before: Evaluation | None,
     after: Evaluation,
@@ -221,7 +225,8 @@ def decide(
     -------
     Decision
     """
-    min_gain = check_interval(min_gain, "min_gain", "decide", lower=0.0)
+    if outermost():
+        min_gain = check_interval(min_gain, "min_gain", "decide", lower=0.0)
     if before is None:
         return Decision(True, "no configuration is in force yet", after.locality, None)
     gain = after.locality - before.locality

@@ -42,15 +42,14 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_at_most, check_integer, check_interval, check_option, check_period, renamed
+from locality._validation import boundary, check_integer, check_interval, check_option, check_period, renamed
 from locality.counts import KeyCounts, blend, count_keys
 from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH, DEFAULT_MIN_BLENDED_WEIGHT, DEFAULT_THETA_MAX
 from locality.errors import InvalidParameterError, TraceError
 from locality.evaluation import ReplayTotals, estimate_from_counts, hop_name
 from locality.forecast import forecast_counts, parse_forecast
 from locality.imbalance import imbalance
-from locality.optimizer import make_fallbacks, optimize
-from locality.partition import MAX_SEED, SEED_LIMIT
+from locality.optimizer import check_optimizer_parameters, make_fallbacks, optimize
 from locality.rebalance.window import RebalanceSchedule, WindowRouter, WindowRoutes
 from locality.reconfiguration import decide, reconfigure
 from locality.routing import RoutingConfiguration
@@ -263,6 +262,7 @@ def _daily_worst(topology: Topology, routes: Mapping[str, np.ndarray], day: np.n
 
 
 @renamed(fallback="hash", rebalancer="rebalance")
+@boundary
 def replay_trace(
     trace: pd.DataFrame,
     topology: Topology,
@@ -330,10 +330,11 @@ def replay_trace(
     """
     owner = "replay_trace"
     check_option(mode, "mode", owner, MODES)
-    check_interval(alpha, "alpha", owner, lower=1.0)
     check_replay_options(
         alpha=alpha, history=history, decay=decay, min_gain=min_gain, max_imbalance=max_imbalance, seed=seed
     )
+    if table_cap is not None:
+        check_integer(table_cap, "table_cap", owner, lower=0)
     schedule = rebalance
     if isinstance(rebalance, str):
         schedule = RebalanceSchedule(method=rebalance, every=rebalance_every, theta_max=theta_max, table_cap=table_cap)
@@ -409,7 +410,7 @@ def check_replay_options(
     reconfiguration reads them, which a short trace may never reach.
     """
     owner = "replay_trace"
-    check_interval(alpha, "alpha", owner, lower=1.0)
+    check_optimizer_parameters(owner, alpha=alpha, seed=seed)
     if history is not None:
         check_integer(history, "history", owner, lower=1)
     if decay is not None:
@@ -418,7 +419,6 @@ def check_replay_options(
         check_interval(min_gain, "min_gain", owner, lower=0.0)
     if max_imbalance is not None:
         check_interval(max_imbalance, "max_imbalance", owner, lower=alpha)
-    check_at_most(check_integer(seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
 
 
 def _window_result(start, end, config: RoutingConfiguration, routed: WindowRoutes, ts: pd.Series, step) -> WindowResult:

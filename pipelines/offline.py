@@ -28,6 +28,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from locality._validation import boundary
 from locality.evaluation import estimate_from_counts
 from locality.optimizer import make_fallbacks, optimize
 from locality.plots import figure_png, instance_load_figure
@@ -61,6 +62,7 @@ class OfflineResult:
         return format_summary(self.report)
 
 
+@boundary
 def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineResult:
     """Run the offline optimization with ``spark`` and publish into ``params.store``.
 

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import logging
 
+from locality._validation import boundary
 from locality.defaults import DEFAULT_DECAY, DEFAULT_HORIZON, DEFAULT_MAX_IMBALANCE, DEFAULT_MIN_GAIN
 from locality.online import Window, ahead, deployment, run_window
 from locality.rebalance import BASE_AWARE
@@ -70,6 +71,7 @@ __all__ = ["OnlineParams", "run", "DEFAULT_DECAY", "DEFAULT_MIN_GAIN", "DEFAULT_
 logger = logging.getLogger(__name__)
 
 
+@boundary
 def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
     """One reconfiguration run; returns the JSON-ready outcome (also recorded in the store).
 

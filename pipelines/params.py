@@ -1,8 +1,9 @@
 """The jobs' parameters: one set shared by the nightly and the online job, each job's own beside it.
 
 Every parameter is checked once, when its dataclass is built (the boundary:
-the CLI, ``spark-submit``, a notebook), with messages that name it; the
-library steps the jobs call take them as checked. The defaults are
+the CLI, ``spark-submit``, a notebook), with messages that name it; the jobs'
+``run`` are :func:`~locality._validation.boundary` functions, so the library
+steps they call take the parameters as checked. The defaults are
 :mod:`locality.defaults`'.
 """
 
@@ -32,7 +33,7 @@ from locality.defaults import (
 )
 from locality.errors import InvalidParameterError
 from locality.hashing import ENGINES
-from locality.partition import MAX_SEED, SEED_LIMIT
+from locality.optimizer import check_optimizer_parameters
 from locality.rebalance import check_locality_aware, check_table_method
 from locality.store import ConfigStore, fingerprint
 from locality.topology import Topology
@@ -69,7 +70,7 @@ class JobParams:
 
     def __post_init__(self) -> None:
         owner = self._OWNER
-        check_interval(self.alpha, "alpha", owner, lower=1.0)
+        check_optimizer_parameters(owner, alpha=self.alpha, seed=self.seed, max_entries=self.max_entries)
         check_at_most(
             check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0),
             MAX_WAIT_SECONDS,
@@ -79,10 +80,8 @@ class JobParams:
         )
         check_option(self.hash, "hash", owner, ENGINES)
         check_integer(self.capacity, "capacity", owner, lower=1)
-        check_at_most(check_integer(self.seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
-        for name in ("top_pairs", "max_entries"):
-            if getattr(self, name) is not None:
-                check_integer(getattr(self, name), name, owner, lower=1 if name == "top_pairs" else 0)
+        if self.top_pairs is not None:
+            check_integer(self.top_pairs, "top_pairs", owner, lower=1)
 
 
 @dataclass(frozen=True)
