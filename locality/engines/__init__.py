@@ -21,34 +21,7 @@ Each engine's own hash, which the tables are built on, is a layer below, in
 layers were split.
 """
 
-from locality.hashing import (
-    ENGINES,
-    ConsistentHashRing,
-    FallbackHash,
-    FlinkKeyGroups,
-    KafkaPartitioner,
-    PyFlinkKeyGroups,
-    SparkHashPartitioning,
-    StormFieldsGrouping,
-    fallback_from_dict,
-    java_hash_code,
-    kafka_murmur2,
-    make_fallback,
-    registered_engines,
-)
+from locality import hashing
+from locality.hashing import *  # noqa: F403  (the hash registry, importable from here as before the split)
 
-__all__ = [
-    "ENGINES",
-    "FallbackHash",
-    "KafkaPartitioner",
-    "StormFieldsGrouping",
-    "FlinkKeyGroups",
-    "PyFlinkKeyGroups",
-    "SparkHashPartitioning",
-    "ConsistentHashRing",
-    "make_fallback",
-    "fallback_from_dict",
-    "registered_engines",
-    "java_hash_code",
-    "kafka_murmur2",
-]
+__all__ = list(hashing.__all__)

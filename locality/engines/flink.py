@@ -25,9 +25,10 @@ import numpy as np
 from locality._durable import replace_file
 from locality.engines._source import routing_table_of, server_position
 from locality.errors import InvalidParameterError, SerializationError
+from locality.hashing import flink as flink_hash
 from locality.hashing.base import make_fallback
+from locality.hashing.flink import *  # noqa: F403
 from locality.hashing.flink import (
-    KEY_TYPES,
     RESERVED_INTS,
     RESERVED_LONGS,
     SURROGATE_PREFIX,
@@ -44,14 +45,7 @@ __all__ = [
     "FlinkKeySelector",
     "write_routing_file",
     "read_routing_file",
-    # the engine's hash and surrogates, still importable from their old module path
-    "FlinkKeyGroups",
-    "PyFlinkKeyGroups",
-    "SURROGATE_PREFIX",
-    "RESERVED_LONGS",
-    "RESERVED_INTS",
-    "KEY_TYPES",
-    "flink_surrogates",
+    *flink_hash.__all__,  # the engine's hash names, importable from here as before the split
 ]
 
 logger = logging.getLogger(__name__)

@@ -19,15 +19,15 @@ from typing import Any, NamedTuple
 from locality._validation import check_integer
 from locality.engines._source import server_position
 from locality.errors import InvalidParameterError
-from locality.hashing.kafka import KafkaPartitioner, kafka_murmur2
+from locality.hashing import kafka as kafka_hash
+from locality.hashing.kafka import *  # noqa: F403
+from locality.hashing.kafka import KafkaPartitioner
 from locality.router import Router, RoutingSnapshot
 from locality.routing import RoutingTable
 
 __all__ = [
     "KafkaTablePartitioner",
-    # the engine's hash, still importable from its old module path
-    "KafkaPartitioner",
-    "kafka_murmur2",
+    *kafka_hash.__all__,  # the engine's hash names, importable from here as before the split
 ]
 
 logger = logging.getLogger(__name__)

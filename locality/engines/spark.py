@@ -42,7 +42,9 @@ import pyarrow.parquet as pq
 
 from locality._validation import check_columns
 from locality.errors import InvalidParameterError, SerializationError
-from locality.hashing.spark import SURROGATE_CANDIDATES, SURROGATE_PREFIX, SparkHashPartitioning
+from locality.hashing import spark as spark_hash
+from locality.hashing.spark import *  # noqa: F403
+from locality.hashing.spark import SparkHashPartitioning
 from locality.routing import RoutingTable
 
 if TYPE_CHECKING:
@@ -61,10 +63,7 @@ __all__ = [
     "HANDOVER",
     "with_handover",
     "write_handover",
-    # the engine's hash and surrogates, still importable from their old module path
-    "SparkHashPartitioning",
-    "SURROGATE_PREFIX",
-    "SURROGATE_CANDIDATES",
+    *spark_hash.__all__,  # the engine's hash names, importable from here as before the split
 ]
 
 logger = logging.getLogger(__name__)
