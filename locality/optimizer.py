@@ -2,7 +2,9 @@
 
 :func:`optimize` is the driver-side step shared by the Spark jobs, the CLI and
 the notebooks: it takes a key graph (built from sketches or exact counts) and
-returns the configuration with everything measured on the way.
+returns the configuration with everything measured on the way; the tables
+of a placement are written here too (:func:`build_routing`: an entry for each
+key placed off its fallback instance), beside their only caller.
 :class:`LocalityOptimizer` wraps the whole chain for an in-memory trace
 (pandas / Arrow), following the estimator contract: ``fit`` returns ``self``
 and leaves ``config_``, ``graph_``, ``partition_``, ``placement_`` and
@@ -33,16 +35,26 @@ from locality._validation import (
 from locality.counts import count_keys
 from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH
 from locality.elastic import carried_over
+from locality.errors import InvalidParameterError
 from locality.evaluation import EvaluationReport, evaluate
 from locality.graph import KeyGraph
 from locality.hashing import ENGINES, FallbackHash, make_fallback
 from locality.migration import relabel_parts
 from locality.partition import MAX_SEED, SEED_LIMIT, Partition, partition_key_graph
-from locality.placement import Placement, place_keys
-from locality.routing import RoutingConfiguration, build_routing, entry_values
+from locality.placement import Placement, place_keys, server_connections
+from locality.routing import RoutingConfiguration, RoutingTable
 from locality.topology import Topology
 
-__all__ = ["Optimization", "optimize", "make_fallbacks", "LocalityOptimizer", "check_optimizer_parameters"]
+__all__ = [
+    "Optimization",
+    "optimize",
+    "make_fallbacks",
+    "LocalityOptimizer",
+    "check_optimizer_parameters",
+    "build_routing",
+    "check_fallbacks",
+    "entry_values",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -213,9 +225,9 @@ def _outside_cap(
     """Keys to pin on their fallback instance so that each table keeps at most ``max_entries`` entries.
 
     Entries are counted as the tables hold them: keys placed off their
-    fallback instance (:func:`~locality.routing.build_routing`). Where a
+    fallback instance (:func:`build_routing`). Where a
     table would exceed the cap, the entries kept are those worth the most:
-    the locality they keep (:func:`~locality.routing.entry_values`) plus,
+    the locality they keep (:func:`entry_values`) plus,
     with ``kept_state``, the state of a key they keep where it is now
     (``current``), which would otherwise move (ties: heavier keys). Every
     other key is pinned, those of operators within the cap included (they
@@ -240,6 +252,62 @@ def _outside_cap(
             logger.info("table of %r capped at %d of %d entries", op, max_entries, differs.size)
         pinned[keep + sl.start] = False
     return pinned if over else None
+
+
+def build_routing(
+    graph: KeyGraph,
+    topology: Topology,
+    placement: Placement,
+    fallbacks: Mapping[str, FallbackHash],
+    *,
+    parameters: Mapping | None = None,
+) -> RoutingConfiguration:
+    """Routing tables from a placement: an entry for each key whose instance differs from the fallback.
+
+    Parameters
+    ----------
+    graph, topology, placement
+        The key graph and where :func:`~locality.placement.place_keys` put its keys.
+    fallbacks : mapping of operator -> FallbackHash
+        One per operator, with ``n_instances`` equal to the operator's.
+    parameters : mapping, optional
+        Recorded in the configuration (alpha, seed, sketch capacity, ...).
+    """
+    check_fallbacks(topology, fallbacks)
+    tables = {}
+    for op in topology.operators:
+        sl = graph.operator_slice(op)
+        keys = graph.keys[op].to_numpy(dtype=object)
+        chosen = placement.instance_of_vertex[sl]
+        differs = np.flatnonzero(chosen != fallbacks[op].instances_of(keys))
+        entries = pd.Series(chosen[differs], index=pd.Index(keys[differs], dtype=object))
+        tables[op] = RoutingTable(op, fallbacks[op], entries)
+    return RoutingConfiguration(topology, tables, dict(parameters or {}))
+
+
+def check_fallbacks(topology: Topology, fallbacks: Mapping[str, FallbackHash]) -> None:
+    """Raise when a fallback does not route to exactly the operator's instances."""
+    for op in topology.operators:
+        if fallbacks[op].n_instances != topology.n_instances(op):
+            raise InvalidParameterError(
+                f"the fallback of {op!r} routes to {fallbacks[op].n_instances} instances "
+                f"but the topology has {topology.n_instances(op)}"
+            )
+
+
+def entry_values(
+    graph: KeyGraph, topology: Topology, placement: Placement, op: str, fallback_instances: np.ndarray
+) -> np.ndarray:
+    """Locality each key of ``op`` is worth as a table entry.
+
+    The edge weight it keeps on its placed server minus what it would keep on
+    its fallback instance's server (0 for keys the fallback already places).
+    """
+    sl = graph.operator_slice(op)
+    inst_server = topology.instance_servers(op)
+    keys = np.arange(sl.stop - sl.start)
+    conn = server_connections(graph, keys + sl.start, placement.server_of_vertex, len(topology.servers))
+    return conn[keys, inst_server[placement.instance_of_vertex[sl]]] - conn[keys, inst_server[fallback_instances]]
 
 
 class LocalityOptimizer:

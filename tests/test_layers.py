@@ -90,3 +90,9 @@ def test_the_engines_package_still_serves_the_hash_registry():
     for name in locality.engines.__all__:
         assert getattr(locality.engines, name) is getattr(locality.hashing, name), name
     assert locality.engines.make_fallback("kafka", 4) == locality.hashing.make_fallback("kafka", 4)
+
+
+def test_the_routing_tables_know_nothing_of_how_they_were_made():
+    """``locality.routing`` holds tables and their I/O; building them from a placement is the optimizer's."""
+    made_by = {"locality.graph", "locality.placement", "locality.partition", "locality.optimizer"}
+    assert not imported(LOCALITY / "routing.py") & made_by
