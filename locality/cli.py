@@ -916,9 +916,10 @@ def _point(value: str | None, option: str) -> int | None:
         return None
     if value.lstrip("-").isdigit():
         return int(value)
+    from locality.schedule import point_of
     from pipelines.trace import parse_time
 
-    return int(parse_time(value, option).timestamp() * 1000)
+    return point_of(parse_time(value, option))
 
 
 def _point_text(point: int) -> str:

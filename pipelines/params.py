@@ -35,6 +35,7 @@ from locality.errors import InvalidParameterError
 from locality.hashing import ENGINES
 from locality.optimizer import check_optimizer_parameters
 from locality.rebalance import check_locality_aware, check_table_method
+from locality.schedule import point_of
 from locality.store import ConfigStore, fingerprint
 from locality.topology import Topology
 from pipelines.trace import TraceSpec, input_identity, parse_time
@@ -208,7 +209,7 @@ class OnlineParams(JobParams):
         if self.switch_after is None:
             return None
         moment = self.trace.time_range()[1] + check_duration(self.switch_after, "switch_after", self._OWNER)
-        return int(moment.timestamp() * 1000)
+        return point_of(moment)
 
     def window_key(self) -> str:
         """Identity of the window and the parameters (input files, time range, parameters)."""
