@@ -283,15 +283,24 @@ class Testbed:
         return done
 
     def spawn(
-        self, server: Server, argv: Sequence[str], *, log: Path, env: dict[str, str] | None = None
+        self,
+        server: Server,
+        argv: Sequence[str],
+        *,
+        log: Path,
+        env: dict[str, str] | None = None,
+        stdout: Path | None = None,
     ) -> subprocess.Popen:
-        """Start ``argv`` in ``server`` in the background, stdout and stderr to ``log``; stopped at teardown."""
-        with open(log, "ab") as out:
+        """Start ``argv`` in ``server`` in the background; stopped at teardown.
+
+        Its stderr is appended to ``log``, and so is its stdout unless ``stdout`` names a file of its own.
+        """
+        with open(log, "ab") as err, open(stdout or os.devnull, "wb") as out:
             process = subprocess.Popen(
                 self.command(server, argv),
                 stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
+                stdout=out if stdout else err,
+                stderr=err,
                 env=env,
                 start_new_session=True,  # Ctrl-C in a terminal reaches us, and we stop it in order
             )
