@@ -1,0 +1,145 @@
+"""The replay job (``jvm/locality-flink-bench``) on a :class:`~testbed.flink.FlinkCluster`, measured.
+
+Two kinds of run, as the core paper's evaluation needs them (Caneill et al., Middleware 2016,
+Section 4):
+
+- :func:`run_bounded` replays the trace ``passes`` times and finishes: the bytes every server
+  sent while it ran, less what the same servers send idle over as long (:func:`idle_rates`:
+  heartbeats and the like), are the bytes the job moved between servers, to set beside
+  ``(1 - locality) x records x record size``;
+- :func:`run_steady` replays without end, waits ``warmup`` seconds, measures an interval of
+  ``duration`` seconds (:class:`~testbed.measure.Interval`: throughput at the sink, bytes per
+  link, CPU) and cancels the job.
+
+Both check that subtask *i* of every operator ran on the same server (the tables' topology puts
+instance *i* of each operator on server *i*); otherwise the locality measured would not be the
+locality ``locality evaluate`` computes, and the run fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from testbed.flink import FlinkCluster, JobVertex
+from testbed.measure import Interval, take_sample
+from testbed.network import Testbed
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["JAR", "MAIN", "BoundedRun", "Routing", "idle_rates", "run_bounded", "run_steady"]
+
+REPO = Path(__file__).resolve().parents[1]
+JAR = REPO / "jvm" / "locality-flink-bench" / "target" / "locality-flink-bench-0.1.0.jar"
+MAIN = "io.locality.flink.bench.ReplayJob"
+#: Flink's default max parallelism for up to 128 subtasks: what the tables are learned for.
+MAX_PARALLELISM = 128
+BOUNDED_TIMEOUT = 900.0
+
+
+@dataclass(frozen=True)
+class Routing:
+    """What the job keys its operators by: ``hash`` (Flink's own) or ``tables`` (routing files)."""
+
+    name: str
+    files: tuple[Path, Path] | None = None
+
+    def args(self) -> list[object]:
+        if self.files is None:
+            return []
+        return ["--routes-first", self.files[0], "--routes-second", self.files[1]]
+
+
+@dataclass(frozen=True)
+class BoundedRun:
+    """A finished replay: records at the sink, its duration, payload each server sent (idle traffic removed)."""
+
+    records: int
+    seconds: float
+    sent_payload: list[float]
+
+
+def _check(jar: Path) -> None:
+    if not jar.is_file():
+        raise FileNotFoundError(f"{jar} is not built: run `make jvm` (mvn -f jvm/pom.xml install)")
+
+
+def _job_args(trace: Path, routing: Routing, padding: int, parallelism: int, passes: int) -> list[object]:
+    return [
+        "--trace", trace, "--padding", padding, "--parallelism", parallelism,
+        "--max-parallelism", MAX_PARALLELISM, "--passes", passes, *routing.args(),
+    ]  # fmt: skip
+
+
+def _check_colocated(vertices: list[JobVertex]) -> None:
+    hosts = {vertex.hosts for vertex in vertices}
+    if len(hosts) != 1:
+        placement = {vertex.name: vertex.hosts for vertex in vertices}
+        raise RuntimeError(f"subtask i of the operators ran on different servers: {placement}")
+
+
+def idle_rates(bed: Testbed, seconds: float) -> list[float]:
+    """Payload bytes per second each server sends with the cluster up and no job running."""
+    first = take_sample(bed)
+    time.sleep(seconds)
+    last = take_sample(bed)
+    elapsed = last.time - first.time
+    return [(b - a).sent_payload / elapsed for a, b in zip(first.links, last.links)]
+
+
+def run_bounded(
+    bed: Testbed,
+    cluster: FlinkCluster,
+    trace: Path,
+    routing: Routing,
+    *,
+    padding: int,
+    passes: int,
+    idle: list[float],
+    jar: Path = JAR,
+) -> BoundedRun:
+    """Replay ``trace`` ``passes`` times; the payload each server sent, less ``idle`` rates over the run."""
+    _check(jar)
+    parallelism = len(cluster.taskmanagers) * cluster.slots
+    first = take_sample(bed)
+    job = cluster.submit(jar, MAIN, _job_args(trace, routing, padding, parallelism, passes))
+    state = cluster.wait_final(job, BOUNDED_TIMEOUT)
+    last = take_sample(bed)
+    if state != "FINISHED":
+        raise RuntimeError(f"the replay job ended {state}: {cluster.failure(job)}")
+    vertices = cluster.vertices(job)
+    _check_colocated(vertices)
+    seconds = last.time - first.time
+    sent = [(b - a).sent_payload - rate * seconds for a, b, rate in zip(first.links, last.links, idle)]
+    return BoundedRun(vertices[-1].read_records, seconds, sent)
+
+
+def run_steady(
+    bed: Testbed,
+    cluster: FlinkCluster,
+    trace: Path,
+    routing: Routing,
+    *,
+    padding: int,
+    warmup: float,
+    duration: float,
+    jar: Path = JAR,
+) -> Interval:
+    """Replay ``trace`` without end; measure ``duration`` seconds after ``warmup``; cancel."""
+    _check(jar)
+    parallelism = len(cluster.taskmanagers) * cluster.slots
+    job = cluster.submit(jar, MAIN, _job_args(trace, routing, padding, parallelism, 0))
+    try:
+        cluster.wait_running(job)
+        _check_colocated(cluster.vertices(job))
+        time.sleep(warmup)
+        first = take_sample(bed, cluster, job)
+        time.sleep(duration)
+        last = take_sample(bed, cluster, job)
+        if cluster.state(job) != "RUNNING":
+            raise RuntimeError(f"the replay job stopped while measured: {cluster.failure(job)}")
+    finally:
+        cluster.cancel(job)
+    return Interval.between(first, last, bed.rate_mbit)
