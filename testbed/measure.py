@@ -2,10 +2,12 @@
 
 A :class:`Sample` reads, at one instant, every server's link counters, the CPU time of every
 process inside each server, the machine's CPU counters (``/proc/stat``: the machine is shared,
-so a busy machine can bound a run that the testbed alone would not), and the records the job's
-last vertex has read (the sink's input). :meth:`Interval.between` turns two samples into rates:
+so a busy machine can bound a run that the testbed alone would not), and what each sink subtask
+last reported (:func:`sink_counts`: the time and its records so far, written by the job's
+``CountingSink`` every 200 ms). :meth:`Interval.between` turns two samples into rates:
 
-- ``throughput``: records per second into the sink;
+- ``throughput``: records per second into the sink (each sink subtask's records over its own
+  reporting times, summed);
 - per server: payload and wire bytes sent and received, and the busier direction's share of the
   link's rate (``link_use``);
 - ``cpu_cores``: cores the testbed's processes used; ``machine_busy``: the machine's busy share;
@@ -20,10 +22,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from testbed.flink import FlinkCluster
 from testbed.network import LinkCounters, Testbed
 
-__all__ = ["Interval", "Sample", "take_sample", "process_cpu_seconds"]
+__all__ = ["Interval", "Sample", "take_sample", "process_cpu_seconds", "sink_counts"]
 
 NETWORK_BOUND_USE = 0.9
 CPU_BOUND_BUSY = 0.9
@@ -45,6 +46,17 @@ def _machine_cpu() -> tuple[float, float]:
     return (sum(values) - idle) / _TICKS, sum(values) / _TICKS
 
 
+def sink_counts(directory: Path | None) -> list[tuple[float, int]]:
+    """``(seconds since the epoch, records)`` each sink subtask last wrote to ``directory``, by subtask."""
+    if directory is None or not directory.is_dir():
+        return []
+    counts = []
+    for path in sorted(directory.glob("sink-*.txt"), key=lambda p: int(p.stem.split("-")[1])):
+        millis, records = path.read_text().split()
+        counts.append((int(millis) / 1000, int(records)))
+    return counts
+
+
 @dataclass(frozen=True)
 class Sample:
     """Counters at one instant."""
@@ -54,12 +66,12 @@ class Sample:
     cpu_seconds: list[float]
     machine_busy: float
     machine_total: float
-    sink_records: int
+    sink: list[tuple[float, int]]
 
 
-def take_sample(bed: Testbed, cluster: FlinkCluster | None = None, job: str | None = None) -> Sample:
-    """Read every counter now (the sink's records only with a ``cluster`` and a ``job``)."""
-    records = cluster.vertices(job)[-1].read_records if cluster is not None and job is not None else 0
+def take_sample(bed: Testbed, sink_dir: Path | None = None) -> Sample:
+    """Read every counter now (the sink's reports from ``sink_dir``, if given)."""
+    sink = sink_counts(sink_dir)
     busy, total = _machine_cpu()
     return Sample(
         time.monotonic(),
@@ -67,7 +79,7 @@ def take_sample(bed: Testbed, cluster: FlinkCluster | None = None, job: str | No
         [sum(process_cpu_seconds(pid) for pid in bed.pids(server)) for server in bed.servers],
         busy,
         total,
-        records,
+        sink,
     )
 
 
@@ -103,11 +115,12 @@ class Interval:
             bound = "cpu"
         else:
             bound = "neither"
-        records = last.sink_records - first.sink_records
+        records = sum(b[1] - a[1] for a, b in zip(first.sink, last.sink))
+        throughput = sum((b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(first.sink, last.sink) if b[0] > a[0])
         return cls(
             seconds,
             records,
-            records / seconds,
+            throughput,
             [m.sent_payload for m in moved],
             [m.received_payload for m in moved],
             link_use,

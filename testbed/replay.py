@@ -4,9 +4,10 @@ Two kinds of run, as the core paper's evaluation needs them (Caneill et al., Mid
 Section 4):
 
 - :func:`run_bounded` replays the trace ``passes`` times and finishes: the bytes every server
-  sent while it ran, less what the same servers send idle over as long (:func:`idle_rates`:
-  heartbeats and the like), are the bytes the job moved between servers, to set beside
-  ``(1 - locality) x records x record size``;
+  sent while it ran, less what the idle cluster sends over as long (:func:`idle_rates`:
+  heartbeats) and less what the same job sends for no records (:func:`job_overhead`: its
+  deployment, status reports and end, about 40 kB per server), are the bytes it moved between
+  servers, to set beside ``(1 - locality) x records x record size``;
 - :func:`run_steady` replays without end, waits ``warmup`` seconds, measures an interval of
   ``duration`` seconds (:class:`~testbed.measure.Interval`: throughput at the sink, bytes per
   link, CPU) and cancels the job.
@@ -19,17 +20,18 @@ locality ``locality evaluate`` computes, and the run fails.
 from __future__ import annotations
 
 import logging
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.flink import FlinkCluster, JobVertex
-from testbed.measure import Interval, take_sample
+from testbed.measure import Interval, sink_counts, take_sample
 from testbed.network import Testbed
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["JAR", "MAIN", "BoundedRun", "Routing", "idle_rates", "run_bounded", "run_steady"]
+__all__ = ["JAR", "MAIN", "BoundedRun", "Routing", "idle_rates", "job_overhead", "run_bounded", "run_steady"]
 
 REPO = Path(__file__).resolve().parents[1]
 JAR = REPO / "jvm" / "locality-flink-bench" / "target" / "locality-flink-bench-0.1.0.jar"
@@ -61,16 +63,17 @@ class BoundedRun:
     sent_payload: list[float]
 
 
-def _check(jar: Path) -> None:
+def _submit(cluster: FlinkCluster, jar: Path, trace: Path, routing: Routing, padding: int, passes: int) -> tuple:
+    """Submit the replay; returns the job id and the fresh folder its sink reports to."""
     if not jar.is_file():
         raise FileNotFoundError(f"{jar} is not built: run `make jvm` (mvn -f jvm/pom.xml install)")
-
-
-def _job_args(trace: Path, routing: Routing, padding: int, parallelism: int, passes: int) -> list[object]:
-    return [
-        "--trace", trace, "--padding", padding, "--parallelism", parallelism,
-        "--max-parallelism", MAX_PARALLELISM, "--passes", passes, *routing.args(),
+    parallelism = len(cluster.taskmanagers) * cluster.slots
+    sink_dir = Path(tempfile.mkdtemp(prefix="sink-", dir=cluster.workdir))
+    args = [
+        "--trace", trace, "--padding", padding, "--parallelism", parallelism, "--max-parallelism", MAX_PARALLELISM,
+        "--passes", passes, "--sink-dir", sink_dir, *routing.args(),
     ]  # fmt: skip
+    return cluster.submit(jar, MAIN, args), sink_dir
 
 
 def _check_colocated(vertices: list[JobVertex]) -> None:
@@ -89,6 +92,15 @@ def idle_rates(bed: Testbed, seconds: float) -> list[float]:
     return [(b - a).sent_payload / elapsed for a, b in zip(first.links, last.links)]
 
 
+def job_overhead(
+    bed: Testbed, cluster: FlinkCluster, routing: Routing, *, idle: list[float], jar: Path = JAR
+) -> list[float]:
+    """Payload each server sends for the replay job on no records (idle traffic removed): the run's fixed cost."""
+    empty = cluster.workdir / "empty.tsv"
+    empty.write_text("")
+    return run_bounded(bed, cluster, empty, routing, padding=0, passes=1, idle=idle, jar=jar).sent_payload
+
+
 def run_bounded(
     bed: Testbed,
     cluster: FlinkCluster,
@@ -98,13 +110,12 @@ def run_bounded(
     padding: int,
     passes: int,
     idle: list[float],
+    overhead: list[float] | None = None,
     jar: Path = JAR,
 ) -> BoundedRun:
-    """Replay ``trace`` ``passes`` times; the payload each server sent, less ``idle`` rates over the run."""
-    _check(jar)
-    parallelism = len(cluster.taskmanagers) * cluster.slots
+    """Replay ``trace`` ``passes`` times; the payload each server sent, less ``idle`` rates and ``overhead``."""
     first = take_sample(bed)
-    job = cluster.submit(jar, MAIN, _job_args(trace, routing, padding, parallelism, passes))
+    job, sink_dir = _submit(cluster, jar, trace, routing, padding, passes)
     state = cluster.wait_final(job, BOUNDED_TIMEOUT)
     last = take_sample(bed)
     if state != "FINISHED":
@@ -112,8 +123,9 @@ def run_bounded(
     vertices = cluster.vertices(job)
     _check_colocated(vertices)
     seconds = last.time - first.time
-    sent = [(b - a).sent_payload - rate * seconds for a, b, rate in zip(first.links, last.links, idle)]
-    return BoundedRun(vertices[-1].read_records, seconds, sent)
+    fixed = overhead or [0.0] * len(idle)
+    sent = [(b - a).sent_payload - rate * seconds - f for a, b, rate, f in zip(first.links, last.links, idle, fixed)]
+    return BoundedRun(sum(records for _, records in sink_counts(sink_dir)), seconds, sent)
 
 
 def run_steady(
@@ -128,16 +140,14 @@ def run_steady(
     jar: Path = JAR,
 ) -> Interval:
     """Replay ``trace`` without end; measure ``duration`` seconds after ``warmup``; cancel."""
-    _check(jar)
-    parallelism = len(cluster.taskmanagers) * cluster.slots
-    job = cluster.submit(jar, MAIN, _job_args(trace, routing, padding, parallelism, 0))
+    job, sink_dir = _submit(cluster, jar, trace, routing, padding, 0)
     try:
         cluster.wait_running(job)
         _check_colocated(cluster.vertices(job))
         time.sleep(warmup)
-        first = take_sample(bed, cluster, job)
+        first = take_sample(bed, sink_dir)
         time.sleep(duration)
-        last = take_sample(bed, cluster, job)
+        last = take_sample(bed, sink_dir)
         if cluster.state(job) != "RUNNING":
             raise RuntimeError(f"the replay job stopped while measured: {cluster.failure(job)}")
     finally:

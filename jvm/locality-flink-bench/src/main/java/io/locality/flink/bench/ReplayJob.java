@@ -11,17 +11,17 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.DataStreamUtils;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 
 /**
  * The testbed's throughput job: a trace replayed at full speed ({@link TraceReplaySource}) through two
  * keyed counting operators ({@link CountPerRealKey}), routed by the tables ({@code --routes-first} and
  * {@code --routes-second}, files of {@code locality.engines.flink.write_routing_file}) or by Flink's hash
- * (neither), into a discarding sink.
+ * (neither), into a sink that counts them ({@link CountingSink}, files in {@code --sink-dir}).
  *
  * <pre>
  * flink run -d -c io.locality.flink.bench.ReplayJob locality-flink-bench.jar --trace keys.tsv --padding 4096 \
- *     --parallelism 6 --max-parallelism 128 [--passes 0] [--routes-first a.jsonl --routes-second b.jsonl]
+ *     --parallelism 6 --max-parallelism 128 --sink-dir counts/ [--passes 0] \
+ *     [--routes-first a.jsonl --routes-second b.jsonl]
  * </pre>
  *
  * <p>Every operator has the tables' parallelism and max parallelism, and all share one co-location group:
@@ -29,6 +29,9 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  * tables' topology places them; with one slot per TaskManager, server i is a TaskManager.
  */
 public final class ReplayJob {
+    /** How often each sink subtask writes its count (the resolution of the measured throughput). */
+    static final long SINK_REPORT_MILLIS = 200;
+
     private ReplayJob() {
     }
 
@@ -39,6 +42,7 @@ public final class ReplayJob {
         int parallelism = Integer.parseInt(required(options, "parallelism"));
         int maxParallelism = Integer.parseInt(required(options, "max-parallelism"));
         long passes = Long.parseLong(options.getOrDefault("passes", "0"));
+        Path sinkDir = Path.of(required(options, "sink-dir"));
         boolean tables = options.containsKey("routes-first");
         if (tables != options.containsKey("routes-second")) {
             throw new IllegalArgumentException("--routes-first and --routes-second go together (tables) or not at all");
@@ -70,7 +74,7 @@ public final class ReplayJob {
         replayed.getTransformation().setCoLocationGroupKey(together);
         firstCounted.getTransformation().setCoLocationGroupKey(together);
         secondCounted.getTransformation().setCoLocationGroupKey(together);
-        secondCounted.sinkTo(new DiscardingSink<>()).name("sink");
+        secondCounted.sinkTo(new CountingSink<>(sinkDir, SINK_REPORT_MILLIS)).name("sink");
         env.execute("locality testbed replay: " + (tables ? "tables" : "hash") + ", padding " + padding);
     }
 
