@@ -8,10 +8,12 @@ shape: ``the 'alpha' parameter of partition_key_graph must be a float >= 1; got 
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
+from pandas.tseries.frequencies import to_offset
 
 from locality.errors import InvalidParameterError, TraceError
 
@@ -20,6 +22,7 @@ __all__ = [
     "check_integer",
     "check_option",
     "check_duration",
+    "check_period",
     "check_columns",
     "check_random_state",
 ]
@@ -104,6 +107,37 @@ def check_duration(value: object, name: str, owner: str) -> pd.Timedelta:
             f"the {name!r} parameter of {owner} must be a positive duration such as '6h' or '1D'; got {value!r}"
         )
     return duration
+
+
+def check_period(value: object, name: str, owner: str) -> pd.Timedelta | pd.DateOffset:
+    """Return a window length: a positive ``Timedelta`` (``"7D"``, ``"12h"``) or a calendar period.
+
+    Calendar periods are named by their first day, as pandas does: ``"YS"``
+    (years), ``"QS"`` (quarters), ``"MS"`` (months), with a multiple
+    (``"2YS"``) or an anchor (``"QS-FEB"``); they come back as a ``DateOffset``.
+    A year is not a fixed length (leap years), so ``"365D"`` would drift off
+    the calendar.
+    """
+    try:
+        return check_duration(value, name, owner)
+    except InvalidParameterError:
+        pass
+    try:
+        with warnings.catch_warnings():  # pandas warns on deprecated aliases ('M', 'Y') refused below anyway
+            warnings.simplefilter("ignore", FutureWarning)
+            offset = to_offset(value)
+    except (TypeError, ValueError):
+        offset = None
+    if not isinstance(offset, _CALENDAR_PERIODS) or offset.n < 1:
+        raise InvalidParameterError(
+            f"the {name!r} parameter of {owner} must be a positive duration such as '7D' or '12h', or a calendar "
+            f"period 'YS', 'QS' or 'MS' (years, quarters, months); got {value!r}"
+        )
+    return offset
+
+
+#: Calendar periods a window may last: each starts on its first day.
+_CALENDAR_PERIODS = (pd.offsets.YearBegin, pd.offsets.QuarterBegin, pd.offsets.MonthBegin)
 
 
 def check_columns(present: Sequence[str], required: Iterable[str | None], what: str) -> None:

@@ -31,7 +31,7 @@ import tempfile
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import click
@@ -440,6 +440,12 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
     "--balance-until",
     help="With --balance-since: end of the balance window (the next reconfiguration); the moves serve until then.",
 )
+@click.option(
+    "--switch-after",
+    help="Schedule the version for routers by point from the window's end + this lead (e.g. 1h), and seal the "
+    "store's schedule up to there even when nothing is published; take more than the time between two runs plus "
+    "one run's duration (docs/switch.md).",
+)
 @split_options
 @optimizer_options
 @output_options
@@ -465,6 +471,7 @@ def reconfigure(
     horizon,
     balance_since,
     balance_until,
+    switch_after,
     split_hot_keys,
     split_share,
     split_merge,
@@ -523,6 +530,7 @@ def reconfigure(
         split_hot_keys=split_hot_keys,
         split_share=split_share,
         split_merge=split_merge,
+        switch_after=switch_after,
         lock_timeout=lock_timeout,
     )
     if window:
@@ -543,6 +551,8 @@ def reconfigure(
     )
     if any(outcome.get("split_keys", {}).values()):
         text += f"; split keys {outcome['split_keys']}"
+    if outcome.get("in_force_from") is not None:
+        text += f"\n  in force for routers by point from {_point_text(outcome['in_force_from'])}"
     if "served" in outcome:
         loads = outcome["served"]["loads"]
         served = ", ".join(f"{op} {max(v):,.0f} / {sum(v) / len(v):,.0f}" for op, v in loads.items())
@@ -556,7 +566,9 @@ def reconfigure(
 @click.option("--ts", default="ts", show_default=True, help="Timestamp column.")
 @click.option("--servers", type=int, required=True)
 @click.option("--instances-per-server", type=int, default=1, show_default=True)
-@click.option("--period", default="7D", show_default=True, help="Window length (7D, 1D, 30D, 12h...).")
+@click.option(
+    "--period", default="7D", show_default=True, help="Window length (7D, 1D, 30D, 12h...) or calendar YS, QS, MS."
+)
 @click.option(
     "--mode",
     type=click.Choice(["online", "offline", "hash"]),
@@ -721,6 +733,7 @@ def show(store, as_json):
     Exits with 2 after the listing when the current version cannot be used (CURRENT damaged, or a file of the
     version truncated or altered: the message names it).
     """
+    from locality.schedule import BEGINNING, SwitchSchedule
     from locality.store import ConfigStore
 
     config_store = ConfigStore(store)
@@ -752,12 +765,22 @@ def show(store, as_json):
                 f"  {entry.get('at', '?')}  -> {entry['version']:>4}  (from {entry.get('previous')})  "
                 f"{entry.get('action', '')}: {entry.get('reason', '')}"
             )
+    try:
+        schedule = config_store.schedule()
+    except LocalityError as exc:  # show is a repair tool: a damaged schedule is named, the rest still listed
+        schedule, damage = SwitchSchedule(), damage or exc
+        lines.append(f"switch schedule DAMAGED: {exc}")
+    if schedule.versions:
+        lines.append(f"switch schedule (routers by point), sealed until {_point_text(schedule.sealed_until)}:")
+        for start, version in zip(schedule.starts, schedule.versions):
+            lines.append(f"  from {'the beginning' if start == BEGINNING else _point_text(start)}  -> {version:>4}")
     document = {
         "store": store,
         "current": current,
         "damaged": None if damage is None else str(damage),
         "versions": versions,
         "history": history,
+        "schedule": schedule.to_dict(),
     }
     _emit(as_json, document, "\n".join(lines))
     if damage is not None:
@@ -768,20 +791,75 @@ def show(store, as_json):
 @click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
 @click.option("--to", "version", type=int, required=True, help="The version to make current.")
 @click.option("--reason", help="Why (recorded in the store's history).")
+@click.option(
+    "--at",
+    "point",
+    help="For routers by point: the version is in force from this point (ISO time, or an integer such as event "
+    "time in ms), at or after the store's seal.",
+)
 @lock_timeout_option
 @json_option
 @debug_option
-def rollback(store, version, reason, lock_timeout, as_json):
+def rollback(store, version, reason, point, lock_timeout, as_json):
     """Make an earlier (or any existing) version current again, explicitly; the move is recorded in the history."""
     from locality.store import ConfigStore
 
     config_store = ConfigStore(store, lock_timeout=lock_timeout, job="locality rollback")
     if not config_store.root.is_dir():
         raise StoreError(f"there is no store at {store}")
-    result = config_store.rollback(version, reason=reason)
+    result = config_store.rollback(version, reason=reason, in_force_from=_point(point, "--at"))
     document = {"store": store, "current": result.current_version, "previous": result.previous_version}
     moved = "already current" if result.previous_version == version else f"was {result.previous_version}"
     _emit(as_json, document, f"current version of {store}: {version} ({moved})")
+
+
+@cli.command()
+@click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
+@click.option(
+    "--until",
+    "point",
+    required=True,
+    help="Promise that no version will be scheduled before this point (ISO time, or an integer such as event time "
+    "in ms); routers by point route up to it without waiting.",
+)
+@lock_timeout_option
+@json_option
+@debug_option
+def seal(store, point, lock_timeout, as_json):
+    """Extend the store's switch schedule: routers by point may route every record before --until.
+
+    The online job seals on every run with --switch-after; this command starts a schedule (the version in force
+    becomes its first entry) or extends it by hand, e.g. while the online job is paused (docs/switch.md).
+    """
+    from locality.store import ConfigStore
+
+    config_store = ConfigStore(store, lock_timeout=lock_timeout, job="locality seal")
+    if config_store.current_version() is None:
+        raise StoreError(f"the store {store} has no published version to schedule")
+    schedule = config_store.seal(_point(point, "--until"))
+    _emit(
+        as_json,
+        {"store": store, **schedule.to_dict()},
+        f"schedule of {store} sealed until {_point_text(schedule.sealed_until)}",
+    )
+
+
+def _point(value: str | None, option: str) -> int | None:
+    """A schedule point from the command line: an integer as it is, a time as milliseconds since the epoch (UTC)."""
+    if value is None:
+        return None
+    if value.lstrip("-").isdigit():
+        return int(value)
+    from pipelines.trace import parse_time
+
+    return int(parse_time(value, option).timestamp() * 1000)
+
+
+def _point_text(point: int) -> str:
+    """A point as the user most likely gave it: a UTC time when it reads as epoch milliseconds of this era."""
+    if 0 <= point < 10**14:
+        return f"{datetime.fromtimestamp(point / 1000, tz=timezone.utc).isoformat()} ({point} ms)"
+    return str(point)
 
 
 @cli.command()
@@ -797,17 +875,16 @@ def rollback(store, version, reason, lock_timeout, as_json):
 @json_option
 @debug_option
 def export(store, operator, out, version, server, as_json):
-    """Write one operator's table as the file a JVM job loads: Storm (--hash storm) or Flink (flink, pyflink).
+    """Write one operator's table as the file a Flink job loads (--hash flink or pyflink).
 
     A table that splits hot keys needs one file per server, each loaded by the
     instances on that server: ``--server s3`` writes the routes seen from
     ``s3``, where a split key is an entry for its part there. Without
     ``--server`` split keys are written whole (their home instance), with a
     warning. Kafka and Spark jobs follow the store through ``locality.Router``
-    instead (docs/engines/).
+    instead, and Storm topologies through ``LocalityGrouping`` (docs/engines/).
     """
     from locality.engines.flink import write_routing_file
-    from locality.engines.storm import write_grouping_file
     from locality.store import ConfigStore
 
     stored = ConfigStore(store).get(version)
@@ -818,11 +895,11 @@ def export(store, operator, out, version, server, as_json):
         )
     table = config.tables[operator]
     engine = table.fallback.engine
-    writers = {"storm": write_grouping_file, "flink": write_routing_file, "pyflink": write_routing_file}
-    if engine not in writers:
+    if engine not in ("flink", "pyflink"):
         raise click.UsageError(
-            f"the tables of version {stored.version} fall back to {engine!r}; only Storm and Flink jobs load a file "
-            "(a Kafka or Spark job follows the store through locality.Router: see docs/engines/)"
+            f"the tables of version {stored.version} fall back to {engine!r}; only Flink jobs load a file (a Kafka or "
+            "Spark job follows the store through locality.Router, a Storm topology through LocalityGrouping of "
+            "jvm/locality-storm: see docs/engines/)"
         )
     servers = list(config.topology.servers)
     name = None if server is None else _export_server(server, servers, stored.version)
@@ -833,7 +910,7 @@ def export(store, operator, out, version, server, as_json):
             f"{operator!r} splits {split_keys:,} hot keys and no --server was given: this file routes them whole to "
             f"their home instance; export one file per server with --server (servers: {', '.join(servers)})"
         )
-    writers[engine](config, out, operator, server=name)
+    write_routing_file(config, out, operator, server=name)
     document = {
         "store": store,
         "version": stored.version,

@@ -61,6 +61,15 @@ class StoreBusyError(StoreError):
     """
 
 
+class ScheduleExpiredError(StoreError):
+    """A record's point lies past the store's switch schedule, and the schedule was not extended in time.
+
+    Routing it with the version a router happens to hold could disagree with
+    another router; the record must wait until the job that extends the
+    schedule (``locality reconfigure --switch-after``, ``locality seal``) has run.
+    """
+
+
 class JobError(Exception):
     """A job failed for a reason outside its input: a Spark worker died, an executor ran out of memory.
 

@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_interval, check_option
+from locality._validation import check_interval, check_option, check_period
 from locality.counts import KeyCounts, blend, count_keys
 from locality.evaluation import ReplayTotals, estimate_from_counts, hop_name
 from locality.forecast import forecast_counts, parse_forecast
@@ -178,9 +178,20 @@ class ReplayResult:
 def windows_of(
     ts: pd.Series, period: str, start: str | pd.Timestamp | None = None
 ) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
-    """Consecutive ``[start, end)`` windows of length ``period`` covering ``ts`` (from its first day)."""
-    step = pd.Timedelta(period)
-    first = pd.Timestamp(start) if start is not None else ts.min().floor("D")
+    """Consecutive ``[start, end)`` windows of length ``period`` covering ``ts``.
+
+    A length (``"7D"``, ``"12h"``) starts the first window on the first day of
+    ``ts``; a calendar period (``"YS"``, ``"QS"``, ``"MS"``:
+    :func:`~locality._validation.check_period`) on the first day of the year,
+    quarter or month holding it, so that every window is one calendar period.
+    """
+    step = check_period(period, "period", "windows_of")
+    if start is not None:
+        first = pd.Timestamp(start)
+    elif isinstance(step, pd.Timedelta):
+        first = ts.min().floor("D")
+    else:
+        first = step.rollback(ts.min().floor("D"))
     if first.tzinfo is None and ts.dt.tz is not None:
         first = first.tz_localize(ts.dt.tz)
     last = ts.max()
@@ -245,7 +256,8 @@ def replay_trace(
         Key columns named like ``topology.operators`` and a timestamp column ``ts``.
     topology : Topology
     period : str
-        Window length (a pandas offset: ``"7D"``, ``"1D"``, ``"30D"``).
+        Window length (a pandas offset: ``"7D"``, ``"1D"``, ``"30D"``), or a
+        calendar period (``"YS"`` years, ``"QS"`` quarters, ``"MS"`` months).
     mode : {"online", "offline", "hash"}
     alpha, fallback, seed
         As for :class:`~locality.optimizer.LocalityOptimizer`.

@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,9 +39,10 @@ import pandas as pd
 import pyarrow as pa
 
 from locality._validation import check_interval
-from locality.errors import InvalidParameterError, StoreError
+from locality.errors import InvalidParameterError, ScheduleExpiredError, StoreError
 from locality.migration import MigrationPlan, plan_migration
 from locality.routing import RoutingConfiguration, RoutingTable
+from locality.schedule import SwitchSchedule
 from locality.store import ConfigStore
 
 __all__ = ["Router", "RoutingSnapshot", "load_snapshot"]
@@ -51,6 +53,9 @@ _PLAN_FILE = "migration_plan.json"
 
 #: A batch of keys: the containers :meth:`RoutingTable.route_many` takes.
 KeyBatch = Iterable[str | int] | np.ndarray | pd.Series | pa.Array
+
+#: Versions a router keeps loaded for routing by point (older ones are loaded again for a late record).
+_HELD_VERSIONS = 8
 
 
 @dataclass(frozen=True, eq=False)
@@ -199,10 +204,18 @@ class Router:
     router follows ``CURRENT`` wherever it points, including back to an older
     version (a roll-back).
 
+    Routing by point (:meth:`at`, :meth:`route_at`, :meth:`route_many_at`)
+    follows the store's :class:`~locality.schedule.SwitchSchedule` instead of
+    ``CURRENT``: each record goes by the version in force at its point (its
+    event time, say), so every router of a job routes it the same way, whenever
+    it sees the schedule change. A point past the schedule's seal waits for the
+    publisher to extend it (``schedule_wait``), never guesses.
+
     Examples
     --------
     >>> with Router("/data/locality-store", poll_interval=5.0) as router:  # doctest: +SKIP
     ...     router.route_many("hashtag", batch["hashtag"])
+    ...     router.route_many_at("hashtag", batch["hashtag"], batch["ts_ms"])  # by the schedule
     """
 
     def __init__(
@@ -211,9 +224,11 @@ class Router:
         *,
         poll_interval: float | None = None,
         on_change: Callable[[RoutingSnapshot, RoutingSnapshot], Any] | None = None,
+        schedule_wait: float = 30.0,
     ) -> None:
         if poll_interval is not None:
             poll_interval = check_interval(poll_interval, "poll_interval", "Router", lower=0, closed="neither")
+        self.schedule_wait = check_interval(schedule_wait, "schedule_wait", "Router", lower=0)
         if on_change is not None and not callable(on_change):
             raise InvalidParameterError(f"the 'on_change' parameter of Router must be callable; got {on_change!r}")
         self.store = store if isinstance(store, ConfigStore) else ConfigStore(store)
@@ -226,6 +241,8 @@ class Router:
         if version is None:
             raise StoreError(f"the store {self.store.root} has no published version yet")
         self._snapshot = load_snapshot(self.store, version)
+        self._schedule: SwitchSchedule | None = None  # read on the first lookup by point
+        self._held: dict[int, RoutingSnapshot] = {version: self._snapshot}  # versions loaded for lookups by point
         logger.info("router on %s: serving version %d", self.store.root, version)
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -277,6 +294,87 @@ class Router:
     def server_of(self, operator: str, key: str | int) -> str:
         """Server of the instance ``key`` goes to at ``operator``."""
         return self._snapshot.server_of(operator, key)
+
+    # ------------------------------------------------------------------ routing by point (the switch schedule)
+    def at(self, point: int) -> RoutingSnapshot:
+        """The version in force at ``point`` by the store's switch schedule: the same one in every router.
+
+        Raises
+        ------
+        ScheduleExpiredError
+            If ``point`` lies past the schedule's seal and the seal did not move
+            past it within ``schedule_wait`` seconds.
+        StoreError
+            If that version cannot be loaded (the record must not go elsewhere).
+        """
+        return self._held_version(self._schedule_covering(int(point)).version_at(int(point)))
+
+    def route_at(self, operator: str, key: str | int, point: int, server: int | str | None = None) -> int:
+        """Instance of ``key`` at ``operator`` in the version in force at ``point`` (see :meth:`at`)."""
+        return self.at(point).route(operator, key, server)
+
+    def route_many_at(
+        self, operator: str, keys: KeyBatch, points: np.ndarray, servers: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Instances of a batch of keys, each in the version in force at its point (see :meth:`at`).
+
+        Parameters
+        ----------
+        operator : str
+        keys : sequence of str and int, numpy array, pandas Series or pyarrow Array
+        points : array of int
+            Per key, its record's point (e.g. event time in ms).
+        servers : array of int, optional
+            Per key, the position of its neighbouring key's server (read by split keys only).
+        """
+        points = np.asarray(points, dtype=np.int64)
+        keys = keys if isinstance(keys, (np.ndarray, pd.Series, pa.Array, pa.ChunkedArray)) else list(keys)
+        if len(points) != len(keys):
+            raise InvalidParameterError(f"route_many_at needs a point per key; got {len(points)} for {len(keys)} keys")
+        if not len(points):
+            return np.empty(0, dtype=np.int64)
+        versions = self._schedule_covering(int(points.max())).versions_at(points)
+        out = np.empty(len(points), dtype=np.int64)
+        for version in np.unique(versions):
+            rows = np.flatnonzero(versions == version)
+            some = _take(keys, rows) if len(rows) < len(points) else keys
+            part = servers[rows] if servers is not None else None
+            out[rows] = self._held_version(int(version)).route_many(operator, some, part)
+        return out
+
+    def _schedule_covering(self, point: int) -> SwitchSchedule:
+        """The store's schedule once it settles ``point``: read again, and waited for, past its seal."""
+        schedule = self._schedule
+        if schedule is not None and schedule.covers(point):
+            return schedule
+        deadline = time.monotonic() + self.schedule_wait
+        pause = 0.01
+        while True:
+            schedule = self._schedule = self.store.schedule()
+            if schedule.covers(point):
+                return schedule
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ScheduleExpiredError(
+                    f"the switch schedule of {self.store.root} is sealed until {schedule.sealed_until}, and a record "
+                    f"at {point} waited {self.schedule_wait:g} s for it to move: is the job that extends it late "
+                    f"(`locality reconfigure --switch-after`, `locality seal`)?"
+                )
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 0.5)
+
+    def _held_version(self, version: int) -> RoutingSnapshot:
+        """The snapshot of ``version``, loaded once and kept among the last few used."""
+        held = self._held.get(version)
+        if held is not None:
+            return held
+        with self._refreshing:
+            held = self._held.get(version)
+            if held is None:
+                held = load_snapshot(self.store, version)
+                kept = {v: s for v, s in list(self._held.items())[-(_HELD_VERSIONS - 1) :]}
+                self._held = {**kept, version: held}  # one reference swap: lookups never see it half-built
+        return held
 
     # ------------------------------------------------------------------ following the store
     def refresh(self, *, strict: bool = False) -> bool:
@@ -342,6 +440,8 @@ class Router:
         while not self._stop.wait(interval):
             try:
                 self.refresh()
+                if self._schedule is not None:  # keep the schedule fresh too, so lookups by point rarely wait
+                    self._schedule = self.store.schedule()
             except Exception:  # the watch must outlive any surprise; refresh() already logs store errors
                 logger.exception("router on %s: refresh failed", self.store.root)
 
@@ -361,3 +461,14 @@ class Router:
     def __repr__(self) -> str:
         watching = "watching" if self._watcher is not None else "not watching"
         return f"Router({str(self.store.root)!r}, version={self.version}, {watching})"
+
+
+def _take(keys: KeyBatch, rows: np.ndarray) -> KeyBatch:
+    """The keys at positions ``rows`` of a batch, in the batch's own container."""
+    if isinstance(keys, (pa.Array, pa.ChunkedArray)):
+        return keys.take(pa.array(rows))
+    if isinstance(keys, pd.Series):
+        return keys.iloc[rows]
+    if isinstance(keys, np.ndarray):
+        return keys[rows]
+    return [keys[i] for i in rows]

@@ -5,6 +5,7 @@ Layout of a store rooted at ``ROOT``::
     ROOT/CURRENT                      # text: the number of the current version
     ROOT/LOCK                         # the writers' lock file (never delete it); holds the holder's pid
     ROOT/history.jsonl                # one line per move of CURRENT: version, previous, when, action, reason
+    ROOT/SCHEDULE                     # which version is in force from which point (locality.schedule)
     ROOT/versions/000007/manifest.json      # version, created, fingerprint, files, checksums, metadata
     ROOT/versions/000007/configuration/     # RoutingConfiguration.write(): header.json,
                                             #   configuration.json, tables/NN.parquet
@@ -65,6 +66,7 @@ from locality._durable import as_bytes, checksums, fsync, fsync_tree, remove, wr
 from locality._store_lock import DEFAULT_LOCK_TIMEOUT, WriterLock
 from locality.errors import SerializationError, StoreError
 from locality.routing import RoutingConfiguration
+from locality.schedule import SCHEDULE_FILE, SwitchSchedule
 
 __all__ = ["ConfigStore", "StoredVersion", "PublishResult", "fingerprint", "DEFAULT_LOCK_TIMEOUT"]
 
@@ -335,6 +337,7 @@ class ConfigStore:
         fingerprint: str,
         artifacts: Mapping[str, bytes | str | dict] | None = None,
         metadata: Mapping | None = None,
+        in_force_from: int | None = None,
     ) -> PublishResult:
         """Write ``config`` and its artifacts as a new version and make it current, atomically, under the lock.
 
@@ -349,6 +352,13 @@ class ConfigStore:
             Files stored beside the configuration (report, plot, plan).
         metadata : mapping, optional
             Stored in the manifest (e.g. the report's summary, the input paths).
+        in_force_from : int, optional
+            The point (event time in ms, or the engine's epoch) from which the
+            version is in force for routers that route by point
+            (:meth:`Router.at <locality.router.Router.at>`): it enters the
+            store's :class:`~locality.schedule.SwitchSchedule`, which it also
+            seals up to that point. None: routers by point keep the schedule
+            they have; routers that follow ``CURRENT`` switch when they see it.
 
         Raises
         ------
@@ -357,6 +367,8 @@ class ConfigStore:
         StoreError
             The version could not be written (read-only store, disk full,
             file size limit): nothing was published.
+        InvalidParameterError
+            ``in_force_from`` lies before the schedule's seal (nothing was published).
         """
         with self.lock():
             previous = self._current_or_none()
@@ -374,6 +386,7 @@ class ConfigStore:
                     )
                 return PublishResult(existing, previous, created=False, current_version=previous)
             version = self.next_version()
+            schedule = None if in_force_from is None else self.schedule().scheduled(version, in_force_from, previous)
             manifest = {
                 "version": version,
                 "created": _now(),
@@ -382,12 +395,17 @@ class ConfigStore:
                 **dict(metadata or {}),
             }
             self._write_version(version, config, artifacts or {}, manifest)
+            if schedule is not None:  # before CURRENT: a crash in between leaves the schedule right for its routers
+                self._write_schedule(schedule)
             self._move_current(version, previous, "publish", self.job)
         logger.info("store %s: published version %d (previous %s)", self.root, version, previous)
         return PublishResult(version, previous, created=True, current_version=version)
 
-    def rollback(self, version: int, *, reason: str | None = None) -> PublishResult:
+    def rollback(self, version: int, *, reason: str | None = None, in_force_from: int | None = None) -> PublishResult:
         """Make an existing, readable ``version`` current again (recorded in the history with ``reason``).
+
+        With ``in_force_from``, routers by point switch back to it from that
+        point on (see :meth:`publish`).
 
         Raises
         ------
@@ -395,15 +413,38 @@ class ConfigStore:
             No such version.
         SerializationError
             The version's files are damaged (then it cannot become current).
+        InvalidParameterError
+            ``in_force_from`` lies before the schedule's seal.
         """
         with self.lock():
             previous = self._current_or_none()
             stored = self.get(version)
             stored.verify()
             _ = stored.config  # read it whole: a damaged version must not become current
+            if in_force_from is not None:
+                self._write_schedule(self.schedule().scheduled(version, in_force_from, previous))
             if version != previous:
                 self._move_current(version, previous, "rollback", reason or f"no reason given ({self.job})")
         return PublishResult(version, previous, created=False, current_version=version)
+
+    # ------------------------------------------------------------------ the switch schedule
+    def schedule(self) -> SwitchSchedule:
+        """Which version is in force from which point, for routers that route by point (:mod:`locality.schedule`)."""
+        self._check_is_directory()
+        return SwitchSchedule.read(self.root)
+
+    def seal(self, until: int) -> SwitchSchedule:
+        """Promise that no version will be scheduled before ``until``, so routers by point route up to it.
+
+        Under the lock; a seal never moves back (an earlier ``until`` changes nothing).
+        """
+        with self.lock():
+            schedule = self.schedule().sealed(until, self._current_or_none())
+            self._write_schedule(schedule)
+        return schedule
+
+    def _write_schedule(self, schedule: SwitchSchedule) -> None:
+        self.write_atomically(SCHEDULE_FILE, lambda path: write_bytes(path, as_bytes(schedule.to_dict())))
 
     def write_atomically(self, relative: str, writer: Callable[[Path], None]) -> Path:
         """Write job state (a file or a directory) at ``ROOT/relative`` through a temporary sibling and a rename.

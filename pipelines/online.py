@@ -127,6 +127,7 @@ class OnlineParams:
     split_hot_keys: bool = False
     split_share: float | None = None
     split_merge: str = "fold"
+    switch_after: str | None = None
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 
     def __post_init__(self) -> None:
@@ -138,6 +139,13 @@ class OnlineParams:
         if self.horizon is not None:
             check_duration(self.horizon, "horizon", owner)
         self._check_balance_window(owner)
+        if self.switch_after is not None:
+            check_duration(self.switch_after, "switch_after", owner)
+            if self.trace.time_range()[1] is None:
+                raise InvalidParameterError(
+                    f"switch_after in {owner} schedules the version from the window's end + {self.switch_after}: "
+                    "it needs a window with an end (--window, or --end)"
+                )
         check_option(self.split_merge, "split_merge", owner, ("fold", "downstream"))
         if self.split_share is not None:
             check_interval(self.split_share, "split_share", owner, lower=0.0, closed="neither")
@@ -188,6 +196,13 @@ class OnlineParams:
     def balance_window(self) -> tuple[datetime, datetime]:
         """``(balance_since, balance_until)`` as UTC-aware datetimes."""
         return parse_time(self.balance_since, "balance_since"), parse_time(self.balance_until, "balance_until")
+
+    def switch_point(self) -> int | None:
+        """The point (event time, ms) from which this run's version is in force: the window's end + switch_after."""
+        if self.switch_after is None:
+            return None
+        moment = self.trace.time_range()[1] + check_duration(self.switch_after, "switch_after", "the online job")
+        return int(moment.timestamp() * 1000)
 
     def window_key(self) -> str:
         """Identity of the window and the parameters (input files, time range, parameters)."""
@@ -336,6 +351,13 @@ def _decide_and_publish(
     store: ConfigStore, params: OnlineParams, window: str, counts, state, stages: Stages, served: ServedLoads | None
 ) -> dict:
     """Blend, reconfigure from the version in force, decide, and publish if it pays (under the store's lock)."""
+    switch_point = params.switch_point()
+    if switch_point is not None and switch_point < store.schedule().sealed_until:
+        raise InvalidParameterError(
+            f"--switch-after {params.switch_after} schedules this window's version from {switch_point} (ms), before "
+            f"the store's schedule is sealed ({store.schedule().sealed_until}): a later window has run already, or "
+            "the lead is shorter than before"
+        )
     previous_version = store.current_version()
     current = store.get(previous_version).config if previous_version is not None else None
     topology, fallbacks = _topology_and_fallbacks(params, current)
@@ -383,6 +405,7 @@ def _decide_and_publish(
         "dropped": counts.dropped,
         "table_entries": new.table_sizes(),
         "split_keys": new.split_keys(),
+        "in_force_from": switch_point,
     }
     if served is not None:
         outcome["served"] = {**served.to_dict(), "balance_until": params.balance_window()[1].isoformat()}
@@ -411,8 +434,11 @@ def _decide_and_publish(
                         "table_entries": new.table_sizes(),
                     },
                 },
+                in_force_from=switch_point,
             )
         outcome["version"] = published.version
+    elif switch_point is not None:  # nothing new, but routers by point may route up to the next switch
+        store.seal(switch_point)
     return outcome
 
 

@@ -1,8 +1,10 @@
 """Building a SparkSession that works here and under ``spark-submit``.
 
 Only entry points call :func:`build_session`; everything else takes the
-session as an argument. Under ``spark-submit`` the master and memory come
-from the submit command and ``getOrCreate`` returns that session unchanged.
+session as an argument. Under ``spark-submit`` the master, memory and jars
+come from the submit command and ``getOrCreate`` returns that session
+unchanged. An embedded session loads the jars the set-up fetched
+(GraphFrames, :mod:`pipelines.jars`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+
+from pipelines.jars import spark_jars, spark_jars_dir
 
 __all__ = ["build_session", "DEFAULT_MASTER"]
 
@@ -42,7 +46,9 @@ def build_session(
     PATH, which may lack the dependencies), so ``PYSPARK_PYTHON`` defaults to
     ``sys.executable``; ``SPARK_LOCAL_IP`` defaults to loopback for an
     embedded session. The console progress bar and the UI are off: the CLI
-    shows its own progress on stderr.
+    shows its own progress on stderr. An embedded session puts the jars of
+    :func:`pipelines.jars.spark_jars` (GraphFrames, fetched by the set-up) on
+    ``spark.jars``; under ``spark-submit``, ``--jars`` / ``--packages`` do.
     """
     from pyspark.errors import PySparkRuntimeError
     from pyspark.sql import SparkSession
@@ -65,6 +71,10 @@ def build_session(
             .config("spark.sql.shuffle.partitions", "8")
             .config("spark.ui.enabled", "false")
         )
+        jars = spark_jars()
+        if jars:
+            builder = builder.config("spark.jars", ",".join(jars))
+        logger.debug("jars of the embedded session (from %s): %s", spark_jars_dir(), jars or "none")
     spark = (
         builder.config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")

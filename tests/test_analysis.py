@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from locality import analysis
-from locality.errors import TraceError
+from locality.errors import InvalidParameterError, TraceError
 from locality.optimizer import LocalityOptimizer
 from locality.rebalance._base import instance_loads, theta
 from locality.replay import replay_trace
@@ -138,3 +138,46 @@ def test_replay_summary_counts_reconfigurations_and_means():
     assert table.loc["hash", "reconfigurations"] == 0 and table.loc["hash", "migration_cost"] == 0
     assert table.loc["online", "locality"] == pytest.approx(online.mean_locality)
     assert table.loc["online", "hash_worst_imbalance"] == pytest.approx(hashed.mean_worst_imbalance())
+
+
+def test_pair_drift_shares_of_pairs_seen_before_skipping_empty_windows():
+    # 2020: (a,x) x2, (b,y) x2; 2021: (a,x), (c,z) x3; 2022: nothing; 2023: (b,y) x2, (c,z) x2
+    years = ["2020"] * 4 + ["2021"] * 4 + ["2023"] * 4
+    trace = pd.DataFrame(
+        {
+            "ts": pd.to_datetime([f"{y}-06-01" for y in years], utc=True),
+            "k": list("aabb" + "accc" + "bbcc"),
+            "v": list("xxyy" + "xzzz" + "yyzz"),
+        }
+    )
+    drift = analysis.pair_drift(trace, ["k", "v"], period="YS")
+    assert drift["start"].str[:4].tolist() == ["2020", "2021", "2023"]
+    assert drift["tuples"].tolist() == [4, 4, 4] and drift["distinct"].tolist() == [2, 2, 2]
+    assert drift["seen_previous"].iloc[1:].tolist() == pytest.approx([0.25, 0.5])  # 2023's previous is 2021
+    assert drift["seen_before"].iloc[1:].tolist() == pytest.approx([0.25, 1.0])
+    assert drift["overlap_previous"].iloc[1:].tolist() == pytest.approx([0.25, 0.5])
+    assert drift.iloc[0][["seen_previous", "seen_before", "overlap_previous"]].isna().all()
+    assert analysis.pair_drift(trace, "k", period="YS")["seen_before"].iloc[2] == 1.0
+    with pytest.raises(TraceError, match="has no column 'when'"):
+        analysis.pair_drift(trace, "k", ts="when")
+
+
+def test_replay_server_sweep_learns_on_earlier_windows_and_judges_the_next():
+    minutes = pd.to_timedelta(range(len(CLUSTERS)), unit="min")
+    weeks = [CLUSTERS.assign(ts=pd.Timestamp(f"2020-01-{day}", tz="UTC") + minutes) for day in (6, 13, 20)]
+    timed = pd.concat(weeks, ignore_index=True)
+    sweep = analysis.replay_server_sweep(timed, ["region", "tag"], [2], period="7D", alpha=1.1).iloc[0]
+    online = replay_trace(timed, Topology.uniform(["region", "tag"], 2), period="7D", history=None, alpha=1.1)
+    assert sweep["windows"] == len(online.windows) - 1 == 2
+    assert sweep["next_window"] == online.mean_locality == 1.0  # the clusters never change
+    assert sweep["in_sample"] == 1.0 and sweep["hash_locality"] == online.mean_hash_locality
+
+
+def test_sketch_capacity_sweep_counts_the_pairs_a_sketch_keeps():
+    sweep = analysis.sketch_capacity_sweep(CLUSTERS, CLUSTERS, ["region", "tag"], [2], [1, 2, None], alpha=1.1)
+    assert sweep["capacity"].tolist() == [1, 2, 4] and sweep["exact"].tolist() == [False, False, True]
+    assert sweep["pairs"].tolist() == [1, 2, 4]
+    assert sweep["pair_share"].tolist() == pytest.approx([0.25, 0.5, 1.0])  # every pair carries 50 of 200
+    assert sweep["in_sample"].iloc[-1] == 1.0
+    with pytest.raises(InvalidParameterError, match="'capacities' parameter of sketch_capacity_sweep"):
+        analysis.sketch_capacity_sweep(CLUSTERS, CLUSTERS, ["region", "tag"], [2], [0])

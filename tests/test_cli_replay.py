@@ -103,3 +103,16 @@ def test_hot_keys_split_by_neighbour_server_balance_the_ira_bursts(capsys):
     assert fold["mean_locality"] == downstream["mean_locality"]
     assert fold["mean_fold_cost"] > 0.2 and downstream["mean_fold_cost"] == 0  # 35.4% of a week's state
     assert fold["mean_state_moved"] == pytest.approx(downstream["mean_state_moved"] + fold["mean_fold_cost"])
+
+
+def test_a_replay_by_calendar_year_on_the_flickr_photos(capsys):
+    """``--period YS``: one window per calendar year (a year is no fixed length); learned on earlier years, it pays."""
+    common = ["flickr_dresden_tags", "--keys", "user,tag", "--servers", "6", "--json", "-q"]
+    common += ["--start", "2006-01-01", "--end", "2019-01-01"]
+    assert main(["replay", *common, "--period", "YS"]) == EXIT_OK
+    doc = json.loads(capsys.readouterr().out)
+    assert [w["start"][:10] for w in doc["windows"]] == [f"{year}-01-01" for year in range(2006, 2019)]
+    assert doc["windows"][-1]["end"][:10] == "2019-01-01" and doc["windows"][2]["tuples"] == 7_847  # 2008
+    assert doc["mean_locality"] > 1.5 * doc["mean_hash_locality"]  # measured 27.4% against 14.3%
+    assert main(["replay", *common, "--period", "1Y"]) == EXIT_ERROR
+    assert "a calendar period 'YS', 'QS' or 'MS'" in capsys.readouterr().err

@@ -43,6 +43,7 @@ def test_every_trace_the_tests_read_has_a_card_and_every_card_a_readme():
             "geotweets_hashtags_2015",
             "ira_troll_hashtags",
             "nycflights13_tailnum_dest",
+            "flickr_dresden_tags",
         }
     )
     assert GENERATED == ["twitter_like", "zipf_pairs", "skew_workload"]
@@ -126,6 +127,15 @@ def test_load_takes_another_chain_of_the_same_columns_and_a_path():
     assert by_path.name == "nycflights13_tailnum_dest" and len(by_path.frame) == 334_264
 
 
+def test_load_the_flickr_card_by_place_or_by_photographer_within_years():
+    by_place = load("flickr_dresden_tags")
+    assert (by_place.keys, by_place.ts, by_place.order) == (["cell", "tag"], "ts", "seq")
+    assert list(by_place.frame.columns) == ["cell", "tag", "ts", "seq"] and len(by_place.frame) == 61_477
+    assert by_place.frame["seq"].is_monotonic_increasing and by_place.frame["ts"].is_monotonic_increasing
+    years = load("flickr_dresden_tags", ["user", "tag"], start="2006-01-01", end="2019-01-01").frame
+    assert len(years) == 59_753 and years["ts"].dt.year.between(2006, 2018).all()
+
+
 def test_load_a_generated_card_is_its_first_recipe():
     workload = load("skew_workload")
     assert (workload.keys, workload.order, workload.weight) == (["key"], "interval", "cost")
@@ -162,6 +172,8 @@ def without_source(text: str) -> str:
         ("geotweets_hashtags_2015", {"keys": ["hashtag", "country"]}),
         ("ira_troll_hashtags", {}),
         ("nycflights13_tailnum_dest", {}),
+        ("flickr_dresden_tags", {}),
+        ("flickr_dresden_tags", {"keys": ["user", "tag"]}),
         ("twitter_like", {}),
         ("skew_workload", {}),
         ("zipf_pairs", {"recipe": "spark_route"}),

@@ -1,8 +1,7 @@
-"""``locality export --server``: one Storm or Flink file per server for a table that splits hot keys.
+"""``locality export --server``: one Flink file per server for a table that splits hot keys.
 
-Each file is read back (``read_grouping_file``, ``read_routing_file``, and for
-Storm the JDK loader ``LocalityRoutes.java``) and must route every split key to
-its part on the file's server and every other key as the published table does.
+Each file is read back (``read_routing_file``) and must route every split key
+to its part on the file's server and every other key as the published table does.
 """
 
 from __future__ import annotations
@@ -16,28 +15,25 @@ from click.testing import CliRunner
 from locality.cli import EXIT_ERROR, EXIT_OK, cli
 from locality.engines import make_fallback
 from locality.engines.flink import read_routing_file
-from locality.engines.storm import read_grouping_file, write_grouping_file
-from locality.errors import InvalidParameterError
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore
 from locality.topology import Topology
-from tests.storm.test_storm_grouping import harness  # noqa: F401  (the javac-compiled loader, a fixture)
 
 TAGS = [f"tag{i}" for i in range(600)]
 TOPOLOGY = Topology.uniform(["location", "hashtag"], 3, 2)  # 6 instances, instance i on server s{i mod 3}
-ENGINES = {"storm": {}, "flink": {"max_parallelism": 128}, "pyflink": {"max_parallelism": 128}}
+ENGINES = {"flink": {"max_parallelism": 128}, "pyflink": {"max_parallelism": 128}}
 
 
 def publish(root, engine: str, seed: int = 0) -> RoutingConfiguration:
-    """Entries for every third tag, and 60 split tags (20 of them with an entry) whose part on server s is one
-    of the two instances of s, at random; published as the store's current version."""
+    """Entries for 30 cities and every third tag, and 60 split tags (20 of them with an entry) whose part on
+    server s is one of the two instances of s, at random; published as the store's current version."""
     rng = np.random.default_rng(seed)
     fallback = make_fallback(engine, 6, **ENGINES[engine])
     entries = RoutingTable("hashtag", fallback, dict(zip(TAGS[::3], rng.integers(0, 6, 200).tolist()))).entries
     split = TAGS[:60:3] + TAGS[1:121:3]
     splits = {k: [s + 3 * int(rng.integers(0, 2)) for s in range(3)] for k in split}
     tables = {
-        "location": RoutingTable("location", fallback),
+        "location": RoutingTable("location", fallback, {f"city{i}": i % 6 for i in range(30)}),  # no split keys
         "hashtag": RoutingTable("hashtag", fallback, entries, splits),
     }
     config = RoutingConfiguration(TOPOLOGY, tables)
@@ -54,9 +50,7 @@ def export(root, out, *args: str, code: int = EXIT_OK):
 
 
 def instances(engine: str, path, keys: list) -> list[int]:
-    """Where the file read back sends each key: the Storm task index, or the Flink subtask of its routing key."""
-    if engine == "storm":
-        return read_grouping_file(path).route_many(keys).tolist()
+    """Where the file read back sends each key: the Flink subtask of its routing key."""
     selector = read_routing_file(path)
     return selector.fallback.instances_of([selector.routing_key(k) for k in keys]).tolist()
 
@@ -80,34 +74,6 @@ def test_one_file_per_server_routes_split_keys_to_their_part_there(tmp_path, eng
         assert by_position.read_bytes() == out.read_bytes()
 
 
-def test_storm_files_list_only_what_the_fields_grouping_gets_wrong(tmp_path):
-    config = publish(tmp_path / "store", "storm", seed=1)
-    table, fallback = config.tables["hashtag"], config.tables["hashtag"].fallback
-    dropped = 0
-    for position, name in enumerate(TOPOLOGY.servers):
-        out = tmp_path / f"{name}.routes"
-        export(tmp_path / "store", out, "--server", name)
-        lines = out.read_text(encoding="utf-8").splitlines()
-        listed = {key: int(task) for task, key in (line.split("\t") for line in lines[1:])}
-        planned = {**table.entries.to_dict(), **{k: plan[position] for k, plan in table.splits.items()}}
-        assert listed == {k: s for k, s in planned.items() if fallback.instance_of(k) != s}
-        assert lines[0].split("\t") == ["locality-storm-routing", "1", "hashtag", "string", "6", str(len(listed))]
-        # a split key with an entry whose part here is where Storm hashes the key itself: the entry goes too
-        dropped += sum(k in table.entries and fallback.instance_of(k) == p[position] for k, p in table.splits.items())
-    assert dropped >= 3
-
-
-def test_storm_files_per_server_through_the_java_loader(harness, tmp_path):  # noqa: F811
-    config = publish(tmp_path / "store", "storm", seed=2)
-    table = config.tables["hashtag"]
-    keys = [*TAGS, "new\tkey", "Zürich"]
-    for position, name in enumerate(TOPOLOGY.servers):
-        out = tmp_path / f"{name}.routes"
-        export(tmp_path / "store", out, "--server", name)
-        servers = np.full(len(keys), position)
-        assert harness(out, keys, "string") == table.route_many(np.array(keys, dtype=object), servers).tolist()
-
-
 @pytest.mark.parametrize("engine", list(ENGINES))
 def test_without_server_split_keys_route_home_and_the_output_says_so(tmp_path, engine):
     config = publish(tmp_path / "store", engine, seed=3)
@@ -121,18 +87,20 @@ def test_without_server_split_keys_route_home_and_the_output_says_so(tmp_path, e
     assert (tmp_path / "hashtag.out").read_bytes() == (tmp_path / "text.out").read_bytes()
 
 
-def test_a_table_without_split_keys_is_the_same_file_from_every_server(tmp_path):
-    publish(tmp_path / "store", "storm", seed=4)
+def test_a_table_without_split_keys_routes_alike_from_every_server(tmp_path):
+    config = publish(tmp_path / "store", "flink", seed=4)
     args = ["export", "--store", str(tmp_path / "store"), "--operator", "location", "--json"]
     whole = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "whole")])
     seen = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "s2"), "--server", "s2"])
     assert whole.exit_code == seen.exit_code == EXIT_OK
     assert json.loads(seen.stdout)["split_keys"] == 0 and json.loads(seen.stdout)["server"] == "s2"
     assert json.loads(whole.stdout)["warning"] is None and "warning" not in whole.stderr
-    assert (tmp_path / "whole").read_bytes() == (tmp_path / "s2").read_bytes()
+    cities = [f"city{i}" for i in range(40)]
+    routes = config.tables["location"].route_many(cities).tolist()
+    assert instances("flink", tmp_path / "whole", cities) == instances("flink", tmp_path / "s2", cities) == routes
 
 
-@pytest.mark.parametrize("engine", ["storm", "flink"])
+@pytest.mark.parametrize("engine", list(ENGINES))
 def test_a_server_not_in_the_topology_is_refused(tmp_path, engine):
     publish(tmp_path / "store", engine)
     for bad in ("s9", "3", "-1", "S1"):
@@ -144,29 +112,13 @@ def test_a_server_not_in_the_topology_is_refused(tmp_path, engine):
 
 def test_numeric_server_names_are_taken_as_names_only(tmp_path):
     topology = Topology(["1", "0"], ["location", "hashtag"], {"location": ["1", "0"], "hashtag": ["1", "0"]})
-    fallback = make_fallback("storm", 2)
+    fallback = make_fallback("flink", 2, **ENGINES["flink"])
     table = RoutingTable("hashtag", fallback, None, {"hot": [0, 1]})
     ConfigStore(tmp_path / "store").publish(
         RoutingConfiguration(topology, {"location": RoutingTable("location", fallback), "hashtag": table}),
         fingerprint="numeric",
     )
     export(tmp_path / "store", tmp_path / "one", "--server", "1")  # the name "1": position 0
-    assert read_grouping_file(tmp_path / "one").route("hot") == 0
+    assert instances("flink", tmp_path / "one", ["hot"]) == [0]
     result = export(tmp_path / "store", tmp_path / "x", "--server", "2", code=EXIT_ERROR)
     assert "(a name, no position: a server name is a number)" in result.output
-
-
-def test_the_storm_writer_takes_a_table_alone_by_position_only(tmp_path):
-    config = publish(tmp_path / "store", "storm", seed=5)
-    table = config.tables["hashtag"]
-    named = write_grouping_file(config, tmp_path / "named", "hashtag", server="s1")
-    assert write_grouping_file(table, tmp_path / "alone", server=1).read_bytes() == named.read_bytes()
-    with pytest.raises(InvalidParameterError, match="must be a server position with a routing table alone"):
-        write_grouping_file(table, tmp_path / "unused", server="s1")
-    with pytest.raises(InvalidParameterError, match=r"'server' parameter of write_grouping_file must be one of"):
-        write_grouping_file(config, tmp_path / "unused", "hashtag", server="s7")
-    with pytest.raises(InvalidParameterError, match="must be a server name or position"):
-        write_grouping_file(config, tmp_path / "unused", "hashtag", server=lambda record: 0)
-    with pytest.raises(InvalidParameterError, match=r"'operator' parameter of write_grouping_file must be one of"):
-        write_grouping_file(config, tmp_path / "unused", "tags")
-    assert not (tmp_path / "unused").exists()

@@ -22,14 +22,14 @@ NOTEBOOKS = REPO / "notebooks"
 #: Notebook -> number of figures it draws (each locality / imbalance figure with its hash baseline).
 FIGURES = {
     "01_twitter_trace.ipynb": 7,
-    "02_flickr_style_country.ipynb": 7,
+    "02_flickr_dresden.ipynb": 7,
     "03_drift_timed_traces.ipynb": 5,
     "04_rebalancers.ipynb": 3,
 }
 #: Which shared trace (a dataset card) each notebook's data parameters name by default.
 DEFAULT_TRACES = {
     "01_twitter_trace.ipynb": {"DATA": "geotweets"},
-    "02_flickr_style_country.ipynb": {"DATA": "geotweets"},
+    "02_flickr_dresden.ipynb": {"DATA": "flickr"},
     "03_drift_timed_traces.ipynb": {"DATA": "ira", "SECOND_DATA": "flights"},
     "04_rebalancers.ipynb": {"DATA": "flights"},
 }
@@ -135,18 +135,37 @@ def test_twitter_notebook_concludes_on_its_own_numbers(executed):
     assert "pays on this trace" in text
 
 
-def test_flickr_notebook_compares_granularities_and_names_the_hot_country(executed):
-    text, s = conclusion(executed("02_flickr_style_country.ipynb"))
-    main, region = s["chains"]
-    assert (main, region) == ("hashtag -> country", "hashtag -> location")
-    assert s["hot_keys"] == {main: 1, region: 0}  # 'US' carries 61% of the tuples
-    assert 0.60 < s["heaviest_last_key_share"] < 0.62
-    # the country operator cannot be balanced: its imbalance stays near 6 x 61%
-    assert s["next_imbalance_by_chain"][main] > 3.0 > s["next_imbalance_by_chain"][region]
-    assert s["next_locality_by_chain"][region] > s["next_locality_by_chain"][main] > s["hash_locality"]
-    for value in s["next_locality_by_chain"].values():
-        assert f"{value:.1%}" in text
-    assert "61% of the tuples" in text
+def test_flickr_notebook_answers_the_papers_flickr_questions_year_by_year(executed):
+    text, s = conclusion(executed("02_flickr_dresden.ipynb"))
+    assert (s["tuples"], s["windows"], s["judged_windows"]) == (59_753, 13, 12)  # 2006..2018, calendar years
+    assert s["chains"] == ["cell -> tag", "user -> tag"]
+    assert s["distinct_pairs"] == {"cell -> tag": 13_553, "user -> tag": 11_395}
+    # 'dresden' and the old town's cell each carry a fifth of the tuples: hot keys at 6 servers
+    assert 0.19 < s["heaviest_share"]["tag"] < 0.21 and 0.19 < s["heaviest_share"]["cell"] < 0.21
+    servers = [str(n) for n in s["servers"]]
+    assert servers == ["2", "4", "6", "8"]
+    for chain in s["chains"]:
+        sweep, capacity, replay = s["sweep"][chain], s["capacity"][chain], s["replay"][chain]
+        for n in servers:  # learned on earlier years: above hash on the next year, below the in-sample bound
+            assert sweep["hash_locality"][n] < sweep["next_window"][n] < sweep["in_sample"][n]
+            # Figure 12: the exact counts keep more locality than the smallest sketch, at every server count
+            smallest, exact = capacity["in_sample_by_servers"][n]
+            assert smallest < exact
+        assert capacity["capacity"][:-1] == [10, 30, 100, 300, 1000, 3000] and capacity["exact"] == [False] * 6 + [True]
+        shares = capacity["pair_share"]  # the pairs a sketch keeps carry more tuples as it grows
+        assert shares == sorted(shares) and shares[-1] == 1.0 and shares[0] < 0.2
+        assert replay["online_every"] == sweep["next_window"]["6"]  # the same replay, two ways
+        assert replay["hash"] < replay["online_every"] < replay["in_sample"]
+        assert replay["online_every_worst_imbalance"] < replay["hash_worst_imbalance"]
+        for number in (replay["online_every"], replay["hash"], replay["in_sample"]):
+            assert f"{number:.1%}" in text
+    cell, user = s["replay"]["cell -> tag"], s["replay"]["user -> tag"]
+    assert user["online_every"] / user["hash"] > 1.5 > cell["online_every"] / cell["hash"]
+    # tags and places stay, photographers come and go: the pairs drift with the users
+    seen = s["drift_seen_before"]
+    assert seen["tag"] > seen["cell"] > seen["cell -> tag pairs"] > seen["user -> tag pairs"]
+    assert seen["user"] < 0.6 < seen["cell -> tag pairs"]
+    assert "*user -> tag*: locality-aware routing pays" in text
 
 
 def test_drift_notebook_reports_figure_11_on_both_traces(executed):

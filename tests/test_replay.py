@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from locality.errors import InvalidParameterError
 from locality.replay import replay_trace, windows_of
 from locality.topology import Topology
 from tests.conftest import trace_keys
@@ -61,6 +62,21 @@ def test_windows_cover_the_trace():
     ts = pd.Series(pd.to_datetime(["2013-01-01 10:00:00", "2013-01-09 00:00:00", "2013-01-15 23:59:00"], utc=True))
     bounds = windows_of(ts, "7D")
     assert [str(a.date()) for a, _ in bounds] == ["2013-01-01", "2013-01-08", "2013-01-15"]
+
+
+def test_calendar_windows_are_whole_years_quarters_or_months():
+    ts = pd.Series(pd.to_datetime(["2007-05-03 10:00:00", "2008-12-31 23:59:00", "2009-01-01 00:00:00"], utc=True))
+    years = windows_of(ts, "YS")
+    assert [(str(a.date()), str(b.date())) for a, b in years] == [
+        ("2007-01-01", "2008-01-01"),
+        ("2008-01-01", "2009-01-01"),  # a leap year: 366 days, where "365D" would drift off the calendar
+        ("2009-01-01", "2010-01-01"),
+    ]
+    assert [str(a.date()) for a, _ in windows_of(ts[:1], "MS")] == ["2007-05-01"]
+    assert [str(a.date()) for a, _ in windows_of(ts[1:], "QS")] == ["2008-10-01", "2009-01-01"]
+    for bad in ("1Y", "YE", "M", "-7D", "weekly"):
+        with pytest.raises(InvalidParameterError, match=f"'period' parameter of windows_of .*; got '{bad}'"):
+            windows_of(ts, bad)
 
 
 def test_daily_figures_and_state_moved_on_a_generated_trace():

@@ -9,18 +9,22 @@ global figure manager or backend), which a notebook shows with
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from locality.plots import new_figure
+from locality.plots import locality_figure, new_figure
 from locality.replay import ReplayResult
 
 __all__ = [
     "rank_frequency_figure",
     "concentration_figure",
     "balance_figure",
+    "server_sweep_figure",
+    "capacity_figure",
+    "drift_figure",
     "table_cost_figure",
     "window_figure",
     "migration_figure",
@@ -32,6 +36,7 @@ HASH_STYLE = {"color": "grey", "linestyle": "--"}
 LOCALITY_LABEL = "locality (% of hops on one server)"
 IMBALANCE_LABEL = "imbalance (max instance load / mean)"
 WORST_LABEL = "worst operator's imbalance\n(max instance load / mean)"
+_CHAIN_COLORS = ["#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 
 
 # ---------------------------------------------------------------------- figures
@@ -93,6 +98,109 @@ def balance_figure(stages: pd.DataFrame, *, title: str):
     ax.set_ylim(0.9, max(1.1, float(stages[[c[0] for c in columns]].to_numpy().max()) * 1.2))
     ax.set_title(title)
     ax.legend(fontsize=7, ncol=2, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def server_sweep_figure(
+    sweeps: Mapping[str, pd.DataFrame],
+    *,
+    title: str,
+    alpha: float = 1.03,
+    in_sample: str = "in-sample",
+    next_window: str = "next window",
+):
+    """Locality per chain, then worst imbalance, against the number of servers, hash beside each.
+
+    ``sweeps`` maps a chain's name to the output of :func:`server_sweep` or
+    :func:`replay_server_sweep`; ``in_sample`` and ``next_window`` label their
+    two curves (e.g. "next year (tables from earlier years)").
+    """
+    fig = new_figure((4.6 * (len(sweeps) + 1), 4.2))
+    axes = fig.subplots(1, len(sweeps) + 1)
+    for ax, (name, sweep) in zip(axes, sweeps.items()):
+        locality_figure(
+            sweep["n_servers"],
+            {in_sample: sweep["in_sample"], next_window: sweep["next_window"]},
+            hash_locality=sweep["hash_locality"],
+            xlabel="number of servers",
+            title=f"{name}: locality",
+            ax=ax,
+        )
+    worst = axes[-1]
+    for color, (name, sweep) in zip(itertools.cycle(_CHAIN_COLORS), sweeps.items()):  # not the locality colours
+        label = f"{name}: {next_window}"
+        worst.plot(sweep["n_servers"], sweep["next_imbalance"], marker="o", color=color, label=label)
+        style = {**HASH_STYLE, "color": color}
+        worst.plot(sweep["n_servers"], sweep["hash_imbalance"], **style, marker=".", label=f"{name}: hash")
+    worst.axhline(alpha, color="#d62728", linestyle=":", label=f"alpha {alpha:g}")
+    worst.set_xlabel("number of servers")
+    worst.set_ylabel(WORST_LABEL)
+    worst.set_ylim(bottom=0.9)
+    worst.set_title("worst imbalance")
+    worst.grid(alpha=0.3)
+    worst.legend(fontsize=7, loc="upper left")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def capacity_figure(sweeps: Mapping[str, pd.DataFrame], *, title: str):
+    """The paper's Figure 12: locality against the sketch's capacity, one line per server count, hash beside.
+
+    ``sweeps`` maps a chain's name to the output of :func:`sketch_capacity_sweep`.
+    Top row: on the tuples the tables learned from; bottom row: on the held-out
+    tuples. Hash routing on the same tuples is the dashed line of each colour.
+    """
+    fig = new_figure((5.5 * len(sweeps), 7.5))
+    axes = np.asarray(fig.subplots(2, len(sweeps), sharex="col", squeeze=False))
+    panels = (
+        ("in_sample", "hash_locality_in_sample", "tuples learned from"),
+        ("next_window", "hash_locality", "held-out tuples"),
+    )
+    for col, (name, sweep) in enumerate(sweeps.items()):
+        for row, (column, hash_column, judged) in enumerate(panels):
+            ax = axes[row, col]
+            for n, rows in sweep.groupby("n_servers", sort=True):
+                (line,) = ax.semilogx(rows["capacity"], 100 * rows[column], marker="o", label=f"{n} servers")
+                ax.semilogx(rows["capacity"], 100 * rows[hash_column], **{**HASH_STYLE, "color": line.get_color()})
+            ax.plot([], [], **HASH_STYLE, label="hash (dashed, same colour)")
+            ax.set_ylim(0, 100)
+            ax.set_ylabel(LOCALITY_LABEL)
+            ax.set_title(f"{name}: judged on the {judged}")
+            ax.grid(alpha=0.3, which="both")
+            ax.legend(fontsize=7, ncol=2)
+        axes[-1, col].set_xlabel("sketch capacity (pairs and keys counted, log); last point: exact counts")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def drift_figure(drifts: Mapping[str, pd.DataFrame], *, title: str):
+    """How much of each window's traffic travels on keys or pairs seen before (outputs of :func:`pair_drift`).
+
+    (a) share of the window's tuples whose key (pair) appeared in an earlier
+    window: what tables learned on the past can place at all; (b) overlap of
+    the window's key shares with the previous window's: how much of the
+    traffic is spread over the keys as it was.
+    """
+    fig = new_figure((11, 4))
+    left, right = fig.subplots(1, 2, sharex=True)
+    for name, drift in drifts.items():
+        x = pd.to_datetime(drift["start"], utc=True)
+        left.plot(x, 100 * drift["seen_before"], marker="o", markersize=3, label=name)
+        right.plot(x, 100 * drift["overlap_previous"], marker="o", markersize=3, label=name)
+    left.set_ylabel("tuples on a key seen before (%)")
+    left.set_title("(a) known to tables learned on every earlier window")
+    right.set_ylabel("overlap with the previous window (%)")
+    right.set_title("(b) traffic spread over the keys as in the previous window")
+    for ax in (left, right):
+        ax.set_ylim(0, 100)
+        ax.set_xlabel("window start (UTC date)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.autofmt_xdate()
     fig.tight_layout()
     return fig
 

@@ -1,6 +1,6 @@
 """Sweeps: what locality-aware routing reaches on a trace as one parameter varies, beside hash routing.
 
-Each function loops a library call over a parameter (servers, pairs kept,
+Each function loops a library call over a parameter (servers, pairs kept, sketch capacity,
 windows, rebalancer settings) and gathers its figures in a small DataFrame:
 :class:`~locality.optimizer.LocalityOptimizer` for the tables,
 :func:`~locality.replay.replay_trace` results for drift, and
@@ -21,18 +21,21 @@ import pandas as pd
 
 from locality._validation import check_integer
 from locality.analysis.traces import rank_frequency
+from locality.graph import KeyGraph
 from locality.optimizer import LocalityOptimizer
 from locality.placement import place_keys
 from locality.rebalance import rebalance
 from locality.rebalance._base import RebalanceProblem, instance_loads, theta
-from locality.replay import ReplayResult, windows_of
+from locality.replay import ReplayResult, replay_trace, windows_of
 from locality.routing import RoutingConfiguration
 from locality.topology import Topology
 
 __all__ = [
     "table_cost",
     "server_sweep",
+    "replay_server_sweep",
     "top_pairs_sweep",
+    "sketch_capacity_sweep",
     "balance_stages",
     "in_sample_by_window",
     "replay_summary",
@@ -126,6 +129,64 @@ def _fit_figures(opt: LocalityOptimizer, test: pd.DataFrame) -> dict:
     }
 
 
+def replay_server_sweep(
+    trace: pd.DataFrame,
+    keys: Sequence[str],
+    servers: Sequence[int],
+    *,
+    ts: str = "ts",
+    period: str = "7D",
+    history: int | None = None,
+    decay: float | None = None,
+    alpha: float = 1.03,
+    fallback: str = "kafka",
+    seed: int = 0,
+) -> pd.DataFrame:
+    """:func:`server_sweep` on a timed trace: every window judged with tables learned on the windows before it.
+
+    For each server count, :func:`~locality.replay.replay_trace` walks the
+    windows online (tables from the last ``history`` windows, default all of
+    them, weighed by ``decay`` if given) and :func:`in_sample_by_window` builds
+    tables on each window and judges them on that same window (the upper
+    bound). Means are over the windows after the first (those judged on data
+    the tables did not see), hash routing on the same windows beside them.
+
+    Returns
+    -------
+    DataFrame
+        One row per server count: ``n_servers``, ``windows``,
+        ``hash_locality``, ``in_sample``, ``next_window``, ``hash_imbalance``,
+        ``in_sample_imbalance``, ``next_imbalance`` (means of the worst
+        operator's imbalance), ``entries`` (mean table entries, all operators)
+        and ``migration_cost`` (mean share of state moved per reconfiguration).
+    """
+    keys = list(keys)
+    rows = []
+    for n in servers:
+        n = check_integer(n, "servers", "replay_server_sweep", lower=1)
+        topology = Topology.uniform(keys, n)
+        options = {"ts": ts, "period": period, "alpha": alpha, "fallback": fallback, "seed": seed}
+        online = replay_trace(trace, topology, mode="online", history=history, decay=decay, **options)
+        inside = in_sample_by_window(trace, topology, **options)
+        judged = inside[inside["start"].isin([w.start for w in online.windows[1:]])]
+        summary = replay_summary({"online": online}).loc["online"]
+        rows.append(
+            {
+                "n_servers": n,
+                "windows": int(summary["windows"]),
+                "hash_locality": summary["hash_locality"],
+                "in_sample": float(judged["locality"].mean()),
+                "next_window": summary["locality"],
+                "hash_imbalance": summary["hash_worst_imbalance"],
+                "in_sample_imbalance": float(judged["worst_imbalance"].mean()),
+                "next_imbalance": summary["worst_imbalance"],
+                "entries": summary["table_entries"],
+                "migration_cost": summary["migration_cost"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def top_pairs_sweep(
     train: pd.DataFrame,
     test: pd.DataFrame,
@@ -158,6 +219,71 @@ def top_pairs_sweep(
         ).fit(train)
         rows.append({"top_pairs": n_kept, "pair_share": share, **_fit_figures(opt, test)})
     return pd.DataFrame(rows).drop_duplicates("top_pairs", keep="last").reset_index(drop=True)
+
+
+def sketch_capacity_sweep(
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    keys: Sequence[str],
+    servers: Sequence[int],
+    capacities: Sequence[int | None],
+    *,
+    alpha: float = 1.03,
+    fallback: str = "kafka",
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Locality against the Space-Saving sketch's capacity, per server count (the paper's Figure 12).
+
+    The tables learn from what a sketch of each capacity keeps of ``train``
+    (its heaviest pairs and keys, with estimated counts: what the online
+    protocol's bounded memory sees), not from exact counts; ``None`` counts
+    exactly. Each is judged on ``train`` (in-sample) and on ``test``.
+
+    Returns
+    -------
+    DataFrame
+        The columns of :func:`server_sweep`, plus ``capacity`` (``None``
+        replaced by the most distinct pairs of a hop: what an exact sketch
+        needs), ``exact``, ``pairs`` (pairs in the graph, all hops) and
+        ``pair_share`` (exact share of the training tuples those pairs carry,
+        mean over hops).
+    """
+    keys = list(keys)
+    exact_pairs = [train.groupby([a, b], sort=False, observed=True).size() for a, b in zip(keys, keys[1:])]
+    most = max(len(p) for p in exact_pairs)
+    rows = []
+    for n in servers:
+        n = check_integer(n, "servers", "sketch_capacity_sweep", lower=1)
+        for capacity in capacities:
+            if capacity is not None:
+                check_integer(capacity, "capacities", "sketch_capacity_sweep", lower=1)
+            opt = LocalityOptimizer(
+                Topology.uniform(keys, n), alpha=alpha, fallback=fallback, sketch_capacity=capacity, seed=seed
+            ).fit(train)
+            rows.append(
+                {
+                    "n_servers": n,
+                    "capacity": most if capacity is None else int(capacity),
+                    "exact": capacity is None,
+                    "pairs": opt.graph_.n_edges,
+                    "pair_share": _kept_share(opt.graph_, exact_pairs),
+                    **_fit_figures(opt, test),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _kept_share(graph: KeyGraph, exact_pairs: Sequence[pd.Series]) -> float:
+    """Exact share of the tuples of each hop that travel on a pair of ``graph``, mean over hops."""
+    shares = []
+    for (a, b), exact in zip(zip(graph.operators, graph.operators[1:]), exact_pairs):
+        src, dst = graph.operator_slice(a), graph.operator_slice(b)
+        hop = (graph.src >= src.start) & (graph.src < src.stop) & (graph.dst >= dst.start) & (graph.dst < dst.stop)
+        kept = pd.MultiIndex.from_arrays(
+            [graph.keys[a][graph.src[hop] - src.start], graph.keys[b][graph.dst[hop] - dst.start]]
+        )
+        shares.append(float(exact[exact.index.isin(kept)].sum() / exact.sum()))
+    return float(np.mean(shares))
 
 
 def balance_stages(optimizer: LocalityOptimizer, test: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -3,7 +3,8 @@
 The first questions of every notebook, asked before any routing table is
 built: how many tuples and keys, how heavy the head of each key and of each
 pair of consecutive keys (rank/frequency), how few pairs cover most tuples,
-and how a key's load moves from window to window.
+how a key's load moves from window to window, and how much of each window's
+traffic travels on pairs the windows before it already showed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "pair_concentration",
     "pairs_to_cover",
     "interval_costs",
+    "pair_drift",
 ]
 
 logger = logging.getLogger(__name__)
@@ -166,7 +168,51 @@ def interval_costs(
     frame = trace[[key, ts]].dropna()
     bounds = windows_of(frame[ts], period)
     starts = [a for a, _ in bounds]
-    index = ((frame[ts] - starts[0]) // pd.Timedelta(period)).to_numpy(dtype=np.int64)
+    index = pd.DatetimeIndex(starts).searchsorted(frame[ts], side="right") - 1  # lengths and calendar periods
     table = frame.assign(window=index).groupby(["window", key], observed=True).size().unstack(fill_value=0)
     table = table.reindex(range(len(starts)), fill_value=0).sort_index(axis=1)
     return table.columns.to_numpy(dtype=object), table.to_numpy(dtype=float), starts
+
+
+def pair_drift(
+    trace: pd.DataFrame, columns: str | Sequence[str], *, ts: str = "ts", period: str = "7D"
+) -> pd.DataFrame:
+    """How much of each window's traffic travels on keys (or key pairs) seen before: what tables can learn.
+
+    A routing table learned on past windows can only place what those windows
+    showed; a pair first seen in this window goes to the fallback hash.
+    ``columns`` is one key column or a combination (``["cell", "tag"]``: the
+    pairs of one hop). Windows are those of :func:`~locality.replay.replay_trace`
+    (a length such as ``"7D"`` or a calendar period such as ``"YS"``); empty
+    windows are left out and do not count as the previous one.
+
+    Returns
+    -------
+    DataFrame
+        One row per non-empty window: ``start``, ``tuples``, ``distinct``,
+        ``seen_previous`` (share of the window's tuples whose key was in the
+        previous window), ``seen_before`` (in any earlier window) and
+        ``overlap_previous`` (sum over keys of the smaller of the two windows'
+        shares: 1 when the traffic is spread over the keys as before, 0 when no
+        key is shared). The first window has NaN for the last three.
+    """
+    columns = [columns] if isinstance(columns, str) else list(columns)
+    check_columns(list(trace.columns), [*columns, ts], "the trace")
+    frame = trace[[*columns, ts]].dropna()
+    starts = pd.DatetimeIndex([a for a, _ in windows_of(frame[ts], period)])
+    window = starts.searchsorted(frame[ts], side="right") - 1
+    rows, previous, before = [], None, None
+    for w, rows_of_window in frame.groupby(window, sort=True):
+        counts = rows_of_window.groupby(columns, sort=False, observed=True).size()
+        shares = counts / counts.sum()
+        row = {"start": str(starts[w]), "tuples": int(counts.sum()), "distinct": len(counts)}
+        if previous is None:
+            row.update(seen_previous=np.nan, seen_before=np.nan, overlap_previous=np.nan)
+        else:
+            row["seen_previous"] = float(shares[shares.index.isin(previous.index)].sum())
+            row["seen_before"] = float(shares[shares.index.isin(before)].sum())
+            row["overlap_previous"] = float(np.minimum(shares, previous.reindex(shares.index, fill_value=0)).sum())
+        rows.append(row)
+        previous = shares
+        before = shares.index if before is None else before.union(shares.index)
+    return pd.DataFrame(rows)

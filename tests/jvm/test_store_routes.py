@@ -25,7 +25,12 @@ from tests.conftest import read_trace
 from tests.jvm.conftest import run_java
 
 #: engine -> the JVM modules whose fallback computes its hash
-ENGINE_MODULES = {"ring": ["locality-core"]}
+ENGINE_MODULES = {
+    "ring": ["locality-core"],
+    "flink": ["locality-flink"],
+    "kafka": ["locality-kafka-streams"],
+    "storm": ["locality-storm"],
+}
 
 #: keys no trace holds, beside every key of the traces: empty, non-ASCII, non-BMP, long, reserved-looking
 ODD_STRINGS = ["", " ", "é", "中文", "🙂x", "a\tb", 'quote"', "x" * 300, "\u0000locality:7"]

@@ -2,7 +2,6 @@
 
 import json
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
@@ -13,7 +12,6 @@ from locality.store import ConfigStore
 from locality.topology import Topology
 from pipelines.counting import count_trace_exact, sketch_trace
 from pipelines.evaluate import evaluate_trace
-from pipelines.graph_frames import graph_statistics, key_graph_frames
 from pipelines.offline import OfflineParams, run
 from pipelines.trace import TraceSpec, read_trace
 from tests.conftest import trace_keys, trace_path
@@ -117,25 +115,6 @@ def test_exact_and_sketch_counts_agree_on_real_data(spark):
     for op in FLIGHTS:
         loads = exact.key_loads[op].merge(sketched.key_loads[op], on="key", suffixes=("_exact", "_sketch"))
         np.testing.assert_allclose(loads["weight_sketch"], loads["weight_exact"])  # few keys: exact
-
-
-def test_graph_statistics_without_graphframes_jar(spark):
-
-    df = read_trace(spark, TraceSpec(str(trace_path("geotweets")), GEO))
-    graph = sketch_trace(df, GEO, capacity=100_000).graph()
-    vertices, edges = key_graph_frames(spark, graph)  # what a GraphFrame would be built from
-    assert vertices.columns[0] == "id" and edges.columns[:2] == ["src", "dst"]
-    assert vertices.count() == graph.n_vertices and edges.count() == graph.n_edges
-    stats = graph_statistics(spark, graph)
-    g = graph.to_networkx()
-    components = list(nx.connected_components(g))
-    heaviest = max(components, key=lambda c: sum(g.nodes[v]["weight"] for v in c))
-    assert stats["engine"] == "driver"
-    assert stats["components"] == len(components)
-    assert stats["largest_component_vertices"] == len(heaviest)
-    assert stats["vertices"] == graph.n_vertices and stats["edges"] == graph.n_edges
-    locations = [v for v, op in g.nodes(data="operator") if op == "location"]
-    assert stats["operators"]["location"]["max_degree"] == max(d for _, d in g.degree(locations))
 
 
 def test_csv_json_and_glob_inputs_with_dropped_rows(spark, tmp_path):

@@ -6,8 +6,10 @@ import pandas as pd
 import pytest
 
 from locality.cli import EXIT_OK, main
+from locality.errors import InvalidParameterError
 from locality.evaluation import evaluate
 from locality.migration import MigrationPlan
+from locality.router import Router
 from locality.store import ConfigStore
 from locality.topology import Topology
 from pipelines.online import OnlineParams, run
@@ -230,3 +232,36 @@ def test_a_rebalancing_run_splits_hot_keys_and_publishes_their_plans(spark, tmp_
     assert json.loads(capsys.readouterr().out)["split_keys"]["hashtag"] > 0
     assert main([*args, *nextday[:4], "--rebalance", "mixed", "--split-hot-keys"]) == 2
     assert "split_hot_keys" in capsys.readouterr().err
+
+
+def test_weekly_runs_schedule_their_versions_and_routers_by_point_follow(spark, tmp_path, flights):
+    """--switch-after: each version is in force from its window's end + the lead, for every router alike."""
+    lead = pd.Timedelta("1D")
+    first = run(spark, week(0, store=str(tmp_path), switch_after="1D"))
+    kept = run(spark, week(1, store=str(tmp_path), switch_after="1D", min_gain=1e9, max_imbalance=1e9))
+    third = run(spark, week(2, store=str(tmp_path), switch_after="1D"))
+    assert first["published"] and not kept["published"] and third["published"]
+    ends = [pd.Timestamp(WEEKS[i], tz="UTC") + lead for i in (1, 2, 3)]
+    points = [int(end.timestamp() * 1000) for end in ends]
+    assert [first["in_force_from"], kept["in_force_from"], third["in_force_from"]] == points
+    schedule = ConfigStore(tmp_path).schedule()
+    assert schedule.versions == (1, 2) and schedule.starts == (points[0], points[2])
+    assert schedule.sealed_until == points[2]  # the run that kept its version still sealed its week
+    # an older window run again later would rewrite the sealed past: refused, nothing published
+    with pytest.raises(InvalidParameterError, match="--switch-after 1D schedules"):
+        run(spark, week(0, store=str(tmp_path), switch_after="1D", min_gain=0.0, seed=1))
+    # routers by point: a record goes by the version in force at its timestamp, whenever it is routed
+    horizon = pd.Timestamp(WEEKS[3], tz="UTC") + 2 * lead  # what the next weekly run would seal
+    ConfigStore(tmp_path).seal(int(horizon.timestamp() * 1000))
+    records = flights[(flights["ts"] >= WEEKS[1]) & (flights["ts"] < horizon)]
+    at = (records["ts"].astype("int64") // 1000).to_numpy()  # microseconds -> ms
+    with Router(tmp_path) as router:
+        routes = router.route_many_at("dest", records["dest"], at)
+        old, new = router.at(points[2] - 1), router.at(points[2])
+    assert (old.version, new.version) == (1, 2)
+    before = at < points[2]
+    assert (routes[before] == old.route_many("dest", records["dest"][before])).all()
+    assert (routes[~before] == new.route_many("dest", records["dest"][~before])).all()
+    assert (
+        before.any() and (~before).any() and (routes[~before] != old.route_many("dest", records["dest"][~before])).any()
+    )

@@ -87,6 +87,23 @@ public final class LocalityStore {
         }
     }
 
+    /**
+     * The store's switch schedule (empty when it has none): which version is in force from which point.
+     *
+     * @throws DamagedStoreException when {@code SCHEDULE} exists but cannot be read
+     */
+    public SwitchSchedule schedule() throws IOException {
+        Path file = root.resolve("SCHEDULE");
+        if (!Files.exists(file)) {
+            return SwitchSchedule.empty();
+        }
+        try {
+            return SwitchSchedule.fromJson(JSON.readTree(file.toFile()));
+        } catch (IOException | IllegalArgumentException e) {
+            throw new DamagedStoreException("the store's schedule " + file + " is damaged: " + e.getMessage());
+        }
+    }
+
     /** The manifest of {@code version} (fingerprint, created, summary), unverified. */
     public JsonNode manifest(int version) throws IOException {
         return Manifest.read(version, versionDirectory(version), JSON).document();

@@ -1,0 +1,183 @@
+package io.locality.flink;
+
+import io.locality.routing.RoutingTable;
+import io.locality.routing.TableKey;
+import java.io.Serializable;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.flink.runtime.state.KeyGroupRange;
+import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
+
+/**
+ * What a Flink job keys a record on so that one operator's routing table takes effect: a table key's
+ * surrogate, every other key itself.
+ *
+ * <p>Flink keeps keyed state in key groups, so a table cannot send a key elsewhere; keying the record on
+ * a surrogate whose key group belongs to the subtask the table names does. Subtask {@code i} owns key
+ * groups {@code s..e} and has one surrogate in each ({@link KeyGroupSurrogates}); a table key {@code k}
+ * sent to {@code i} gets the surrogate of key group {@code s + g(k) mod (e - s + 1)}, {@code g(k)} being
+ * {@code k}'s own key group. So a subtask's table keys spread over its key groups as hashed keys do (Flink
+ * restores and rescales state one key group at a time), and a key keeps its routing key as long as it
+ * keeps its subtask. A split key's part on subtask {@code i} gets the routing key an entry for {@code i}
+ * would give, or the key itself on the subtask Flink's hash gives it. This is the rule of Python's
+ * {@code FlinkKeySelector.routing_key}, which gives the same routing key for every key.
+ *
+ * <p>Immutable and {@link Serializable}: built once from a loaded table, it travels inside a job's
+ * {@link RoutingKeySelector}, and a savepoint rewrite can compute a key's routing key under two table
+ * versions with {@link #routingKey(Object)} of each.
+ */
+public final class FlinkRoutingKeys implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    private final String operator;
+    private final KeyType keyType;
+    private final int maxParallelism;
+    private final int parallelism;
+    private final Object[] surrogates;
+    /** Table key (lookup form, {@link TableKey}) -> its surrogate. */
+    private final HashMap<Object, Object> routes = new HashMap<>();
+    /** Split key (lookup form) -> the routing key of its part for each server position. */
+    private final HashMap<Object, Object[]> splitRoutes = new HashMap<>();
+
+    private FlinkRoutingKeys(RoutingTable table, KeyType keyType) {
+        String engine = table.fallbackSpec().engine();
+        if (!engine.equals("flink")) {
+            throw new IllegalArgumentException("the table of '" + table.operator() + "' falls back to '" + engine
+                    + "'; a Java job keyed on the value needs tables learned with --hash flink"
+                    + (engine.equals("pyflink") ? " (pyflink is PyFlink's key_by, which hashes a Row around the key)"
+                            : ""));
+        }
+        String intType = table.fallbackSpec().intType();
+        if (keyType != KeyType.STRING && !keyType.label().equals(intType)) {
+            throw new IllegalArgumentException("the keys of '" + table.operator() + "' are " + keyType.label()
+                    + " but the table's fallback hashes integer keys as " + intType + " (int_type)");
+        }
+        this.operator = table.operator();
+        this.keyType = keyType;
+        this.parallelism = table.numInstances();
+        this.maxParallelism = FlinkKeyGroupsProvider.maxParallelism(table.fallbackSpec());
+        this.surrogates = KeyGroupSurrogates.of(maxParallelism, keyType);
+        table.entries().forEach((key, subtask) -> routes.put(key, surrogateOf(tableKey(key), subtask)));
+        table.splits().forEach((key, plan) -> splitRoutes.put(key, parts(tableKey(key), plan)));
+    }
+
+    /**
+     * The routing keys of {@code table}, whose key type its keys tell ({@link KeyType#of(RoutingTable)}).
+     *
+     * @throws IllegalArgumentException when the table's fallback is not {@code flink}, it is empty, or one
+     *     of its keys has the reserved form of a surrogate
+     */
+    public static FlinkRoutingKeys of(RoutingTable table) {
+        return new FlinkRoutingKeys(table, KeyType.of(table));
+    }
+
+    /** The routing keys of {@code table} for a job keyed by {@code keyType} values (needed for an empty table). */
+    public static FlinkRoutingKeys of(RoutingTable table, KeyType keyType) {
+        return new FlinkRoutingKeys(table, keyType);
+    }
+
+    public String operator() {
+        return operator;
+    }
+
+    public KeyType keyType() {
+        return keyType;
+    }
+
+    /** Flink's max parallelism (number of key groups) the routes are for: the job must run with it. */
+    public int maxParallelism() {
+        return maxParallelism;
+    }
+
+    /** The keyed operator's parallelism the routes are for. */
+    public int parallelism() {
+        return parallelism;
+    }
+
+    /** Table key (lookup form: {@code String}, or {@code Long} for integers) -> its surrogate. */
+    public Map<Object, Object> routes() {
+        return Collections.unmodifiableMap(routes);
+    }
+
+    /**
+     * Routing key of {@code key}: its surrogate if the table lists it, else the key itself (a split key
+     * goes whole to its home subtask: {@link #routingKey(Object, int)} sends it to its parts).
+     *
+     * @param key the real key as the job types it ({@code String}, {@code Long} or {@code Integer})
+     * @throws IllegalArgumentException when the key is not of the job's key type or has a reserved form
+     */
+    public Object routingKey(Object key) {
+        Object surrogate = routes.get(TableKey.of(key));
+        return surrogate != null ? surrogate : checked(key);
+    }
+
+    /**
+     * Routing key of {@code key} selected on server position {@code server} (the server of the instance
+     * selecting it): a split key's part there, else {@link #routingKey(Object)}.
+     */
+    public Object routingKey(Object key, int server) {
+        Object[] parts = splitRoutes.get(TableKey.of(key));
+        if (parts == null) {
+            return routingKey(key);
+        }
+        if (server < 0 || server >= parts.length) {
+            throw new IllegalArgumentException("server position " + server + " outside 0.." + (parts.length - 1)
+                    + " of the split plans of '" + operator + "'");
+        }
+        return parts[server];
+    }
+
+    /** Whether the table splits {@code key} over servers. */
+    public boolean isSplit(Object key) {
+        return splitRoutes.containsKey(TableKey.of(key));
+    }
+
+    /**
+     * The routing key a table entry {@code key -> subtask} gives: the surrogate of key group
+     * {@code s + g(key) mod (e - s + 1)} of the subtask's key groups {@code s..e}.
+     *
+     * @param jobKey the key as the job types it (its own key group depends on its Java type)
+     */
+    public Object surrogateOf(Object jobKey, int subtask) {
+        KeyGroupRange range = KeyGroupRangeAssignment.computeKeyGroupRangeForOperatorIndex(
+                maxParallelism, parallelism, subtask);
+        int own = KeyGroupRangeAssignment.assignToKeyGroup(jobKey, maxParallelism);
+        return surrogates[range.getStartKeyGroup() + own % range.getNumberOfKeyGroups()];
+    }
+
+    private Object[] parts(Object jobKey, int[] plan) {
+        boolean hasEntry = routes.containsKey(TableKey.of(jobKey));
+        int home = KeyGroupRangeAssignment.assignKeyToParallelOperator(jobKey, maxParallelism, parallelism);
+        Object[] parts = new Object[plan.length];
+        for (int server = 0; server < plan.length; server++) {
+            parts[server] = !hasEntry && plan[server] == home ? jobKey : surrogateOf(jobKey, plan[server]);
+        }
+        return parts;
+    }
+
+    private Object tableKey(Object key) {
+        Object jobKey = keyType.jobKey(key);
+        if (keyType.isReserved(jobKey)) {
+            throw new IllegalArgumentException("the table of '" + operator + "' holds " + reserved(key));
+        }
+        return jobKey;
+    }
+
+    private Object checked(Object key) {
+        if (!keyType.javaClass().isInstance(key)) {
+            throw new IllegalArgumentException("the keys of '" + operator + "' are Java "
+                    + keyType.javaClass().getSimpleName() + " values; got " + key.getClass().getSimpleName()
+                    + " (" + key + ")");
+        }
+        if (keyType.isReserved(key)) {
+            throw new IllegalArgumentException("operator '" + operator + "' got " + reserved(key));
+        }
+        return key;
+    }
+
+    private String reserved(Object key) {
+        return "key " + (key instanceof String text ? text.replace("\u0000", "\\u0000") : key)
+                + ", whose form is reserved for Flink surrogates (" + keyType.label() + ")";
+    }
+}

@@ -1,0 +1,66 @@
+package io.locality.flink.job;
+
+import io.locality.flink.RealKeyedProcessFunction;
+import org.apache.flink.api.common.accumulators.ListAccumulator;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.util.Collector;
+
+/**
+ * A stateful operator of the two-stage job: counts the records of each real key (its state, in the
+ * {@code MapState} of {@link RealKeyedProcessFunction}) and records on each record its subtask and that
+ * count.
+ *
+ * <p>Each subtask reports where it runs ({@link Placement}, accumulator {@value #PLACEMENTS}); the second
+ * operator also counts every hop from the first one's subtask to its own ({@link HopCounts}, accumulator
+ * {@value #HOPS}). Both are read from the job's result: they are what the running job observed.
+ */
+public final class CountingStage extends RealKeyedProcessFunction<String, TraceRecord, Long, TraceRecord> {
+    private static final long serialVersionUID = 1L;
+    /** The accumulator of every subtask's {@link Placement}. */
+    public static final String PLACEMENTS = "locality-placements";
+    /** The accumulator of the {@link HopCounts} between the two operators. */
+    public static final String HOPS = "locality-hops";
+
+    private final Stage stage;
+    private final int upstreamParallelism;
+    private transient int subtask;
+    private transient HopCounts hops;
+
+    /**
+     * @param upstreamParallelism the first operator's parallelism (read by the second operator's hop counts)
+     */
+    public CountingStage(Stage stage, int upstreamParallelism) {
+        super("count-per-" + stage.operator(), Stage.realKey(stage.position()), Types.STRING, Types.LONG);
+        this.stage = stage;
+        this.upstreamParallelism = upstreamParallelism;
+    }
+
+    @Override
+    public void open(OpenContext openContext) throws Exception {
+        super.open(openContext);
+        subtask = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+        ListAccumulator<Placement> placements = new ListAccumulator<>();
+        placements.add(Placement.of(stage.operator(), getRuntimeContext()));
+        getRuntimeContext().addAccumulator(PLACEMENTS, placements);
+        if (stage.position() == 1) {
+            hops = new HopCounts(upstreamParallelism, stage.parallelism());
+            getRuntimeContext().addAccumulator(HOPS, hops);
+        }
+    }
+
+    @Override
+    protected Long process(String key, Long count, TraceRecord record, Context ctx, Collector<TraceRecord> out) {
+        long seen = count == null ? 1 : count + 1;
+        if (stage.position() == 0) {
+            record.firstSubtask = subtask;
+            record.firstCount = seen;
+        } else {
+            record.secondSubtask = subtask;
+            record.secondCount = seen;
+            hops.count(record.firstSubtask, subtask);
+        }
+        out.collect(record);
+        return seen;
+    }
+}

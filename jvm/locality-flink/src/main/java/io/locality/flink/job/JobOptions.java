@@ -1,0 +1,74 @@
+package io.locality.flink.job;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The two-stage job's command line:
+ * {@code --store STORE [--version N] --input FILE_OR_DIR --mode tables|raw [--parallelism P]
+ * [--max-parallelism M] [--output DIR]}.
+ *
+ * @param version the store version to read; null for the current one
+ * @param parallelism the keyed operators' parallelism; null for the tables'
+ * @param maxParallelism their max parallelism; null for the tables'
+ * @param output where to write one JSON line per record; null to discard the records
+ */
+public record JobOptions(Path store, Integer version, String input, Mode mode, Integer parallelism,
+        Integer maxParallelism, String output) {
+
+    static final String USAGE = "usage: TwoStageJob --store STORE [--version N] --input FILE_OR_DIR --mode tables|raw "
+            + "[--parallelism P] [--max-parallelism M] [--output DIR]";
+    private static final List<String> NAMES = List.of("--store", "--version", "--input", "--mode", "--parallelism",
+            "--max-parallelism", "--output");
+
+    /**
+     * Parses and checks the arguments.
+     *
+     * @throws IllegalArgumentException naming the option that is unknown, missing, repeated or malformed
+     */
+    public static JobOptions parse(String... args) {
+        Map<String, String> given = new HashMap<>();
+        for (int i = 0; i < args.length; i += 2) {
+            if (!NAMES.contains(args[i])) {
+                throw new IllegalArgumentException("unknown option '" + args[i] + "'");
+            }
+            if (i + 1 == args.length) {
+                throw new IllegalArgumentException("option " + args[i] + " needs a value");
+            }
+            if (given.put(args[i], args[i + 1]) != null) {
+                throw new IllegalArgumentException("option " + args[i] + " is given twice");
+            }
+        }
+        for (String required : List.of("--store", "--input", "--mode")) {
+            if (!given.containsKey(required)) {
+                throw new IllegalArgumentException("option " + required + " is required");
+            }
+        }
+        Path store = Path.of(given.get("--store"));
+        if (!Files.isDirectory(store)) {
+            throw new IllegalArgumentException("--store " + store + " is not a directory");
+        }
+        return new JobOptions(store, positive(given, "--version"), given.get("--input"),
+                Mode.parse(given.get("--mode")), positive(given, "--parallelism"),
+                positive(given, "--max-parallelism"), given.get("--output"));
+    }
+
+    private static Integer positive(Map<String, String> given, String name) {
+        String text = given.get(name);
+        if (text == null) {
+            return null;
+        }
+        try {
+            int value = Integer.parseInt(text);
+            if (value >= 1) {
+                return value;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new IllegalArgumentException(name + " must be an integer >= 1; got '" + text + "'");
+    }
+}

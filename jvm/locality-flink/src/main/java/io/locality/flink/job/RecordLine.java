@@ -1,0 +1,39 @@
+package io.locality.flink.job;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.flink.api.common.functions.MapFunction;
+
+/**
+ * A record after both operators as one JSON line, fields named after the operators:
+ * {@code {"seq": 7, "location": "US/Ohio", "location_subtask": 2, "location_count": 5, "hashtag": "tbt",
+ * "hashtag_subtask": 4, "hashtag_count": 1}} ({@code seq} only when the input had it).
+ */
+public final class RecordLine implements MapFunction<TraceRecord, String> {
+    private static final long serialVersionUID = 1L;
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final String firstOperator;
+    private final String secondOperator;
+
+    public RecordLine(String firstOperator, String secondOperator) {
+        this.firstOperator = firstOperator;
+        this.secondOperator = secondOperator;
+    }
+
+    @Override
+    public String map(TraceRecord record) throws JsonProcessingException {
+        ObjectNode line = JSON.createObjectNode();
+        if (record.seq != null) {
+            line.put("seq", record.seq);
+        }
+        line.put(firstOperator, record.first);
+        line.put(firstOperator + "_subtask", record.firstSubtask);
+        line.put(firstOperator + "_count", record.firstCount);
+        line.put(secondOperator, record.second);
+        line.put(secondOperator + "_subtask", record.secondSubtask);
+        line.put(secondOperator + "_count", record.secondCount);
+        return JSON.writeValueAsString(line);
+    }
+}

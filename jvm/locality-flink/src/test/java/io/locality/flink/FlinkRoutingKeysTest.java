@@ -1,0 +1,124 @@
+package io.locality.flink;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.locality.routing.RoutingConfiguration;
+import io.locality.routing.RoutingTable;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.ObjectInputStream;
+import java.io.ObjectOutputStream;
+import java.util.Map;
+import org.apache.flink.runtime.state.KeyGroupRange;
+import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
+import org.junit.jupiter.api.Test;
+
+/** Routing keys of a table: a table key's surrogate lands on its subtask, every other key is itself. */
+class FlinkRoutingKeysTest {
+    private final RoutingConfiguration tables = Tables.parse(Tables.FLINK);
+
+    @Test
+    void everyTableKeyIsKeyedOnASurrogateOfItsSubtasksOwnKeyGroupSlot() {
+        for (RoutingTable table : tables.tables().values()) {
+            FlinkRoutingKeys routes = FlinkRoutingKeys.of(table);
+            for (Map.Entry<Object, Integer> entry : table.entries().entrySet()) {
+                Object routingKey = routes.routingKey(entry.getKey());
+                int subtask = entry.getValue();
+                assertEquals(subtask, KeyGroupRangeAssignment.assignKeyToParallelOperator(routingKey, 16, 3));
+                KeyGroupRange range = KeyGroupRangeAssignment.computeKeyGroupRangeForOperatorIndex(16, 3, subtask);
+                int own = KeyGroupRangeAssignment.assignToKeyGroup(entry.getKey(), 16);
+                assertEquals(range.getStartKeyGroup() + own % range.getNumberOfKeyGroups(),
+                        KeyGroupRangeAssignment.assignToKeyGroup(routingKey, 16), "the key's slot among its groups");
+                assertTrue(routes.keyType().isReserved(routingKey));
+            }
+        }
+    }
+
+    @Test
+    void otherKeysAreThemselvesAndBadKeysAreRefused() {
+        FlinkRoutingKeys tags = FlinkRoutingKeys.of(tables.table("tag"));
+        FlinkRoutingKeys users = FlinkRoutingKeys.of(tables.table("user"));
+        String other = "not in the table";
+        assertSame(other, tags.routingKey(other));
+        assertEquals(5L, users.routingKey(5L));
+        assertEquals(KeyType.LONG, users.keyType());
+        assertThrows(IllegalArgumentException.class, () -> tags.routingKey("\u0000locality:3"));
+        assertThrows(IllegalArgumentException.class, () -> users.routingKey(Long.MIN_VALUE + 5));
+        IllegalArgumentException wrongType = assertThrows(IllegalArgumentException.class, () -> users.routingKey(5));
+        assertTrue(wrongType.getMessage().contains("Java Long values; got Integer"), wrongType.getMessage());
+    }
+
+    @Test
+    void aSplitKeyGoesToItsPartOnTheSelectingServer() {
+        FlinkRoutingKeys tags = FlinkRoutingKeys.of(tables.table("tag"));
+        int[] plan = {2, 0, 1};
+        assertTrue(tags.isSplit("hot"));
+        for (int server = 0; server < plan.length; server++) {
+            Object part = tags.routingKey("hot", server);
+            assertEquals(plan[server], KeyGroupRangeAssignment.assignKeyToParallelOperator(part, 16, 3));
+            // "hot" has an entry, so every part (its home subtask's too) is a surrogate
+            assertEquals(tags.surrogateOf("hot", plan[server]), part);
+        }
+        assertEquals(tags.routingKey("hot"), tags.routingKey("hot", 2), "home: the entry's subtask 1");
+        assertThrows(IllegalArgumentException.class, () -> tags.routingKey("hot", 3));
+        assertEquals(tags.routingKey("paris"), tags.routingKey("paris", 0), "a key not split ignores the server");
+    }
+
+    @Test
+    void aSplitKeyWithoutAnEntryKeepsItsOwnValueOnItsHashSubtask() {
+        int home = KeyGroupRangeAssignment.assignKeyToParallelOperator("cold", 16, 3);
+        String plan = "[" + home + ", " + (home + 1) % 3 + ", " + home + "]";
+        FlinkRoutingKeys tags = FlinkRoutingKeys.of(
+                Tables.flinkWith("[\"hot\", [2, 0, 1]]", "[\"cold\", " + plan + "]").table("tag"));
+        assertEquals("cold", tags.routingKey("cold", 0));
+        assertEquals("cold", tags.routingKey("cold", 2));
+        assertNotEquals("cold", tags.routingKey("cold", 1));
+        assertEquals((home + 1) % 3, KeyGroupRangeAssignment.assignKeyToParallelOperator(tags.routingKey("cold", 1), 16, 3));
+    }
+
+    @Test
+    void integerJobsGetIntegerSurrogates() {
+        RoutingTable users = Tables.flinkWith("\"int_type\": \"long\"", "\"int_type\": \"int\"").table("user");
+        IllegalArgumentException tooBig = assertThrows(IllegalArgumentException.class, () -> FlinkRoutingKeys.of(users));
+        assertTrue(tooBig.getMessage().contains("9000000000"), tooBig.getMessage());
+        RoutingTable small = Tables.parse(Tables.FLINK.replace("\"int_type\": \"long\"", "\"int_type\": \"int\"")
+                .replace("[9000000000, 1]", "[900, 1]")).table("user");
+        FlinkRoutingKeys routes = FlinkRoutingKeys.of(small);
+        assertEquals(KeyType.INT, routes.keyType());
+        Object routingKey = routes.routingKey(42);
+        assertEquals(Integer.class, routingKey.getClass());
+        assertEquals(2, KeyGroupRangeAssignment.assignKeyToParallelOperator(routingKey, 16, 3));
+        assertThrows(IllegalArgumentException.class, () -> FlinkRoutingKeys.of(small, KeyType.LONG));
+    }
+
+    @Test
+    void tablesOfOtherEnginesAndReservedKeysAreRefused() {
+        IllegalArgumentException pyflink = assertThrows(IllegalArgumentException.class,
+                () -> FlinkRoutingKeys.of(Tables.flinkWith("\"flink\"", "\"pyflink\"").table("tag")));
+        assertTrue(pyflink.getMessage().contains("--hash flink"), pyflink.getMessage());
+        IllegalArgumentException reserved = assertThrows(IllegalArgumentException.class,
+                () -> FlinkRoutingKeys.of(Tables.flinkWith("\"tbt\"", "\"\\u0000locality:9\"").table("tag")));
+        assertTrue(reserved.getMessage().contains("reserved for Flink surrogates"), reserved.getMessage());
+    }
+
+    @Test
+    void theRoutesTravelInsideAJobGraph() throws Exception {
+        FlinkRoutingKeys routes = FlinkRoutingKeys.of(tables.table("tag"));
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
+            out.writeObject(routes);
+        }
+        FlinkRoutingKeys copy;
+        try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes.toByteArray()))) {
+            copy = (FlinkRoutingKeys) in.readObject();
+        }
+        for (String key : new String[] {"jobs", "tbt", "paris", "hot", "é🙂", "other"}) {
+            assertEquals(routes.routingKey(key), copy.routingKey(key));
+        }
+        assertEquals(routes.routingKey("hot", 0), copy.routingKey("hot", 0));
+    }
+}
