@@ -9,7 +9,7 @@ whose link is shaped to ``--rate`` Mbit/s both ways (``testbed/``), a Flink Task
 slot runs in each and a JobManager in one more; the job (``jvm/locality-flink-bench``) replays a
 trace at full speed, partitioned by the first operator's routing (so the one hop between servers
 is the one the tables decide), keyed by Flink's hash or by the tables of ``locality optimize
---hash flink`` exported with ``locality export``.
+--hash flink`` (locality-flink's ``RoutingKeySelector`` reads the store).
 
 Experiments (``--experiment``, several allowed):
 
@@ -78,11 +78,11 @@ class Workload:
     def __init__(self, frame: pd.DataFrame, keys: list[str], servers: int, directory: Path) -> None:
         self.frame, self.keys = frame, keys
         self.tsv, parquet = write_replay_trace(frame, keys, directory)
-        self.files = learn_tables(parquet, keys, servers, directory / "store")
-        self.figures = evaluate_locality(parquet, keys, directory / "store")
+        self.store = learn_tables(parquet, keys, servers, directory / "store")
+        self.figures = evaluate_locality(parquet, keys, self.store)
 
     def routing(self, name: str) -> Routing:
-        return Routing(name, self.files if name == "tables" else None)
+        return Routing(name, self.store)
 
     def locality(self, name: str) -> float:
         return self.figures["locality" if name == "tables" else "hash_locality"]

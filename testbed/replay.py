@@ -34,24 +34,23 @@ logger = logging.getLogger(__name__)
 __all__ = ["JAR", "MAIN", "BoundedRun", "Routing", "idle_rates", "job_overhead", "run_bounded", "run_steady"]
 
 REPO = Path(__file__).resolve().parents[1]
-JAR = REPO / "jvm" / "locality-flink-bench" / "target" / "locality-flink-bench-0.1.0.jar"
+JAR = REPO / "jvm" / "locality-flink-bench" / "target" / "locality-flink-bench-0.1.0-job.jar"
 MAIN = "io.locality.flink.bench.ReplayJob"
-#: Flink's default max parallelism for up to 128 subtasks: what the tables are learned for.
-MAX_PARALLELISM = 128
 BOUNDED_TIMEOUT = 900.0
 
 
 @dataclass(frozen=True)
 class Routing:
-    """What the job keys its operators by: ``hash`` (Flink's own) or ``tables`` (routing files)."""
+    """What the job keys its operators by: ``tables`` (the current version of ``store``) or ``hash``.
+
+    Both read ``store`` for the parallelism and max parallelism its tables are for.
+    """
 
     name: str
-    files: tuple[Path, Path] | None = None
+    store: Path
 
     def args(self) -> list[object]:
-        if self.files is None:
-            return []
-        return ["--routes-first", self.files[0], "--routes-second", self.files[1]]
+        return ["--store", self.store, "--mode", self.name]
 
 
 @dataclass(frozen=True)
@@ -67,12 +66,8 @@ def _submit(cluster: FlinkCluster, jar: Path, trace: Path, routing: Routing, pad
     """Submit the replay; returns the job id and the fresh folder its sink reports to."""
     if not jar.is_file():
         raise FileNotFoundError(f"{jar} is not built: run `make jvm` (mvn -f jvm/pom.xml install)")
-    parallelism = len(cluster.taskmanagers) * cluster.slots
     sink_dir = Path(tempfile.mkdtemp(prefix="sink-", dir=cluster.workdir))
-    args = [
-        "--trace", trace, "--padding", padding, "--parallelism", parallelism, "--max-parallelism", MAX_PARALLELISM,
-        "--passes", passes, "--sink-dir", sink_dir, *routing.args(),
-    ]  # fmt: skip
+    args = ["--trace", trace, "--padding", padding, "--passes", passes, "--sink-dir", sink_dir, *routing.args()]
     return cluster.submit(jar, MAIN, args), sink_dir
 
 

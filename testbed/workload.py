@@ -2,8 +2,8 @@
 
 - :func:`write_replay_trace`: the records the job replays (two key columns) as the tab-separated
   file its source reads and as a Parquet file ``locality`` reads;
-- :func:`learn_tables`: ``locality optimize --hash flink`` then ``locality export`` of each
-  operator's table, the files the job's routing reads (docs/engines/flink.md);
+- :func:`learn_tables`: ``locality optimize --hash flink`` into a store, which the job reads with
+  locality-flink's ``RoutingKeySelector`` (docs/engines/flink.md);
 - :func:`evaluate_locality`: ``locality evaluate --json`` on the same records: the share of hops
   that stay on a server, with the tables and with Flink's hash;
 - :func:`flink_record_bytes`: the bytes Flink's network stack carries for one record, so that the
@@ -78,22 +78,10 @@ def _locality(*args: object) -> dict:
     return json.loads(done.stdout)
 
 
-def learn_tables(trace: Path, keys: list[str], servers: int, store: Path) -> tuple[Path, Path]:
-    """Tables for Flink's Java ``keyBy`` on ``servers`` servers, published in ``store``; their routing files."""
+def learn_tables(trace: Path, keys: list[str], servers: int, store: Path) -> Path:
+    """Tables for Flink's Java ``keyBy`` on ``servers`` servers, published in ``store`` (returned)."""
     _locality("optimize", trace, "--keys", ",".join(keys), "--servers", servers, "--hash", "flink", "--store", store)
-    files = []
-    for operator in keys:
-        out = store.parent / f"{store.name}-{operator}.jsonl"
-        done = subprocess.run(
-            [sys.executable, str(JOB), "export", "--store", str(store), "--operator", operator, "--out", str(out)],
-            capture_output=True,
-            text=True,
-            timeout=CLI_TIMEOUT,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"locality export of {operator!r} exited with {done.returncode}: {done.stderr[-2000:]}")
-        files.append(out)
-    return files[0], files[1]
+    return store
 
 
 def evaluate_locality(trace: Path, keys: list[str], store: Path) -> dict:

@@ -29,10 +29,10 @@ def replay(tmp_path_factory, geotweets):
     work = tmp_path_factory.mktemp("flink-replay")
     keys = trace_keys("geotweets")
     tsv, parquet = write_replay_trace(geotweets, keys, work)
-    files = learn_tables(parquet, keys, TASKMANAGERS, work / "store")
-    figures = evaluate_locality(parquet, keys, work / "store")
+    store = learn_tables(parquet, keys, TASKMANAGERS, work / "store")
+    figures = evaluate_locality(parquet, keys, store)
     sizes = flink_record_bytes(geotweets[keys[0]], geotweets[keys[1]], PADDING)
-    return work, tsv, files, figures, sizes
+    return work, tsv, store, figures, sizes
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +49,9 @@ def cluster(replay):
 
 @pytest.mark.parametrize("routing", ["hash", "tables"])
 def test_bytes_between_servers_are_the_predicted_bytes(replay, cluster, routing):
-    work, tsv, files, figures, sizes = replay
+    work, tsv, store, figures, sizes = replay
     bed, flink, idle = cluster
-    route = Routing(routing, files if routing == "tables" else None)
+    route = Routing(routing, store)
     overhead = job_overhead(bed, flink, route, idle=idle)
     run = run_bounded(bed, flink, tsv, route, padding=PADDING, passes=1, idle=idle, overhead=overhead)
     assert run.records == len(sizes)  # every record reached the sink, once

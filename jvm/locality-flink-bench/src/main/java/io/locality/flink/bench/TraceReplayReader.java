@@ -11,6 +11,7 @@ import java.util.concurrent.CompletableFuture;
 
 import org.apache.flink.api.connector.source.ReaderOutput;
 import org.apache.flink.api.connector.source.SourceReader;
+import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.core.io.InputStatus;
 import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
@@ -22,7 +23,7 @@ import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
  */
 final class TraceReplayReader implements SourceReader<Tuple3<String, String, byte[]>, TraceReplaySource.NoSplit> {
     private final Path trace;
-    private final RoutingKeys firstRoute;
+    private final KeySelector<Tuple3<String, String, byte[]>, String> firstRoute;
     private final int maxParallelism;
     private final int parallelism;
     private final int subtask;
@@ -32,8 +33,8 @@ final class TraceReplayReader implements SourceReader<Tuple3<String, String, byt
     private int next;
     private long pass;
 
-    TraceReplayReader(Path trace, RoutingKeys firstRoute, int maxParallelism, int parallelism, int subtask,
-            int padding, long passes) {
+    TraceReplayReader(Path trace, KeySelector<Tuple3<String, String, byte[]>, String> firstRoute,
+            int maxParallelism, int parallelism, int subtask, int padding, long passes) {
         this.trace = trace;
         this.firstRoute = firstRoute;
         this.maxParallelism = maxParallelism;
@@ -59,11 +60,18 @@ final class TraceReplayReader implements SourceReader<Tuple3<String, String, byt
                 throw new IllegalArgumentException("trace " + trace + ": a line without a tab: " + line);
             }
             Tuple3<String, String, byte[]> record = Tuple3.of(line.substring(0, tab), line.substring(tab + 1), pad);
-            String routingKey = firstRoute.getKey(record);
-            if (KeyGroupRangeAssignment.assignKeyToParallelOperator(routingKey, maxParallelism, parallelism)
+            if (KeyGroupRangeAssignment.assignKeyToParallelOperator(routingKey(record), maxParallelism, parallelism)
                     == subtask) {
                 share.add(record);
             }
+        }
+    }
+
+    private String routingKey(Tuple3<String, String, byte[]> record) {
+        try {
+            return firstRoute.getKey(record);
+        } catch (Exception e) {
+            throw new IllegalStateException("no routing key for " + record.f0, e);
         }
     }
 

@@ -13,6 +13,7 @@ import org.apache.flink.api.connector.source.SourceReaderContext;
 import org.apache.flink.api.connector.source.SourceSplit;
 import org.apache.flink.api.connector.source.SplitEnumerator;
 import org.apache.flink.api.connector.source.SplitEnumeratorContext;
+import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.api.java.typeutils.ResultTypeQueryable;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
@@ -36,7 +37,7 @@ public final class TraceReplaySource implements Source<Tuple3<String, String, by
             Types.TUPLE(Types.STRING, Types.STRING, Types.PRIMITIVE_ARRAY(Types.BYTE));
 
     private final String trace;
-    private final RoutingKeys firstRoute;
+    private final KeySelector<Tuple3<String, String, byte[]>, String> firstRoute;
     private final int maxParallelism;
     private final int parallelism;
     private final int padding;
@@ -44,10 +45,10 @@ public final class TraceReplaySource implements Source<Tuple3<String, String, by
 
     /**
      * @param trace UTF-8 text, one record a line: first key, a tab, second key
-     * @param firstRoute the first keyed operator's routing key
+     * @param firstRoute the first keyed operator's routing key (Flink assigns it to a subtask)
      */
-    public TraceReplaySource(Path trace, RoutingKeys firstRoute, int maxParallelism, int parallelism, int padding,
-            long passes) {
+    public TraceReplaySource(Path trace, KeySelector<Tuple3<String, String, byte[]>, String> firstRoute,
+            int maxParallelism, int parallelism, int padding, long passes) {
         this.trace = trace.toString();
         this.firstRoute = firstRoute;
         this.maxParallelism = maxParallelism;
