@@ -39,7 +39,7 @@ public final class CountingSink<T> implements Sink<T> {
                 intervalMillis);
     }
 
-    private static final class Writer<T> implements SinkWriter<T> {
+    static final class Writer<T> implements SinkWriter<T> {
         private final Path file;
         private final Path aside;
         private final long intervalMillis;
