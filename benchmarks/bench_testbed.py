@@ -38,6 +38,7 @@ import argparse
 import contextlib
 import json
 import logging
+import math
 import statistics
 import sys
 import tempfile
@@ -70,6 +71,7 @@ LOCAL_SHARES = [0.0, 0.5, 0.8, 1.0]
 SERVERS = [2, 3, 4, 5, 6]
 SYNTHETIC_ROWS = 100_000
 ROUTINGS = ("hash", "tables")
+BYTES_AT_LEAST = 30e6
 
 
 class Workload:
@@ -162,6 +164,9 @@ class Bench:
             overhead = {name: job_overhead(bed, flink, workload.routing(name), idle=idle) for name in ROUTINGS}
             for padding in (0, 1024, 4096):
                 sizes = flink_record_bytes(workload.frame[workload.keys[0]], workload.frame[workload.keys[1]], padding)
+                # Enough passes for the tables to move >= 30 MB: the job's fixed cost varies by ~0.1 MB.
+                least = (1 - workload.locality("tables")) * sizes.sum()
+                passes = max(1, math.ceil(BYTES_AT_LEAST / least))
                 for name in ROUTINGS:
                     run = run_bounded(
                         bed,
@@ -169,7 +174,7 @@ class Bench:
                         workload.tsv,
                         workload.routing(name),
                         padding=padding,
-                        passes=1,
+                        passes=passes,
                         idle=idle,
                         overhead=overhead[name],
                     )
@@ -181,6 +186,7 @@ class Bench:
                             "padding": padding,
                             "routing": name,
                             "records": run.records,
+                            "passes": passes,
                             "locality": workload.locality(name),
                             "record_bytes": float(sizes.mean()),
                             "predicted": predicted,

@@ -109,6 +109,9 @@ class FlinkCluster:
             "taskmanager.memory.process.size": taskmanager_memory,
             "parallelism.default": len(self.taskmanagers) * slots,
             "env.java.opts.all": _java_options(self.home / "conf" / "config.yaml"),
+            # The REST API fetches every TaskManager's metrics when a job's details are read: traffic on
+            # the links being measured. Once an hour at most: the harness reads no metric from REST.
+            "metrics.fetcher.update-interval": 3_600_000,
         }
 
     @property
@@ -190,7 +193,8 @@ class FlinkCluster:
         return found.group(1)
 
     def state(self, job: str) -> str:
-        return self.rest(f"/jobs/{job}")["state"]
+        """The job's status (``/jobs/<id>/status``, which, unlike ``/jobs/<id>``, asks no TaskManager for metrics)."""
+        return self.rest(f"/jobs/{job}/status")["status"]
 
     def vertices(self, job: str) -> list[JobVertex]:
         """The job's vertices in topological order, with their subtasks' hosts."""
