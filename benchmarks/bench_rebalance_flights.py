@@ -9,6 +9,10 @@ beside the tables left as built and beside hash routing.
 
     .venv/bin/python benchmarks/bench_rebalance_flights.py
     .venv/bin/python benchmarks/bench_rebalance_flights.py --theta-max 0.03 --methods mixed,minmig
+    .venv/bin/python benchmarks/bench_rebalance_flights.py --servers 4 --capacities 2,1,1,1
+
+With ``--capacities`` the servers have those relative speeds: the tables, the
+rebalancers' bound and every imbalance are against capacity shares.
 """
 
 from __future__ import annotations
@@ -43,11 +47,13 @@ def main() -> None:
     parser.add_argument("--servers", type=int, default=6)
     parser.add_argument("--theta-max", type=float, default=0.08)
     parser.add_argument("--table-cap", type=int, default=None)
+    parser.add_argument("--capacities", help="relative server speeds, comma-separated (default: equal)")
     parser.add_argument("--methods", default="simple,llfd,mintable,minmig,mixed,mixed_bf,scan,redist,readj")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     trace = load(args.trace, KEYS, ts=TRACE.ts).frame
-    topology = Topology.uniform(KEYS, args.servers)
+    capacities = [float(c) for c in args.capacities.split(",")] if args.capacities else None
+    topology = Topology.uniform(KEYS, args.servers, capacities=capacities)
     fallbacks = make_fallbacks(topology)
     weeks = [trace[(trace.ts >= a) & (trace.ts < b)] for a, b in windows_of(trace.ts, "7D")]
     methods = args.methods.split(",")
@@ -72,7 +78,8 @@ def main() -> None:
     frame = pd.DataFrame(rows)
     summary = frame.groupby("method", sort=False).mean(numeric_only=True)
     print(
-        f"weekly flights, {args.servers} servers, tables from the previous week, theta_max {args.theta_max}, "
+        f"weekly flights, {args.servers} servers (capacities {args.capacities or 'equal'}), tables from the "
+        f"previous week, theta_max {args.theta_max}, "
         f"table cap {args.table_cap}; means over {len(weeks) - 1} weeks"
     )
     print(summary.round(4).to_string())

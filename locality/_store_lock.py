@@ -27,6 +27,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from locality._store_files import read_json, set_aside
 from locality.errors import StoreBusyError, StoreError
 
 __all__ = ["WriterLock", "DEFAULT_LOCK_TIMEOUT"]
@@ -102,11 +103,28 @@ class WriterLock:
                 self.fd = None
         self.thread_lock.release()
 
+    def _open(self) -> int:
+        """The lock file's descriptor; a directory (or other non-file) in its place is set aside first.
+
+        Nobody can hold a lock on what is not a file (writers open it
+        read-write), so setting it aside races only with other writers doing
+        the same: whoever renames second finds the new file.
+        """
+        for _ in range(3):
+            try:
+                return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except IsADirectoryError:
+                try:
+                    set_aside(self.path, "the store's lock file")
+                except StoreError:
+                    if os.path.isdir(self.path):
+                        raise
+            except OSError as exc:
+                raise StoreError(f"cannot lock the store {self.path.parent}: {self.path}: {exc.strerror}") from None
+        raise StoreError(f"cannot lock the store {self.path.parent}: {self.path} keeps coming back as a directory")
+
     def _flock(self, deadline: float, timeout: float) -> int:
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise StoreError(f"cannot lock the store {self.path.parent}: {self.path}: {exc.strerror}") from None
+        fd = self._open()
         announced = False
         while True:
             try:
@@ -133,7 +151,9 @@ class WriterLock:
 
     def _holder(self) -> str:
         try:
-            doc = json.loads(self.path.read_text())
-            return f"pid {doc['pid']} ({doc['command']}, host {doc['host']}) since {doc['since']}"
-        except (OSError, ValueError, KeyError, TypeError):
+            doc = read_json(self.path, "the store's lock file", limit=64 * 1024)
+        except StoreError:
+            doc = None
+        if not isinstance(doc, dict) or any(field not in doc for field in ("pid", "command", "host", "since")):
             return "a process that has not written its name yet"
+        return f"pid {doc['pid']} ({doc['command']}, host {doc['host']}) since {doc['since']}"

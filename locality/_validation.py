@@ -3,13 +3,24 @@
 Public functions validate their arguments once, at the boundary, with these
 helpers; private ``_helpers`` assume clean input. Every message has the same
 shape: ``the 'alpha' parameter of partition_key_graph must be a float >= 1; got 0.9``.
+
+Numbers are checked for finiteness as well as range: NaN never passes, and
+an infinity passes only where the interval names it as a bound (``upper=math.inf``:
+"no limit" is then a meaning the caller gave it). A value that passes is
+usable all the way down: an infinite alpha or a timeout beyond what a thread
+lock accepts would otherwise fail deep inside, after Spark ran.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
+import os
+import threading
+import uuid
 import warnings
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,14 +29,23 @@ from pandas.tseries.frequencies import to_offset
 from locality.errors import InvalidParameterError, TraceError
 
 __all__ = [
+    "MAX_WAIT_SECONDS",
+    "WAIT_LIMIT",
     "check_interval",
     "check_integer",
+    "check_at_most",
     "check_option",
     "check_duration",
     "check_period",
     "check_columns",
     "check_random_state",
+    "check_output_path",
 ]
+
+
+#: The longest wait (seconds) Python's locks and events accept (``threading.TIMEOUT_MAX``, ~292 years on Linux).
+MAX_WAIT_SECONDS = float(threading.TIMEOUT_MAX)
+WAIT_LIMIT = "the longest wait a thread lock accepts"
 
 
 def _describe(lower: float | None, upper: float | None, closed: str) -> str:
@@ -58,17 +78,25 @@ def check_interval(
     upper: float | None = None,
     closed: str = "both",
 ) -> float:
-    """Return ``value`` as a float if it is a real number inside the interval.
+    """Return ``value`` as a float if it is a finite real number inside the interval.
 
     ``closed`` says which ends belong to the interval: ``"both"``, ``"left"``,
-    ``"right"`` or ``"neither"``. NaN is always rejected.
+    ``"right"`` or ``"neither"``. NaN is always rejected; an infinity only
+    passes when it is a closed bound of the interval (``upper=math.inf``).
     """
     bound = _describe(lower, upper, closed)
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or np.isnan(value):
+        raise InvalidParameterError(
+            f"the {name!r} parameter of {owner} must be a float {bound}; got {value!r}".replace(" ;", ";")
+        )
+    number = float(value)
+    if math.isinf(number) and number not in (lower, upper):
+        raise InvalidParameterError(
+            f"the {name!r} parameter of {owner} must be a finite float {bound}; got {value!r}".replace(" ;", ";")
+        )
+    if not _inside(number, lower, upper, closed):
         raise InvalidParameterError(f"the {name!r} parameter of {owner} must be a float {bound}; got {value!r}")
-    if not _inside(float(value), lower, upper, closed):
-        raise InvalidParameterError(f"the {name!r} parameter of {owner} must be a float {bound}; got {value!r}")
-    return float(value)
+    return number
 
 
 def check_integer(
@@ -86,6 +114,19 @@ def check_integer(
     if not _inside(int(value), lower, upper, "both"):
         raise InvalidParameterError(f"the {name!r} parameter of {owner} must be an int {bound}; got {value!r}")
     return int(value)
+
+
+def check_at_most(value: float, limit: float, name: str, owner: str, why: str) -> float:
+    """Return ``value`` unless it exceeds ``limit``, what the code beneath can hold (``why`` says what holds it).
+
+    Kept apart from the range checks: a range is what the parameter means,
+    this is how far the implementation goes, and its message says why.
+    """
+    if value > limit:
+        raise InvalidParameterError(
+            f"the {name!r} parameter of {owner} must be at most {limit:,} ({why}); got {value!r}"
+        )
+    return value
 
 
 def check_option(value: object, name: str, owner: str, options: Iterable[str]) -> str:
@@ -163,3 +204,39 @@ def check_random_state(seed: object, name: str = "seed", owner: str = "locality"
             f"the {name!r} parameter of {owner} must be an int >= 0 or a numpy Generator; got {seed!r}"
         )
     return np.random.default_rng(int(seed))
+
+
+def check_output_path(path: str | os.PathLike, option: str, *, directory: bool = False) -> Path:
+    """Return ``path`` if a file (or with ``directory``, a directory) can be written there; checked before any work.
+
+    The path may not exist yet (it, and missing parents, are created when
+    written); what exists must be of the right kind, and the nearest existing
+    directory must accept a new file, tried for real (a mode says nothing on a
+    read-only mount or to root). ``option`` names the path in messages.
+
+    Raises
+    ------
+    InvalidParameterError
+        A directory where a file goes or the reverse, a parent that is a file,
+        or a directory that refuses new files.
+    """
+    target = Path(path)
+    kind = "directory" if directory else "file"
+    if target.exists() and target.is_dir() != directory:
+        raise InvalidParameterError(
+            f"the output {kind} {target} ({option}) is a {'file' if directory else 'directory'}; give a {kind} path"
+        )
+    existing = target if target.is_dir() else target.parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InvalidParameterError(f"the output {kind} {target} ({option}) cannot be created: {existing} is a file")
+    probe = existing / f".probe-{uuid.uuid4().hex}"
+    try:
+        probe.touch(exist_ok=False)
+        probe.unlink()
+    except OSError as exc:
+        raise InvalidParameterError(
+            f"the output {kind} {target} ({option}) cannot be written: {existing}: {exc.strerror}"
+        ) from None
+    return target

@@ -14,7 +14,7 @@ progress, logs and errors go to stderr.
 ``spark-submit locality_job.py COMMAND ...`` (the script at the root of the
 repository) runs the same commands inside the session spark-submit starts.
 
-Why one module of about 750 lines: each command is a thin function of click
+Why one module of about 1,050 lines: each command is a thin function of click
 options over the library, and the options shared by several commands are
 declared once here (``trace_options``, ``hash_option``, ...), so that every
 command spells them the same; the work is in the library and ``pipelines/``.
@@ -23,9 +23,12 @@ command spells them the same; the work is in the library and ``pipelines/``.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import logging
+import math
 import os
+import re
 import sys
 import tempfile
 import traceback
@@ -37,9 +40,11 @@ from pathlib import Path
 import click
 
 from locality import cli_datasets
+from locality._stdout import document_stream, one_document
 from locality._store_lock import DEFAULT_LOCK_TIMEOUT
 from locality.engines import ENGINES
 from locality.errors import JobError, LocalityError, StoreBusyError, StoreError, TopologyError
+from locality.rebalance import TABLE_METHODS
 
 __all__ = ["main", "cli", "ExitCode", "EXIT_OK", "EXIT_FAIL", "EXIT_ERROR", "EXIT_CRASH", "EXIT_BUSY"]
 
@@ -97,6 +102,9 @@ def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> None
         logging.getLogger("pipelines").setLevel(logging.DEBUG)
 
 
+#: Why ``--rebalance`` does not offer every rebalancer of the library.
+_NOT_SSM = "ssm re-cuts key-group ranges, which tables over a hash do not have: library only"
+
 #: ``--debug`` (every command): tracebacks and debug logs on stderr, Spark's own logs too.
 debug_option = click.option(
     "--debug",
@@ -131,6 +139,18 @@ hash_option = click.option(
 )
 
 
+def _forecast(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A forecast option (``decay:0.5``), checked as it is parsed: its errors name the option, not parse_forecast's."""
+    from locality.forecast import parse_forecast
+
+    if value is not None:
+        try:
+            parse_forecast(value)
+        except LocalityError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
+
+
 def _trace_or_card(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """TRACE is a path, a directory or a glob, or the name of a shared dataset card (``locality datasets``)."""
     from locality.datasets.catalog import catalog
@@ -144,27 +164,36 @@ def _trace_or_card(ctx: click.Context, param: click.Parameter, value: str) -> st
 trace_argument = click.argument("trace", callback=_trace_or_card)
 
 
+def _trace_option_list(*, weight: bool = True, ts_default: str | None = None) -> list[Callable]:
+    """TRACE and the options naming its columns, time range, format and encoding (one spelling for every command)."""
+    ts_help = "Timestamp column" + (" (needed for --start/--end)." if ts_default is None else ".")
+    return [
+        trace_argument,
+        click.option("--keys", required=True, help="Key columns in operator order, comma-separated."),
+        *(
+            [click.option("--weight", help="Column with each row's weight (count or bytes); default 1.")]
+            if weight
+            else []
+        ),
+        click.option("--ts", default=ts_default, show_default=ts_default is not None, help=ts_help),
+        click.option(
+            "--start", help="Keep rows with ts >= START (ISO 8601; UTC when it names no zone, as are naive ts)."
+        ),
+        click.option("--end", help="Keep rows with ts < END (ISO 8601; UTC when it names no zone)."),
+        click.option(
+            "--format", "fmt", type=click.Choice(["parquet", "csv", "json"]), help="Default: from file names."
+        ),
+        click.option(
+            "--encoding",
+            help="Text encoding of CSV and JSON traces (utf-8, latin-1, ascii, utf-16[-le|-be], utf-32); "
+            "default utf-8.",
+        ),
+    ]
+
+
 def trace_options(command: Callable) -> Callable:
     """Options naming the trace's columns, time range, format and encoding."""
-    return _apply(
-        command,
-        [
-            trace_argument,
-            click.option("--keys", required=True, help="Key columns in operator order, comma-separated."),
-            click.option("--weight", help="Column with each row's weight (count or bytes); default 1."),
-            click.option("--ts", help="Timestamp column (needed for --start/--end)."),
-            click.option("--start", help="Keep rows with ts >= START (ISO 8601, UTC)."),
-            click.option("--end", help="Keep rows with ts < END (ISO 8601, UTC)."),
-            click.option(
-                "--format", "fmt", type=click.Choice(["parquet", "csv", "json"]), help="Default: from file names."
-            ),
-            click.option(
-                "--encoding",
-                help="Text encoding of CSV and JSON traces (utf-8, latin-1, ascii, utf-16[-le|-be], utf-32); "
-                "default utf-8.",
-            ),
-        ],
-    )
+    return _apply(command, _trace_option_list())
 
 
 def optimizer_options(command: Callable) -> Callable:
@@ -240,7 +269,7 @@ def _trace_spec(trace, keys, weight, ts, start, end, fmt, encoding, **extra):
 
 def _topology(keys: list[str], servers: int | None, instances_per_server: int, topology_file: str | None):
     from locality._validation import check_integer
-    from locality.topology import Topology
+    from locality.topology import MAX_INSTANCES, Topology
 
     if topology_file:
         if servers is not None:
@@ -263,14 +292,31 @@ def _topology(keys: list[str], servers: int | None, instances_per_server: int, t
         raise click.UsageError("--servers (or --topology) is required")
     check_integer(servers, "servers", "locality optimize", lower=1)
     check_integer(instances_per_server, "instances_per_server", "locality optimize", lower=1)
+    if servers * instances_per_server > MAX_INSTANCES:
+        raise click.BadParameter(
+            f"--servers {servers:,} x --instances-per-server {instances_per_server:,} make "
+            f"{servers * instances_per_server:,} instances per operator; a topology has at most {MAX_INSTANCES:,}",
+            param_hint="'--servers' / '--instances-per-server'",
+        )
     return Topology.uniform(keys, servers, instances_per_server)
 
 
 def _emit(as_json: bool, document: dict, text: str) -> None:
     if as_json:
-        click.echo(json.dumps(document, default=str))
+        click.echo(json.dumps(_finite(document), default=str, allow_nan=False), file=document_stream())
     else:
         click.echo(text)
+
+
+def _finite(value):
+    """``value`` with every NaN or infinite float as null: JSON has no NaN, and strict parsers refuse Python's."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _session(master: str | None):
@@ -414,8 +460,9 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
 @click.option(
     "--rebalance",
     "rebalancer",
-    help="Rebalance the tables in force on the window's loads instead of reconfiguring (follow, local, mixed, "
-    "...): the finer cadence between two reconfigurations, e.g. follow every 15min with --window 15min.",
+    help="Rebalance the tables in force on the window's loads instead of reconfiguring: the finer cadence "
+    "between two reconfigurations, e.g. follow every 15min with --window 15min. One of "
+    f"{', '.join(TABLE_METHODS)} ({_NOT_SSM}).",
 )
 @click.option("--theta-max", type=float, default=0.08, show_default=True, help="With --rebalance: the bound.")
 @click.option(
@@ -492,10 +539,13 @@ def reconfigure(
 ):
     """Reconfigure from the latest window of TRACE: new tables and a migration plan, published if it pays.
 
-    --servers, --instances-per-server, --topology and --hash only matter on the first run into an
-    empty store; later runs keep the current version's topology and fallback hash. With --rebalance the
-    run adjusts the tables in force to the window's loads (no METIS, no new statistics) and publishes
-    when a key moves.
+    --servers, --instances-per-server, --topology and --hash set the deployment of the first run into
+    an empty store; later runs keep the current version's fallback hash, and its topology unless
+    --servers or --topology name another one: servers added or removed, the run then publishes a version
+    for the new topology with a plan that moves little state (the least change, or a full
+    re-optimization when its extra locality pays for the extra state, by --min-gain). With --rebalance
+    the run adjusts the tables in force to the window's loads (no METIS, no new statistics) and
+    publishes when a key moves.
     """
     import dataclasses
 
@@ -561,9 +611,7 @@ def reconfigure(
 
 
 @cli.command("replay")
-@trace_argument
-@click.option("--keys", required=True, help="Key columns in operator order, comma-separated.")
-@click.option("--ts", default="ts", show_default=True, help="Timestamp column.")
+@functools.partial(_apply, options=_trace_option_list(weight=False, ts_default="ts"))
 @click.option("--servers", type=int, required=True)
 @click.option("--instances-per-server", type=int, default=1, show_default=True)
 @click.option(
@@ -581,13 +629,11 @@ def reconfigure(
 @click.option("--decay", type=float, help="Online: weight of each older window (default 0.85).")
 @click.option("--min-gain", type=float, help="Online: publish only when the gain pays (default: every window).")
 @click.option("--max-imbalance", type=float, help="Online, with --min-gain: publish when in-force tables exceed this.")
-@click.option("--start", help="Keep rows with ts >= START (ISO 8601, UTC).")
-@click.option("--end", help="Keep rows with ts < END (ISO 8601, UTC).")
 @click.option(
     "--rebalance",
     "rebalancer",
     help="Rebalancer run within windows: follow (keys join their neighbours), local (locality-aware balancing), "
-    "mixed, minmig, readj, ...",
+    f"or {', '.join(m for m in TABLE_METHODS if m not in ('follow', 'local'))} ({_NOT_SSM}).",
 )
 @click.option("--rebalance-every", default="1D", show_default=True)
 @click.option("--theta-max", type=float, default=0.08, show_default=True)
@@ -599,6 +645,7 @@ def reconfigure(
     "--rebalance-forecast",
     default="mean",
     show_default=True,
+    callback=_forecast,
     help="--rebalance local: per-key load forecast over --rebalance-history (last, decay:D, mean, percentile:N:Q...).",
 )
 @click.option("--rebalance-history", default="2D", show_default=True, help="What --rebalance-forecast reads.")
@@ -612,6 +659,7 @@ def reconfigure(
 @split_options
 @click.option(
     "--forecast",
+    callback=_forecast,
     help="Online: balance each reconfiguration on this forecast of next window's key loads (e.g. decay:0.5).",
 )
 @click.option("--alpha", type=float, default=1.03, show_default=True)
@@ -623,6 +671,10 @@ def replay_command(
     trace,
     keys,
     ts,
+    start,
+    end,
+    fmt,
+    encoding,
     servers,
     instances_per_server,
     period,
@@ -631,8 +683,6 @@ def replay_command(
     decay,
     min_gain,
     max_imbalance,
-    start,
-    end,
     rebalancer,
     rebalance_every,
     theta_max,
@@ -649,33 +699,23 @@ def replay_command(
     as_json,
     quiet,
 ):
-    """Walk TRACE window by window: locality, imbalance and migration cost on data the tables did not see."""
-    import pandas as pd
-    import pyarrow.parquet as pq
+    """Walk TRACE window by window: locality, imbalance and migration cost on data the tables did not see.
 
+    The trace is read as the jobs read it (every format, --format, --encoding;
+    UTC where a time names no zone), into memory and without Spark.
+    """
     from locality.errors import TraceError
     from locality.rebalance.window import RebalanceSchedule
-    from locality.replay import replay_trace
+    from locality.replay import check_replay_options, replay_trace, windows_of
     from pipelines.online import DEFAULT_DECAY
     from pipelines.progress import Stages
+    from pipelines.trace import read_trace_frame
 
-    operators = _keys(keys)
-    topology = _topology(operators, servers, instances_per_server, None)
-    try:
-        frame = pq.read_table(trace, columns=[*operators, ts]).to_pandas()
-    except (OSError, KeyError, ValueError) as exc:
-        raise TraceError(f"cannot read {operators + [ts]} from the trace at {trace!r}: {exc}") from None
-    if not pd.api.types.is_datetime64_any_dtype(frame[ts]):
-        raise TraceError(f"timestamp column {ts!r} has type {frame[ts].dtype}; it must be a timestamp")
-    bounds = [pd.Timestamp(b) if b else None for b in (start, end)]
-    if frame[ts].dt.tz is not None:
-        bounds = [b.tz_localize("UTC") if b is not None and b.tzinfo is None else b for b in bounds]
-    if bounds[0] is not None:
-        frame = frame[frame[ts] >= bounds[0]]
-    if bounds[1] is not None:
-        frame = frame[frame[ts] < bounds[1]]
+    spec = _trace_spec(trace, keys, None, ts, start, end, fmt, encoding)
+    topology = _topology(list(spec.keys), servers, instances_per_server, None)
     if history is None and decay is None:
         decay = DEFAULT_DECAY
+    check_replay_options(alpha=alpha, history=history, decay=decay, min_gain=min_gain, max_imbalance=max_imbalance)
     schedule = None
     if rebalancer is not None:
         schedule = RebalanceSchedule(
@@ -690,9 +730,18 @@ def replay_command(
             split_share=split_share,
             split_merge=split_merge,
         )
+    frame = read_trace_frame(spec)
+    windows = windows_of(frame[ts], period, owner="replay_trace")
+    if len(windows) < 2:
+        span = "no row" if frame.empty else f"{frame[ts].min()} .. {frame[ts].max()}"
+        where = f" in [{start or '...'}, {end or '...'})" if start or end else ""
+        raise TraceError(
+            f"the trace at {trace!r} holds {span}{where}: {len(windows)} window of {period} (--period); a replay "
+            "measures the windows after the first, so it needs two: a shorter --period or a longer time range"
+        )
     with Stages(show=not quiet) as stages, stages.stage(f"{mode} replay"):
         result = replay_trace(
-            frame,
+            frame[[*spec.keys, ts]],
             topology,
             ts=ts,
             period=period,
@@ -730,61 +779,67 @@ def replay_command(
 def show(store, as_json):
     """List the versions of a store (* marks the current one) and the history of CURRENT: what, when and why.
 
-    Exits with 2 after the listing when the current version cannot be used (CURRENT damaged, or a file of the
-    version truncated or altered: the message names it).
+    Works on any damaged store: every damaged file is named (``!`` marks a
+    damaged version), and the command exits with 2 after the listing when
+    anything is damaged (``locality rollback`` repairs CURRENT, the history
+    and the lock file; a damaged version stays listed until removed by hand).
     """
-    from locality.schedule import BEGINNING, SwitchSchedule
+    from locality.schedule import BEGINNING
     from locality.store import ConfigStore
 
-    config_store = ConfigStore(store)
-    if not config_store.root.is_dir():
-        raise StoreError(f"there is no store at {store}" + (": it is a file" if config_store.root.exists() else ""))
-    damage = None
-    try:
-        current = config_store.current_version()
-        if current is not None:
-            _ = config_store.get().config  # CURRENT names a version; sizes, checksums, every table read
-    except LocalityError as exc:
-        current, damage = None, exc
-    versions = [config_store.get(v).manifest for v in config_store.versions()]
-    history = config_store.history()
-    since = next((e for e in reversed(history) if e["version"] == current), None) if damage is None else None
-    why = f" since {since.get('at')} ({since.get('action')}: {since.get('reason')})" if since else ""
-    lines = [f"store {store}: {len(versions)} versions, current {current if damage is None else 'DAMAGED'}{why}"]
-    for manifest in versions:
-        mark = "*" if manifest["version"] == current else " "
-        summary = manifest.get("summary", {})
-        figures = ""
-        if "locality" in summary:
-            figures = f"locality {summary['locality']:.1%} (hash {summary['hash_locality']:.1%})"
-        lines.append(f"{mark} {manifest['version']:>4}  {manifest['created']}  {manifest.get('job', '')}  {figures}")
+    survey = ConfigStore(store).survey()
+    current, history = survey.current, survey.history
+    since = next((e for e in reversed(history) if e["version"] == current), None) if current is not None else None
+    why = (
+        f" since {since.get('at') or '?'} ({since.get('action') or '?'}: {since.get('reason') or ''})" if since else ""
+    )
+    shown = current if survey.current_damage is None else "DAMAGED"
+    lines = [f"store {store}: {len(survey.versions)} readable versions, current {shown}{why}"]
+    for stored in survey.versions:
+        manifest = stored.manifest
+        mark = "*" if stored.version == current else " "
+        lines.append(
+            f"{mark} {stored.version:>4}  {manifest.get('created', '?')}  {manifest.get('job', '')}  "
+            f"{_headline_figures(manifest.get('summary', {}))}".rstrip()
+        )
     if history:
         lines.append("history of CURRENT (oldest first):")
         for entry in history:
             lines.append(
-                f"  {entry.get('at', '?')}  -> {entry['version']:>4}  (from {entry.get('previous')})  "
-                f"{entry.get('action', '')}: {entry.get('reason', '')}"
+                f"  {entry.get('at') or '?'}  -> {entry['version']:>4}  (from {entry.get('previous')})  "
+                f"{entry.get('action') or ''}: {entry.get('reason') or ''}"
             )
-    try:
-        schedule = config_store.schedule()
-    except LocalityError as exc:  # show is a repair tool: a damaged schedule is named, the rest still listed
-        schedule, damage = SwitchSchedule(), damage or exc
-        lines.append(f"switch schedule DAMAGED: {exc}")
+    schedule = survey.schedule
     if schedule.versions:
         lines.append(f"switch schedule (routers by point), sealed until {_point_text(schedule.sealed_until)}:")
         for start, version in zip(schedule.starts, schedule.versions):
             lines.append(f"  from {'the beginning' if start == BEGINNING else _point_text(start)}  -> {version:>4}")
+    if survey.damage:
+        lines.append(f"damaged ({len(survey.damage)}):")
+        lines += [f"! {problem}" for problem in survey.damage]
     document = {
         "store": store,
         "current": current,
-        "damaged": None if damage is None else str(damage),
-        "versions": versions,
+        "damaged": survey.current_damage,
+        "damage": survey.damage,
+        "versions": [stored.manifest for stored in survey.versions],
         "history": history,
         "schedule": schedule.to_dict(),
     }
     _emit(as_json, document, "\n".join(lines))
-    if damage is not None:
-        raise damage
+    if survey.damage:
+        more = len(survey.damage) - 1
+        raise StoreError(survey.damage[0] + (f" (and {more} more damaged: see the listing)" if more else ""))
+
+
+def _headline_figures(summary: object) -> str:
+    """A version's locality beside hash routing, from its manifest's summary (blank when it holds no such figures)."""
+    if not isinstance(summary, dict):
+        return ""
+    figures = [summary.get("locality"), summary.get("hash_locality")]
+    if not all(isinstance(f, (int, float)) and not isinstance(f, bool) for f in figures):
+        return ""
+    return f"locality {figures[0]:.1%} (hash {figures[1]:.1%})"
 
 
 @cli.command()
@@ -884,9 +939,11 @@ def export(store, operator, out, version, server, as_json):
     warning. Kafka and Spark jobs follow the store through ``locality.Router``
     instead, and Storm topologies through ``LocalityGrouping`` (docs/engines/).
     """
+    from locality._validation import check_output_path
     from locality.engines.flink import write_routing_file
     from locality.store import ConfigStore
 
+    check_output_path(out, "--out")
     stored = ConfigStore(store).get(version)
     config = stored.config
     if operator not in config.tables:
@@ -955,6 +1012,7 @@ def _export_server(value: str, servers: list[str], version: int) -> str:
 @output_options
 def demo(workdir, rows, servers, as_json, quiet, master):
     """Generate a Twitter-like trace with drifting correlations, optimize on week 1, evaluate on week 2."""
+    from locality._validation import check_integer, check_output_path
     from locality.datasets.catalog import card
     from locality.datasets.generate import generate
     from locality.report import format_evaluation
@@ -964,7 +1022,8 @@ def demo(workdir, rows, servers, as_json, quiet, master):
     from pipelines.progress import Stages
     from pipelines.trace import TraceSpec, read_trace
 
-    work = Path(workdir)
+    check_integer(rows, "rows", "locality demo", lower=100, upper=100_000_000)  # both weeks hold rows; fits memory
+    work = check_output_path(workdir, "--workdir", directory=True)
     trace_path = work / "twitter_like.parquet"
     work.mkdir(parents=True, exist_ok=True)
     if not trace_path.exists():  # the card's demo recipe (datasets/twitter_like)
@@ -1004,8 +1063,15 @@ def main(argv: list[str] | None = None) -> int:
     log file the message names (or to stderr with ``--debug``).
     """
     state = _RunState()
+    args = sys.argv[1:] if argv is None else list(argv)
+    with one_document("--json" in args):
+        return _run(args, state)
+
+
+def _run(args: list[str], state: _RunState) -> int:
+    """:func:`main`'s body: the command's outcome as an exit code."""
     try:
-        code = cli.main(args=argv, prog_name="locality", standalone_mode=False, obj=state)
+        code = cli.main(args=args, prog_name="locality", standalone_mode=False, obj=state)
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
@@ -1017,11 +1083,51 @@ def main(argv: list[str] | None = None) -> int:
     except StoreBusyError as exc:
         return _report(state, exc, f"locality: {exc}", ExitCode.BUSY)
     except LocalityError as exc:
-        return _report(state, exc, f"error: {exc}", ExitCode.BAD_INPUT)
+        return _report(state, exc, f"error: {_with_options(str(exc), args)}", ExitCode.BAD_INPUT)
     except Exception as exc:  # the one place an unexpected failure becomes an exit code
         what = "failed" if isinstance(exc, JobError) else f"unexpected failure: {type(exc).__name__}:"
         return _report(state, exc, f"locality: {what} {_first_line(exc)}", ExitCode.CRASH, log=True)
     return int(code or 0)
+
+
+#: Owners of library parameters whose names are the command's options (``max_entries`` is ``--max-entries``).
+_OPTION_OWNERS = ("the offline job", "the online job", "locality optimize", "replay_trace", "ConfigStore")
+#: Library parameters whose option has another name, by (owner, parameter).
+_OPTION_ALIASES = {
+    ("a trace", "newest"): "--newest-files",
+    ("RebalanceSchedule", "method"): "--rebalance",
+    ("RebalanceSchedule", "every"): "--rebalance-every",
+    ("RebalanceSchedule", "history"): "--rebalance-history",
+    ("RebalanceSchedule", "theta_max"): "--theta-max",
+    ("RebalanceSchedule", "state_weight"): "--state-weight",
+    ("RebalanceSchedule", "split_share"): "--split-share",
+    ("RebalanceSchedule", "balance_window"): "--balance-window",
+}
+_PARAMETER = re.compile(r"the '(?P<name>\w+)' parameter of (?P<owner>.+?) must")
+
+
+def _with_options(message: str, args: list[str]) -> str:
+    """``message`` and the command-line options of the library parameters it names: ``... (option --max-entries)``.
+
+    The library names its parameters; a user of the CLI typed options. Only
+    parameters of owners whose names are the command's options are
+    translated (a forecast's ``decay`` inside ``--forecast decay:2`` is not
+    ``--decay``). The options go at the end, so the message reads as the
+    library wrote it.
+    """
+    command = next((cli.commands[a] for a in args if a in cli.commands), None)
+    present = {o for p in command.params for o in p.opts if o.startswith("--")} if command is not None else set()
+    options = []
+    for match in _PARAMETER.finditer(message):
+        name, owner = match["name"], match["owner"]
+        option = _OPTION_ALIASES.get((owner, name))
+        if option is None and owner in _OPTION_OWNERS:
+            option = "--" + name.replace("_", "-")
+        if option in present and option not in options and option not in message:
+            options.append(option)
+    if not options:
+        return message
+    return f"{message} (option{'s' if len(options) > 1 else ''} {', '.join(options)})"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -11,9 +11,12 @@ import json
 
 import click
 
+from locality._stdout import document_stream
 from locality.errors import LocalityError
 
 __all__ = ["datasets", "generate"]
+
+_NOT_OK = "NOT OK:"
 
 
 def _status(entry) -> str:
@@ -25,7 +28,7 @@ def _status(entry) -> str:
     try:
         verify(entry.name)
     except LocalityError as exc:
-        return f"NOT OK: {exc}"
+        return f"{_NOT_OK} {exc}"
     import pyarrow.parquet as pq
 
     return f"{pq.ParquetFile(entry.path).metadata.num_rows:,} rows, sha256 ok"
@@ -59,16 +62,20 @@ def datasets(names, recipe, keys, servers, as_json):
             for e in cards.values()
         ]
         if as_json:
-            click.echo(json.dumps(rows))
-            return
-        for row in rows:
-            click.echo(f"{row['name']} ({row['kind']}; keys {' -> '.join(row['keys'])}; {row['status']})")
-            click.echo(f"    {row['stands_for']}")
+            click.echo(json.dumps(rows), file=document_stream())
+        else:
+            for row in rows:
+                click.echo(f"{row['name']} ({row['kind']}; keys {' -> '.join(row['keys'])}; {row['status']})")
+                click.echo(f"    {row['stands_for']}")
+        broken = [row for row in rows if row["status"].startswith(_NOT_OK)]
+        if broken:  # listed, and the exit code says so: a check that finds a problem does not exit 0
+            names = ", ".join(row["name"] for row in broken)
+            raise LocalityError(f"{len(broken)} dataset card(s) fail their check ({names}): {broken[0]['status']}")
         return
     chain = [k.strip() for k in keys.split(",")] if keys else None
     figures = [card_figures(load(name, chain, recipe=recipe), n_servers=servers) for name in names]
     if as_json:
-        click.echo(json.dumps(figures))
+        click.echo(json.dumps(figures), file=document_stream())
     else:
         click.echo("\n\n".join(f"## {f['name']}\n\n{format_figures(f)}" for f in figures))
 
@@ -80,8 +87,11 @@ def datasets(names, recipe, keys, servers, as_json):
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="Override a parameter (repeatable).")
 def generate(name, out, recipe, params):
     """Write the generated trace NAME (a card of datasets/) as Parquet: same parameters, same bytes."""
+    from locality._validation import check_output_path
     from locality.datasets.generate import generate as write
     from locality.datasets.generate import parse_parameter
+
+    check_output_path(out, "--out")
 
     path, used = write(name, out, recipe=recipe, overrides=dict(parse_parameter(p) for p in params))
     digest = hashlib.sha256(path.read_bytes()).hexdigest()

@@ -73,9 +73,10 @@ class KeyCounts:
             ops = meta["operators"]
             pairs = [pq.read_table(directory / f"pairs_{i}.parquet").to_pandas() for i in range(len(ops) - 1)]
             loads = {op: pq.read_table(directory / f"loads_{i}.parquet").to_pandas() for i, op in enumerate(ops)}
-        except (OSError, KeyError, json.JSONDecodeError, pa.ArrowException) as exc:
-            raise SerializationError(f"cannot read key counts in {directory}: {exc}") from None
-        return cls(ops, pairs, loads, {op: float(v) for op, v in meta["totals"].items()})
+            totals = {op: float(v) for op, v in meta["totals"].items()}
+        except (OSError, KeyError, TypeError, AttributeError, ValueError, pa.ArrowException) as exc:
+            raise SerializationError(f"cannot read key counts in {directory}: {exc!r}") from None
+        return cls(ops, pairs, loads, totals)
 
 
 def count_keys(

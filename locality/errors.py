@@ -21,6 +21,7 @@ __all__ = [
     "SerializationError",
     "StoreError",
     "StoreBusyError",
+    "StoreDamagedError",
     "JobError",
 ]
 
@@ -59,6 +60,22 @@ class StoreBusyError(StoreError):
     the lock. Retrying later is the remedy, so the CLI gives it an exit code of
     its own (see ``locality.cli.ExitCode``).
     """
+
+
+class StoreDamagedError(StoreError, SerializationError):
+    """A file of the configuration store is damaged: the message names the file and what is wrong with it.
+
+    A directory where a file belongs (or the reverse), bytes that are not
+    UTF-8, JSON cut short or of the wrong shape, a field missing or of the
+    wrong type. Both a :class:`StoreError` and a :class:`SerializationError`,
+    so handlers of either keep working. ``path`` is the damaged file,
+    ``problem`` what is wrong with it.
+    """
+
+    def __init__(self, message: str, path: object = None, problem: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.problem = problem if problem is not None else message  # what is wrong, without the file's name
 
 
 class ScheduleExpiredError(StoreError):

@@ -26,6 +26,8 @@ import pyarrow as pa
 from locality._validation import check_columns
 from locality.counts import KeyCounts
 from locality.errors import TraceError
+from locality.imbalance import imbalance as imbalance_of
+from locality.imbalance import theta as theta_of
 from locality.routing import RoutingConfiguration
 
 __all__ = [
@@ -152,9 +154,9 @@ class ReplayTotals:
         kept = sum(self.local.values())
         imbalance, theta = {}, {}
         for op in ops:
-            fair = topo.instance_shares(op) * total
-            imbalance[op] = float((self.loads[op] / fair).max()) if total > 0 else 1.0
-            theta[op] = float((np.abs(self.loads[op] - fair) / fair).max()) if total > 0 else 0.0
+            shares = topo.instance_shares(op)
+            imbalance[op] = imbalance_of(self.loads[op], shares) if total > 0 else 1.0
+            theta[op] = theta_of(self.loads[op], shares) if total > 0 else 0.0
         return Evaluation(
             tuples=self.rows - self.dropped,
             weight=total,

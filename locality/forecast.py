@@ -142,6 +142,8 @@ def forecast_matrix(history: np.ndarray, method: str = DEFAULT_FORECAST, **param
         )
     try:
         return FORECASTS[method](history, **params)
+    except InvalidParameterError:  # a parameter out of range (a TypeError too: not "does not take")
+        raise
     except TypeError as exc:  # an option the estimator does not take
         raise InvalidParameterError(f"the {method!r} forecast does not take {sorted(params)}: {exc}") from None
 
@@ -239,6 +241,8 @@ def parse_forecast(spec: str) -> tuple[str, dict]:
             f"the 'forecast' parameter takes at most {len(names[method])} value(s) after {method!r}; got {spec!r}"
         )
     try:
-        return method, {name: kind(value) for (name, kind), value in zip(names[method], args)}
+        params = {name: kind(value) for (name, kind), value in zip(names[method], args)}
     except ValueError:
         raise InvalidParameterError(f"the 'forecast' parameter {spec!r} has a value that is not a number") from None
+    forecast_matrix(np.ones((1, 1)), method, **params)  # its checks now, not at the first window that forecasts
+    return method, params

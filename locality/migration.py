@@ -10,7 +10,10 @@ state size, so that the least state moves [1]_.
 (its new router, the keys whose state it sends and to whom, the keys it
 receives and from whom), the order in which operators reconfigure (pipeline
 order, so upstream routers switch before downstream state moves), and the
-total migration cost.
+total migration cost. The two configurations may be on different topologies
+(servers added or removed, :mod:`locality.elastic`): an instance is then the
+same in both when it has the same index on the same server, and keys that
+neither table lists move too where the fallback hashes disagree.
 
 References
 ----------
@@ -28,8 +31,9 @@ import numpy as np
 import pandas as pd
 
 from locality._validation import check_option
-from locality.errors import InvalidParameterError, SerializationError
+from locality.errors import InvalidParameterError, SerializationError, TopologyError
 from locality.routing import RoutingConfiguration
+from locality.topology import Topology
 
 __all__ = ["relabel_parts", "MigrationPlan", "InstanceMessage", "plan_migration"]
 
@@ -42,7 +46,8 @@ def relabel_parts(new_parts: np.ndarray, current_servers: np.ndarray, state: np.
     new_parts : ndarray of int, shape (V,)
         Part of every vertex in the new partition (0..n_servers-1).
     current_servers : ndarray of int, shape (V,)
-        Server every vertex's key is on now.
+        Server every vertex's key is on now (-1: a server the new partition
+        does not have; such keys move whatever the labels).
     state : ndarray of float, shape (V,)
         State size of every key (what moving it costs).
     n_servers : int
@@ -55,7 +60,8 @@ def relabel_parts(new_parts: np.ndarray, current_servers: np.ndarray, state: np.
     from scipy.optimize import linear_sum_assignment
 
     overlap = np.zeros((n_servers, n_servers))
-    np.add.at(overlap, (new_parts, current_servers), state)
+    held = np.asarray(current_servers) >= 0
+    np.add.at(overlap, (new_parts[held], current_servers[held]), state[held])
     rows, cols = linear_sum_assignment(overlap, maximize=True)
     mapping = np.empty(n_servers, dtype=np.int64)
     mapping[rows] = cols
@@ -103,6 +109,12 @@ class MigrationPlan:
     are indices within the operator). ``order`` is the pipeline order in
     which operators switch. ``cost`` is the total state moved and
     ``cost_share`` that total over the state of all keys considered.
+
+    Across a change of topology, ``from_topology`` is the one ``source``
+    instances belong to (targets belong to the new configuration's), and
+    ``rehashed`` is true when the fallback hashes changed: keys the plan does
+    not list (in neither table, with no known state) may move as well, from
+    where the old configuration routes them to where the new one does.
     """
 
     order: list[str]
@@ -110,6 +122,8 @@ class MigrationPlan:
     total_state: float
     from_version: int | None = None
     to_version: int | None = None
+    from_topology: Topology | None = None
+    rehashed: bool = False
 
     @property
     def cost(self) -> float:
@@ -127,16 +141,26 @@ class MigrationPlan:
         return self.moves[self.moves["operator"] == operator]
 
     def messages(self, new: RoutingConfiguration) -> list[InstanceMessage]:
-        """The reconfiguration message of the sources, then of every instance of ``new``, in pipeline order."""
+        """The reconfiguration message of the sources, then of every instance, in pipeline order.
+
+        The instances are ``new``'s, and across a change of topology also the
+        old ones that do not survive (they only send).
+        """
         sizes = new.table_sizes()
         first = self.order[0]
         out = [InstanceMessage(None, None, None, first, sizes[first], {}, {})]
+        old = self.from_topology or new.topology
         for i, op in enumerate(self.order):
             moves = self.moves_of(op)
+            sources, targets = moves["source"].to_numpy(dtype=np.int64), moves["target"].to_numpy(dtype=np.int64)
+            source_servers = np.asarray(old.placement[op], dtype=object)[sources]
+            target_servers = np.asarray(new.topology.placement[op], dtype=object)[targets]
             downstream = self.order[i + 1] if i + 1 < len(self.order) else None
-            for inst in new.topology.instances(op):
-                sending = moves[moves["source"] == inst.index]
-                receiving = moves[moves["target"] == inst.index]
+            instances = new.topology.instances(op)
+            instances += [inst for inst in old.instances(op) if inst not in set(instances)]
+            for inst in instances:
+                sending = moves[(moves["source"] == inst.index) & (source_servers == inst.server)]
+                receiving = moves[(moves["target"] == inst.index) & (target_servers == inst.server)]
                 out.append(
                     InstanceMessage(
                         op,
@@ -159,12 +183,20 @@ class MigrationPlan:
             "migration_cost": self.cost,
             "migration_cost_share": self.cost_share,
             "moved_keys_by_operator": {op: int(len(self.moves_of(op))) for op in self.order},
+            "topology_change": None
+            if self.from_topology is None
+            else {
+                "servers_before": len(self.from_topology.servers),
+                "rehashed": self.rehashed,
+            },
         }
 
     def to_dict(self, new: RoutingConfiguration | None = None) -> dict:
         """JSON-ready: the summary, every move, and (given ``new``) every instance's message."""
         doc = self.summary()
         doc["total_state"] = self.total_state
+        if self.from_topology is not None:
+            doc["from_topology"] = self.from_topology.to_dict()
         doc["moves"] = [
             [row.operator, _plain(row.key), int(row.source), int(row.target), float(row.state)]
             for row in self.moves.itertuples(index=False)
@@ -177,10 +209,17 @@ class MigrationPlan:
     def from_dict(cls, doc: Mapping) -> MigrationPlan:
         try:
             moves = pd.DataFrame(doc["moves"], columns=["operator", "key", "source", "target", "state"])
+            change = doc.get("topology_change") or {}
             return cls(
-                list(doc["order"]), moves, float(doc["total_state"]), doc.get("from_version"), doc.get("to_version")
+                list(doc["order"]),
+                moves,
+                float(doc["total_state"]),
+                doc.get("from_version"),
+                doc.get("to_version"),
+                Topology.from_dict(doc["from_topology"]) if "from_topology" in doc else None,
+                bool(change.get("rehashed", False)),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, TopologyError) as exc:
             raise SerializationError(f"not a migration plan document: {exc!r}") from None
 
     def to_json(self, new: RoutingConfiguration | None = None) -> str:
@@ -191,15 +230,28 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
+def _moved(op: str, old: RoutingConfiguration, new: RoutingConfiguration, source, target) -> np.ndarray:
+    """Whether each key's state changes instance: another index, or (across topologies) the same index elsewhere."""
+    if old.topology == new.topology:
+        return source != target
+    before = np.asarray(old.topology.placement[op], dtype=object)[source]
+    after = np.asarray(new.topology.placement[op], dtype=object)[target]
+    return (source != target) | (before != after)
+
+
 def _folds(op: str, old: RoutingConfiguration, new: RoutingConfiguration, sizes: pd.Series) -> pd.DataFrame:
     """Partial states of ``old``'s split keys held where ``new`` no longer sends the key: folded into its home."""
     out = []
     for key, route in old.tables[op].splits.items():
-        holders = {*route, old.route(op, key)}
+        holders = sorted({*route, old.route(op, key)})
         home = new.route(op, key)
-        keeps = {*new.tables[op].splits.get(key, ()), home}
+        keeps = [*new.tables[op].splits.get(key, ()), home]
+        source = np.repeat(np.asarray(holders, dtype=np.int64), len(keeps))
+        target = np.tile(np.asarray(keeps, dtype=np.int64), len(holders))
+        # a holder keeps its partial when one of the instances new sends the key to is that same instance
+        kept = ~_moved(op, old, new, source, target).reshape(len(holders), len(keeps)).all(axis=1)
         share = float(sizes.get(key, 0.0)) / len(holders)
-        out.extend((op, key, part, home, share) for part in sorted(holders - keeps))
+        out.extend((op, key, part, home, share) for part, stays in zip(holders, kept) if not stays)
     return pd.DataFrame(out, columns=["operator", "key", "source", "target", "state"])
 
 
@@ -217,13 +269,16 @@ def plan_migration(
     Parameters
     ----------
     old, new : RoutingConfiguration
-        Same topology (the same instances; a change of parallelism is a
-        redeployment, not a reconfiguration).
+        The same operators. On different topologies (servers added or
+        removed), an instance is the same in both when it has the same index
+        on the same server; with different fallback hashes every key may
+        move, so the keys of ``state_sizes`` are compared too, and the plan
+        is marked ``rehashed`` (keys it does not know move as well).
     state_sizes : mapping of operator -> Series (key -> state size)
         State of the keys known in the window (by default their load). Keys
         in either table but absent here carry no known state (0) but still
         move. A key in neither table routes by the same hash in both and
-        never moves.
+        never moves (when the fallbacks are the same).
     split_merge : {"fold", "downstream"}, default "fold"
         How split keys' partial states are combined (see
         :mod:`locality.rebalance.split`). ``"fold"``: a partial state held on
@@ -236,28 +291,35 @@ def plan_migration(
     Returns
     -------
     MigrationPlan
+
+    Raises
+    ------
+    InvalidParameterError
+        If the two configurations route different operators.
     """
     check_option(split_merge, "split_merge", "plan_migration", ("fold", "downstream"))
-    if old.topology != new.topology:
-        raise InvalidParameterError("a migration plan needs two configurations of the same topology")
-    for op in new.topology.operators:
-        if old.tables[op].fallback != new.tables[op].fallback:
-            raise InvalidParameterError(
-                f"the fallback of {op!r} changes between the configurations; every key would move (redeploy instead)"
-            )
+    if tuple(old.topology.operators) != tuple(new.topology.operators):
+        raise InvalidParameterError(
+            f"a migration plan needs two configurations of the same operators; got {list(old.topology.operators)} "
+            f"and {list(new.topology.operators)}"
+        )
+    rehashed = any(old.tables[op].fallback != new.tables[op].fallback for op in new.topology.operators)
     rows = []
     total = 0.0
     for op in new.topology.operators:
         sizes = state_sizes.get(op, pd.Series(dtype=float))
         total += float(sizes.sum())
         was_split = old.tables[op].splits
-        candidates = old.tables[op].entries.index.append(new.tables[op].entries.index).unique()
+        candidates = old.tables[op].entries.index.append(new.tables[op].entries.index)
+        if rehashed:  # every known key may move, not only those a table lists
+            candidates = candidates.append(sizes.index)
+        candidates = candidates.unique()
         candidates = candidates[~candidates.isin(list(was_split))]  # their partials are handled below
         if len(candidates):
             keys = candidates.to_numpy(dtype=object)
             source = old.route_many(op, keys)
             target = new.route_many(op, keys)
-            moved = source != target
+            moved = _moved(op, old, new, source, target)
             state = sizes.reindex(candidates[moved]).fillna(0.0).to_numpy(dtype=float)
             frame = {"operator": op, "key": keys[moved], "source": source[moved], "target": target[moved]}
             rows.append(pd.DataFrame({**frame, "state": state}))
@@ -269,4 +331,13 @@ def plan_migration(
         else pd.DataFrame({"operator": [], "key": [], "source": [], "target": [], "state": []})
     )
     moves = moves.astype({"source": "int64", "target": "int64", "state": "float64"})
-    return MigrationPlan(list(new.topology.operators), moves, total, from_version, to_version)
+    changed = old.topology != new.topology
+    return MigrationPlan(
+        list(new.topology.operators),
+        moves,
+        total,
+        from_version,
+        to_version,
+        old.topology if changed else None,
+        rehashed,
+    )

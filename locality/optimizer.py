@@ -23,6 +23,7 @@ import pandas as pd
 
 from locality._validation import check_integer, check_interval, check_option
 from locality.counts import count_keys
+from locality.elastic import carried_over
 from locality.engines import ENGINES, FallbackHash, make_fallback
 from locality.evaluation import EvaluationReport, evaluate
 from locality.graph import KeyGraph
@@ -102,7 +103,11 @@ def optimize(
     seed : int, default 0
         METIS seed.
     max_entries : int, optional
-        Cap on each operator's table.
+        Cap on each operator's table: at most this many of the graph's keys
+        leave their fallback instance (the entries :func:`build_routing`
+        writes), whatever ``current`` holds. The entries kept are those
+        worth the most (:func:`_outside_cap`); every other key of the
+        operator goes to its fallback instance.
     recursive : bool, default False
         Recursive bisection instead of k-way METIS.
     preferred : ndarray of int, optional
@@ -112,6 +117,8 @@ def optimize(
     current : RoutingConfiguration, optional
         The configuration in force. METIS's parts are then relabeled onto
         servers so that the least state moves (:func:`~locality.migration.relabel_parts`).
+        It may be on another topology (servers added or removed): keys are
+        then where :func:`~locality.elastic.carried_over` says.
     state : ndarray of float, optional
         State size of every vertex for the relabeling (default: its load).
     relabel : bool, default True
@@ -137,27 +144,28 @@ def optimize(
         partition = partition_key_graph(
             graph, topology, alpha=alpha, seed=seed, recursive=recursive, n_cuts=n_cuts, csr=csr
         )
-    routing = current if current is not None else RoutingConfiguration.hash_routing(topology, fallbacks)
-    instances = np.concatenate(
-        [routing.route_many(op, graph.keys[op].to_numpy(dtype=object)) for op in graph.operators]
+    fallback = np.concatenate(
+        [fallbacks[op].instances_of(graph.keys[op].to_numpy(dtype=object)) for op in graph.operators]
     ).astype(np.int64)
+    if current is None:
+        instances = fallback
+    else:
+        instances, held = carried_over(current, graph, topology, fallbacks)
     if preferred is None:
         preferred = instances
+    state_sizes = graph.vertex_weight if state is None else state
     if current is not None and relabel:
-        servers = np.concatenate(
-            [topology.instance_servers(op)[instances[graph.operator_slice(op)]] for op in graph.operators]
-        )
-        weights = graph.vertex_weight if state is None else state
-        mapping = relabel_parts(partition.server_of_vertex, servers, weights, len(topology.servers))
+        mapping = relabel_parts(partition.server_of_vertex, held, state_sizes, len(topology.servers))
         partition = dataclasses.replace(partition, server_of_vertex=mapping[partition.server_of_vertex])
-    place = functools.partial(
-        place_keys, graph, topology, alpha=alpha, preferred=preferred, hot_keys=partition.hot_keys, csr=csr
-    )
-    placement = place(partition.server_of_vertex)
+    place = functools.partial(place_keys, graph, topology, alpha=alpha, hot_keys=partition.hot_keys, csr=csr)
+    placement = place(partition.server_of_vertex, preferred=preferred)
     if max_entries is not None:
-        # Again, with the keys the cap leaves out of the table pinned on their fallback instance.
-        pinned = _outside_cap(graph, topology, placement, preferred, max_entries)
-        placement = place(placement.server_of_vertex, pinned=pinned)
+        kept_state = None if current is None else np.where(preferred != fallback, state_sizes, 0.0)
+        pinned = _outside_cap(graph, topology, placement, fallback, max_entries, kept_state, preferred)
+        if pinned is not None:
+            # Again, with the keys the cap leaves out of the table pinned on their fallback instance.
+            pinned_on = np.where(pinned, fallback, preferred)
+            placement = place(placement.server_of_vertex, preferred=pinned_on, pinned=pinned)
     del csr  # not needed by the tables: let them use its memory
     params = {"alpha": alpha, "seed": seed, "max_entries": max_entries, "metis": "recursive" if recursive else "kway"}
     params.update(parameters or {})
@@ -166,27 +174,44 @@ def optimize(
 
 
 def _outside_cap(
-    graph: KeyGraph, topology: Topology, placement: Placement, preferred: np.ndarray, max_entries: int
-) -> np.ndarray:
+    graph: KeyGraph,
+    topology: Topology,
+    placement: Placement,
+    fallback: np.ndarray,
+    max_entries: int,
+    kept_state: np.ndarray | None = None,
+    current: np.ndarray | None = None,
+) -> np.ndarray | None:
     """Keys to pin on their fallback instance so that each table keeps at most ``max_entries`` entries.
 
-    The entries kept are those worth the most locality (ties: heavier keys);
-    every other key of a capped operator is pinned, and the second placement
-    rebalances with the kept keys alone, so the cap holds and so does the
-    balance bound (when the kept keys carry enough load to balance with).
+    Entries are counted as the tables hold them: keys placed off their
+    fallback instance (:func:`~locality.routing.build_routing`). Where a
+    table would exceed the cap, the entries kept are those worth the most:
+    the locality they keep (:func:`~locality.routing.entry_values`) plus,
+    with ``kept_state``, the state of a key they keep where it is now
+    (``current``), which would otherwise move (ties: heavier keys). Every
+    other key is pinned, those of operators within the cap included (they
+    keep their instances), so the second placement rebalances with the kept
+    entries alone: the cap holds, and so does the balance bound when the
+    kept keys carry enough load to balance with. None: every table is
+    within the cap already.
     """
-    pinned = np.zeros(graph.n_vertices, dtype=bool)
+    pinned = np.ones(graph.n_vertices, dtype=bool)
+    over = False
     for op in graph.operators:
         sl = graph.operator_slice(op)
-        differs = np.flatnonzero(placement.instance_of_vertex[sl] != preferred[sl])
-        if differs.size <= max_entries:
-            continue
-        value = entry_values(graph, topology, placement, op, preferred[sl])[differs]
-        keep = differs[np.lexsort((-graph.vertex_weight[sl][differs], -value))[:max_entries]]
-        pinned[sl] = True
+        differs = np.flatnonzero(placement.instance_of_vertex[sl] != fallback[sl])
+        keep = differs
+        if differs.size > max_entries:
+            over = True
+            value = entry_values(graph, topology, placement, op, fallback[sl])[differs]
+            if kept_state is not None:
+                stays = placement.instance_of_vertex[sl][differs] == current[sl][differs]
+                value = value + np.where(stays, kept_state[sl][differs], 0.0)
+            keep = differs[np.lexsort((-graph.vertex_weight[sl][differs], -value))[:max_entries]]
+            logger.info("table of %r capped at %d of %d entries", op, max_entries, differs.size)
         pinned[keep + sl.start] = False
-        logger.info("table of %r capped at %d of %d entries", op, max_entries, differs.size)
-    return pinned
+    return pinned if over else None
 
 
 class LocalityOptimizer:

@@ -32,13 +32,30 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from locality._validation import check_integer, check_interval
+from locality._validation import check_at_most, check_integer, check_interval
 from locality.graph import KeyGraph
 from locality.topology import Topology
 
-__all__ = ["HotKey", "Partition", "partition_key_graph", "adaptive_cuts", "find_hot_keys", "METIS_WEIGHT_SCALE"]
+__all__ = [
+    "HotKey",
+    "Partition",
+    "partition_key_graph",
+    "adaptive_cuts",
+    "find_hot_keys",
+    "metis_weights",
+    "cut_vertices",
+    "METIS_WEIGHT_SCALE",
+    "MAX_SEED",
+    "SEED_LIMIT",
+]
 
 logger = logging.getLogger(__name__)
+
+#: The largest ufactor METIS takes (a C int).
+_MAX_UFACTOR = 2**31 - 1
+#: The largest seed: METIS's seed is an ``idx_t``, 32 bits in common builds.
+MAX_SEED = 2**31 - 1
+SEED_LIMIT = "METIS takes a 32-bit seed"
 
 #: Operator loads are rescaled to this total before rounding to METIS's integer weights.
 METIS_WEIGHT_SCALE = 1 << 30
@@ -135,8 +152,8 @@ def _edge_factor(weights: np.ndarray) -> float:
     return min(max(1.0, 100.0 / smallest), float(1 << 40) / weights.sum())
 
 
-def _metis_inputs(graph: KeyGraph, topology: Topology) -> tuple[np.ndarray, np.ndarray, list[float]]:
-    """Vertex weights (each operator scaled to the same total), edge weights, target part weights."""
+def metis_weights(graph: KeyGraph, topology: Topology) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """Vertex weights (each operator scaled to the same total) and each server's target share, as METIS takes them."""
     n_ops = len(graph.operators)
     vweights = np.zeros(graph.n_vertices, dtype=np.int64)
     shares = np.zeros(len(topology.servers))
@@ -214,8 +231,9 @@ def partition_key_graph(
     >>> p.locality
     1.0
     """
-    alpha = check_interval(alpha, "alpha", "partition_key_graph", lower=1.0)
-    seed = check_integer(seed, "seed", "partition_key_graph", lower=0)
+    owner = "partition_key_graph"
+    alpha = check_interval(alpha, "alpha", owner, lower=1.0)
+    seed = check_at_most(check_integer(seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
     if n_cuts is None:
         n_cuts = adaptive_cuts(graph.n_edges)
     n_cuts = check_integer(n_cuts, "n_cuts", "partition_key_graph", lower=1)
@@ -230,9 +248,12 @@ def partition_key_graph(
     else:
         import pymetis
 
-        vweights, shares, tpwgts = _metis_inputs(graph, topology)
+        vweights, shares, tpwgts = metis_weights(graph, topology)
         xadj, adjncy, eweights = graph.to_csr() if csr is None else csr
-        options = pymetis.Options(ufactor=max(1, int(round(1000 * (alpha - 1)))), seed=seed, ncuts=n_cuts)
+        # METIS takes ufactor as a C int; an alpha past what it holds bounds nothing anyway (alpha >= the number of
+        # instances lets one instance take everything), so it is clamped rather than overflowing.
+        ufactor = min(max(1, int(round(1000 * (alpha - 1)))), _MAX_UFACTOR)
+        options = pymetis.Options(ufactor=ufactor, seed=seed, ncuts=n_cuts)
         uniform = np.allclose(shares, 1.0 / n_parts)
         result = pymetis.part_graph(
             n_parts,
@@ -252,3 +273,55 @@ def partition_key_graph(
     locality = 1.0 - cut / total if total > 0 else 1.0
     logger.info("METIS: %d parts, cut %.4g of %.4g edge weight, %.3f s", n_parts, cut, total, seconds)
     return Partition(parts, cut, locality, seconds, hot, n_cuts)
+
+
+def cut_vertices(
+    graph: KeyGraph, vertices: np.ndarray, targets: np.ndarray, vweights: np.ndarray, *, alpha: float, seed: int = 0
+) -> np.ndarray:
+    """Cut the keys ``vertices`` into ``len(targets)`` parts of weights proportional to ``targets``, fewest hops lost.
+
+    METIS on the subgraph the vertices induce (the edges to other keys are
+    left out: they are cut whatever the parts), with ``vweights`` (from
+    :func:`metis_weights`) as vertex weights and ``alpha`` as the balance
+    bound. With no more vertices than parts, the heaviest vertex goes to
+    the part with the largest weight left to fill, and so on.
+
+    Returns
+    -------
+    ndarray of int, shape (len(vertices),)
+        The part of each vertex.
+    """
+    vertices = np.asarray(vertices, dtype=np.int64)
+    targets = np.asarray(targets, dtype=float)
+    k = targets.shape[0]
+    if k <= 1 or vertices.shape[0] == 0:
+        return np.zeros(vertices.shape[0], dtype=np.int64)
+    weights = vweights[vertices]
+    if vertices.shape[0] <= k:  # METIS refuses to cut a graph into more parts than it has vertices
+        left = targets / targets.sum() * float(weights.sum())
+        parts = np.empty(vertices.shape[0], dtype=np.int64)
+        for v in np.argsort(-weights, kind="stable").tolist():
+            parts[v] = int(np.argmax(left))
+            left[parts[v]] -= weights[v]
+        return parts
+    import pymetis
+
+    local = np.full(graph.n_vertices, -1, dtype=np.int64)
+    local[vertices] = np.arange(vertices.shape[0])
+    inside = (local[graph.src] >= 0) & (local[graph.dst] >= 0)
+    src, dst, w = local[graph.src[inside]], local[graph.dst[inside]], graph.edge_weight[inside]
+    heads = np.concatenate([src, dst])
+    order = np.argsort(heads, kind="stable")
+    xadj = np.zeros(vertices.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(heads, minlength=vertices.shape[0]), out=xadj[1:])
+    adjncy = np.concatenate([dst, src])[order]
+    eweights = np.concatenate([w, w])[order]
+    result = pymetis.part_graph(
+        k,
+        adjacency=pymetis.CSRAdjacency(xadj, adjncy),
+        vweights=weights,
+        eweights=_integer_weights(eweights, _edge_factor(eweights)) if eweights.size else None,
+        tpwgts=(targets / targets.sum()).tolist(),
+        options=pymetis.Options(ufactor=max(1, int(round(1000 * (alpha - 1)))), seed=seed, ncuts=MAX_CUTS),
+    )
+    return np.asarray(result.vertex_part, dtype=np.int64)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from locality.graph import KeyGraph
+from locality.imbalance import imbalance as imbalance_of
 from locality.partition import HotKey
 from locality.topology import Topology
 
@@ -370,8 +371,7 @@ def place_keys(
         instance_of_vertex[graph.operator_slice(op)] = state.instance
         loads_out[op], bounds_out[op] = state.loads, state.bounds
         moves += state.moves
-        fair = topology.instance_shares(op) * graph.totals[op]
-        imbalance[op] = float((loads_out[op] / fair).max()) if graph.totals[op] > 0 else 1.0
+        imbalance[op] = imbalance_of(loads_out[op], topology.instance_shares(op)) if graph.totals[op] > 0 else 1.0
     same = server_of_vertex[graph.src] == server_of_vertex[graph.dst]
     total_edges = graph.edge_weight.sum()
     locality = float(graph.edge_weight[same].sum() / total_edges) if total_edges > 0 else 1.0

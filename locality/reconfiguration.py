@@ -9,6 +9,14 @@ on the chosen server, and plans the migration from the configuration in force.
 pays for the state that moves, or when the configuration in force breaks the
 balance bound.
 
+On another topology than the one in force (servers added or removed),
+:func:`reconfigure` makes two candidates: the least change
+(:func:`locality.elastic.rescale_partition`: every key stays where it is but
+the surplus of the servers above their new fair share and the keys of
+removed servers) and the full re-optimization relabeled onto the servers. It
+keeps the re-optimization only when the locality it adds pays for the extra
+state it moves, by the same measure as :func:`decide` (``min_gain``).
+
 References
 ----------
 .. [1] Caneill, El Rheddane, Leroy, De Palma. "Locality-aware routing in
@@ -17,7 +25,9 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -25,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from locality._validation import check_interval
+from locality.elastic import carried_over, fill_shares, rescale_partition, same_deployment
 from locality.engines import FallbackHash
 from locality.evaluation import Evaluation
 from locality.graph import KeyGraph
@@ -34,22 +45,46 @@ from locality.partition import partition_key_graph
 from locality.routing import RoutingConfiguration
 from locality.topology import Topology
 
-__all__ = ["Reconfiguration", "reconfigure", "Decision", "decide", "graph_state_sizes"]
+__all__ = ["Reconfiguration", "reconfigure", "Decision", "decide", "graph_state_sizes", "DEFAULT_MIN_GAIN"]
+
+#: Hops made local over the window per unit of state moved needed to publish (see :func:`decide`). On the weekly
+#: flights replay (with the online job's DEFAULT_MAX_IMBALANCE) it publishes 27 of 52 weeks and keeps 60.1%
+#: locality (60.4% publishing every week), moving 11.5% of the state per reconfiguration instead of 25.6%
+#: (benchmarks/RESULTS.md).
+DEFAULT_MIN_GAIN = 0.1
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
 class Reconfiguration:
-    """The new configuration, the plan that leads to it, and what raw METIS labels would have moved."""
+    """The new configuration, the plan that leads to it, and what raw METIS labels would have moved.
+
+    ``topology_change`` says, when the topology differs from the one in
+    force, which candidate was kept and why (None otherwise).
+    """
 
     optimization: Optimization
     plan: MigrationPlan
     unrelabeled_cost: float | None = None
+    topology_change: str | None = None
 
     @property
     def config(self) -> RoutingConfiguration:
         return self.optimization.config
+
+
+def _graph_locality(config: RoutingConfiguration, graph: KeyGraph) -> float:
+    """Share of ``graph``'s edge weight whose two keys ``config`` routes to one server."""
+    servers = np.concatenate(
+        [
+            config.topology.instance_servers(op)[config.route_many(op, graph.keys[op].to_numpy(dtype=object))]
+            for op in graph.operators
+        ]
+    )
+    total = float(graph.edge_weight.sum())
+    same = servers[graph.src] == servers[graph.dst]
+    return float(graph.edge_weight[same].sum()) / total if total > 0 else 1.0
 
 
 def graph_state_sizes(graph: KeyGraph, state: Mapping[str, pd.Series] | None = None) -> dict[str, pd.Series]:
@@ -75,6 +110,7 @@ def reconfigure(
     max_entries: int | None = None,
     compare_unrelabeled: bool = True,
     parameters: Mapping | None = None,
+    min_gain: float = DEFAULT_MIN_GAIN,
 ) -> Reconfiguration:
     """Tables for the window's ``graph``, relabeled against ``current``, and the migration plan.
 
@@ -83,7 +119,8 @@ def reconfigure(
     graph : KeyGraph
         The window's key graph.
     topology, fallbacks
-        Must match ``current``'s.
+        The deployment to route on: ``current``'s, or another one (servers
+        added or removed, see the module docstring).
     current : RoutingConfiguration
         The configuration in force.
     alpha, seed, max_entries
@@ -95,16 +132,44 @@ def reconfigure(
     compare_unrelabeled : bool, default True
         Also compute what publishing METIS's labels as they come would move
         (``unrelabeled_cost``, a share of the state), for the report.
+    min_gain : float, default 0.1
+        On another topology: local hops over the window (its tuples times
+        the hops each makes) per unit of extra state moved that the full
+        re-optimization must gain over the least change to be kept
+        (``math.inf``: always the least change).
     """
+    min_gain = check_interval(min_gain, "min_gain", "reconfigure", lower=0.0, upper=math.inf)
     sizes = graph_state_sizes(graph, state)
     state_vector = np.concatenate([sizes[op].to_numpy(dtype=float) for op in graph.operators])
     partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed)
-    common = dict(alpha=alpha, max_entries=max_entries, current=current, state=state_vector, partition=partition)
-    result = optimize(graph, topology, fallbacks, seed=seed, parameters=parameters, **common)
+    common = dict(alpha=alpha, max_entries=max_entries, current=current, state=state_vector, seed=seed)
+    result = optimize(graph, topology, fallbacks, parameters=parameters, partition=partition, **common)
     plan = plan_migration(current, result.config, sizes)
+    change = None
+    if not same_deployment(current, topology, fallbacks):
+        held = carried_over(current, graph, topology, fallbacks)[1]
+        least = rescale_partition(graph, topology, held, alpha=alpha, seed=seed)
+        rescaled = optimize(graph, topology, fallbacks, parameters=parameters, partition=least, relabel=False, **common)
+        loads = graph_state_sizes(graph)
+        filled = fill_shares(rescaled.config, graph, loads, sizes, alpha=alpha, max_entries=max_entries)
+        rescaled = dataclasses.replace(rescaled, config=filled)
+        small = plan_migration(current, filled, sizes)
+        hops = float(sizes[graph.operators[0]].sum()) * (len(graph.operators) - 1)
+        gain = (_graph_locality(result.config, graph) - _graph_locality(filled, graph)) * hops
+        extra = plan.cost - small.cost
+        verdict = (
+            f"re-optimizing gains {gain:,.0f} local hops over the window for {extra:,.0f} more state moved "
+            f"({plan.cost_share:.1%} instead of {small.cost_share:.1%})"
+        )
+        if gain > 0 and (extra <= 0 or gain / extra >= min_gain):
+            change = f"re-optimized for the new topology: {verdict}, at least {min_gain:g} per unit"
+        else:
+            result, plan = rescaled, small
+            change = f"least change for the new topology: {verdict}, less than {min_gain:g} per unit"
+        logger.info("%s", change)
     unrelabeled = None
     if compare_unrelabeled:
-        raw = optimize(graph, topology, fallbacks, seed=seed, relabel=False, **common)
+        raw = optimize(graph, topology, fallbacks, relabel=False, partition=partition, **common)
         unrelabeled = plan_migration(current, raw.config, sizes).cost_share
     logger.info(
         "reconfiguration moves %d keys (%.1f%% of the state; %.1f%% without relabeling)",
@@ -112,7 +177,7 @@ def reconfigure(
         100 * plan.cost_share,
         100 * (unrelabeled or 0.0),
     )
-    return Reconfiguration(result, plan, unrelabeled)
+    return Reconfiguration(result, plan, unrelabeled, change)
 
 
 @dataclass(frozen=True)
@@ -131,7 +196,7 @@ def decide(
     plan: MigrationPlan | None,
     *,
     alpha: float,
-    min_gain: float = 0.1,
+    min_gain: float = DEFAULT_MIN_GAIN,
     max_imbalance: float | None = None,
 ) -> Decision:
     """Publish when the locality gained on the window pays for the migration, or when balance is broken.

@@ -42,17 +42,21 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_interval, check_option, check_period
+from locality._validation import check_at_most, check_integer, check_interval, check_option, check_period
 from locality.counts import KeyCounts, blend, count_keys
+from locality.errors import InvalidParameterError, TraceError
 from locality.evaluation import ReplayTotals, estimate_from_counts, hop_name
 from locality.forecast import forecast_counts, parse_forecast
+from locality.imbalance import imbalance
 from locality.optimizer import make_fallbacks, optimize
+from locality.partition import MAX_SEED, SEED_LIMIT
 from locality.rebalance.window import RebalanceSchedule, WindowRouter, WindowRoutes
 from locality.reconfiguration import decide, reconfigure
 from locality.routing import RoutingConfiguration
+from locality.time_range import in_column_zone, to_utc
 from locality.topology import Topology
 
-__all__ = ["WindowResult", "ReplayResult", "replay_trace", "windows_of", "MODES"]
+__all__ = ["WindowResult", "ReplayResult", "replay_trace", "check_replay_options", "windows_of", "MODES"]
 
 logger = logging.getLogger(__name__)
 
@@ -175,8 +179,15 @@ class ReplayResult:
         return pd.DataFrame(rows)
 
 
+#: Windows a replay walks at most: more is a period too short for the trace (1s over a year: 31 million windows,
+#: a replay that would never end), refused before any work.
+MAX_WINDOWS = 100_000
+#: Rebalancing runs a replay makes at most, over all its windows (e.g. every minute for two years: 1,051,200).
+MAX_REBALANCE_RUNS = 1_000_000
+
+
 def windows_of(
-    ts: pd.Series, period: str, start: str | pd.Timestamp | None = None
+    ts: pd.Series, period: str, start: str | pd.Timestamp | None = None, *, owner: str = "windows_of"
 ) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
     """Consecutive ``[start, end)`` windows of length ``period`` covering ``ts``.
 
@@ -184,22 +195,46 @@ def windows_of(
     ``ts``; a calendar period (``"YS"``, ``"QS"``, ``"MS"``:
     :func:`~locality._validation.check_period`) on the first day of the year,
     quarter or month holding it, so that every window is one calendar period.
+    ``start``, when given, starts the first window instead; without a zone it
+    is UTC (:mod:`locality.time_range`). Bounds are spelled as ``ts`` spells
+    time. No windows when ``ts`` holds no time.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``period`` is neither a positive duration nor a calendar period, or
+        cuts the trace into more than :data:`MAX_WINDOWS` windows.
     """
-    step = check_period(period, "period", "windows_of")
+    step = check_period(period, "period", owner)
+    times = ts.dropna()
+    if times.empty:
+        return []
     if start is not None:
-        first = pd.Timestamp(start)
+        first = in_column_zone(to_utc(start, "start"), ts)
     elif isinstance(step, pd.Timedelta):
-        first = ts.min().floor("D")
+        first = times.min().floor("D")
     else:
-        first = step.rollback(ts.min().floor("D"))
-    if first.tzinfo is None and ts.dt.tz is not None:
-        first = first.tz_localize(ts.dt.tz)
-    last = ts.max()
+        first = step.rollback(times.min().floor("D"))
+    last = times.max()
+    if isinstance(step, pd.Timedelta):  # counted before any is built: a period of 1ns over a year is refused at once
+        count = int((last - first) // step) + 1 if last >= first else 0
+        if count > MAX_WINDOWS:
+            raise _too_many_windows(period, owner, first, last, f"{count:,}")
+        return [(first + i * step, first + (i + 1) * step) for i in range(count)]
     bounds = []
     while first <= last:
+        if len(bounds) == MAX_WINDOWS:
+            raise _too_many_windows(period, owner, bounds[0][0], last, "more")
         bounds.append((first, first + step))
         first = first + step
     return bounds
+
+
+def _too_many_windows(period: str, owner: str, first, last, count: str) -> InvalidParameterError:
+    return InvalidParameterError(
+        f"the 'period' parameter of {owner} must cut the trace into at most {MAX_WINDOWS:,} windows; "
+        f"{period!r} cuts {first} .. {last} into {count} (a longer period, or a shorter time range)"
+    )
 
 
 def _figures(config: RoutingConfiguration, routes: Mapping[str, np.ndarray], rows: int) -> ReplayTotals:
@@ -222,8 +257,8 @@ def _daily_worst(topology: Topology, routes: Mapping[str, np.ndarray], day: np.n
             continue
         worst = 0.0
         for op, r in routes.items():
-            fair = topology.instance_shares(op) * total
-            worst = max(worst, float((np.bincount(r[rows], minlength=fair.shape[0]) / fair).max()))
+            shares = topology.instance_shares(op)
+            worst = max(worst, imbalance(np.bincount(r[rows], minlength=shares.shape[0]).astype(float), shares))
         out.append(worst)
     return out
 
@@ -273,8 +308,13 @@ def replay_trace(
         ``rebalance_every`` with ``theta_max`` and ``table_cap``), or a whole
         :class:`~locality.rebalance.window.RebalanceSchedule` (forecast,
         balance window, hot-key splitting...).
-    rebalance_every, theta_max, table_cap
-        With a rebalancer named by a string: its interval, bound and table cap.
+    rebalance_every, theta_max
+        With a rebalancer named by a string: its interval and bound.
+    table_cap : int, optional
+        Most entries of each table: the reconfigurations' (``max_entries``)
+        and the rebalancer's, counted one way (keys off their fallback). A
+        :class:`RebalanceSchedule` with its own ``table_cap`` sets it when
+        this is None.
     forecast : str, optional
         Online: balance the reconfiguration on this forecast of each key's
         next-window load (:func:`locality.forecast.parse_forecast` form, e.g.
@@ -285,20 +325,37 @@ def replay_trace(
     -------
     ReplayResult
     """
-    check_option(mode, "mode", "replay_trace", MODES)
-    check_interval(alpha, "alpha", "replay_trace", lower=1.0)
+    owner = "replay_trace"
+    check_option(mode, "mode", owner, MODES)
+    check_interval(alpha, "alpha", owner, lower=1.0)
+    check_replay_options(
+        alpha=alpha, history=history, decay=decay, min_gain=min_gain, max_imbalance=max_imbalance, seed=seed
+    )
     schedule = rebalancer
     if isinstance(rebalancer, str):
         schedule = RebalanceSchedule(method=rebalancer, every=rebalance_every, theta_max=theta_max, table_cap=table_cap)
     load_forecast = parse_forecast(forecast) if forecast is not None else None
+    if table_cap is None and schedule is not None:
+        table_cap = schedule.table_cap
     ops = list(topology.operators)
     frame = trace.dropna(subset=ops).sort_values(ts, kind="stable")
+    windows = windows_of(frame[ts], period, owner=owner)
+    if not windows:
+        raise TraceError(f"the trace to replay has no row with every key of {ops} and a time in {ts!r}")
+    if schedule is not None:
+        every = pd.Timedelta(schedule.every)
+        runs = sum(-(-(end - start) // every) for start, end in windows)
+        if runs > MAX_REBALANCE_RUNS:
+            raise InvalidParameterError(
+                f"the 'rebalance_every' parameter of {owner} must make at most {MAX_REBALANCE_RUNS:,} rebalancing "
+                f"runs; {schedule.every!r} over {len(windows):,} windows of {period} makes {runs:,}"
+            )
     fallbacks = make_fallbacks(topology, fallback)
     hashed = RoutingConfiguration.hash_routing(topology, fallbacks, {"mode": "hash"})
     config, graph = hashed, None
     past: list[KeyCounts] = []  # counts of every window so far, oldest first
     result = ReplayResult(mode, period)
-    for start, end in windows_of(frame[ts], period):
+    for start, end in windows:
         window = frame[(frame[ts] >= start) & (frame[ts] < end)]
         step = _Step(0.0, 0, None, False, "hash routing" if mode == "hash" else "first window: no tables yet")
         if mode == "online" and past and config is not hashed:
@@ -306,11 +363,11 @@ def replay_trace(
             if load_forecast is not None:
                 counts = forecast_counts(counts, past, load_forecast[0], **load_forecast[1])
             config, graph, step = _reconfigure(
-                config, graph, counts, past[-1], fallbacks, alpha, seed, min_gain, max_imbalance
+                config, graph, counts, past[-1], fallbacks, alpha, seed, min_gain, max_imbalance, table_cap
             )
         elif mode != "hash" and past and config is hashed:
             graph = past[0].graph()
-            built = optimize(graph, topology, fallbacks, alpha=alpha, seed=seed)
+            built = optimize(graph, topology, fallbacks, alpha=alpha, seed=seed, max_entries=table_cap)
             config = built.config
             step = _Step(0.0, 0, None, True, "first configuration", _hot(built))
         elif mode == "offline" and past:
@@ -332,6 +389,33 @@ def replay_trace(
         past.append(count_keys(window, ops))
         logger.info("window [%s, %s): %d tuples, locality %.3f", start, end, len(window), result.windows[-1].locality)
     return result
+
+
+def check_replay_options(
+    *,
+    alpha: float = 1.03,
+    history: int | None = None,
+    decay: float | None = None,
+    min_gain: float | None = None,
+    max_imbalance: float | None = None,
+    seed: int = 0,
+) -> None:
+    """Raise unless :func:`replay_trace` can use these options (checked before any window, or any reading).
+
+    The online mode's options are checked here rather than when the first
+    reconfiguration reads them, which a short trace may never reach.
+    """
+    owner = "replay_trace"
+    check_interval(alpha, "alpha", owner, lower=1.0)
+    if history is not None:
+        check_integer(history, "history", owner, lower=1)
+    if decay is not None:
+        check_interval(decay, "decay", owner, lower=0.0, upper=1.0, closed="right")
+    if min_gain is not None:
+        check_interval(min_gain, "min_gain", owner, lower=0.0)
+    if max_imbalance is not None:
+        check_interval(max_imbalance, "max_imbalance", owner, lower=alpha)
+    check_at_most(check_integer(seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
 
 
 def _window_result(start, end, config: RoutingConfiguration, routed: WindowRoutes, ts: pd.Series, step) -> WindowResult:
@@ -385,7 +469,7 @@ def _hot(optimization) -> dict[str, int]:
     return out
 
 
-def _reconfigure(config, graph, counts, latest, fallbacks, alpha, seed, min_gain, max_imbalance):
+def _reconfigure(config, graph, counts, latest, fallbacks, alpha, seed, min_gain, max_imbalance, table_cap):
     """The online step: new tables from ``counts`` relabeled against ``config``, kept or published.
 
     Returns the configuration in force afterwards, the key graph it was built
@@ -394,7 +478,9 @@ def _reconfigure(config, graph, counts, latest, fallbacks, alpha, seed, min_gain
     topology = config.topology
     state = {op: latest.key_loads[op].set_index("key")["weight"] for op in topology.operators}
     new_graph = counts.graph()
-    step = reconfigure(new_graph, topology, config, fallbacks, alpha=alpha, seed=seed, state=state)
+    step = reconfigure(
+        new_graph, topology, config, fallbacks, alpha=alpha, seed=seed, state=state, max_entries=table_cap
+    )
     hot = _hot(step.optimization)
     if min_gain is None:
         reason = "every window (no min_gain)"

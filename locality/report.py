@@ -66,6 +66,16 @@ def format_summary(report: Mapping) -> str:
                 f"  INFEASIBLE: key {hot['key']!r} of {hot['operator']!r} carries {hot['load']:g}, "
                 f"more than one instance may take ({hot['bound']:g})"
             )
+    migration = report.get("migration")
+    if migration and migration.get("relabeled"):
+        lines.append(
+            f"migration from version {migration['from_version']}: {migration['moved_keys']:,} keys move, "
+            f"{_pct(migration['migration_cost_share'])} of the state (relabeled onto the servers that hold it)"
+        )
+        if migration.get("topology_change"):
+            lines.append(f"  {migration['topology_change']}")
+    elif migration and migration.get("from_version") is not None:
+        lines.append(f"no migration plan: {migration['reason']}")
     stats = report.get("graph_statistics")
     if stats:
         lines.append(

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from locality._validation import check_interval
+from locality._validation import MAX_WAIT_SECONDS, WAIT_LIMIT, check_at_most, check_interval
 from locality.errors import InvalidParameterError, ScheduleExpiredError, StoreError
 from locality.migration import MigrationPlan, plan_migration
 from locality.routing import RoutingConfiguration, RoutingTable
@@ -50,6 +50,9 @@ __all__ = ["Router", "RoutingSnapshot", "load_snapshot"]
 logger = logging.getLogger(__name__)
 
 _PLAN_FILE = "migration_plan.json"
+
+#: The shortest ``poll_interval`` (seconds) a Router takes.
+MIN_POLL_INTERVAL = 0.001
 
 #: A batch of keys: the containers :meth:`RoutingTable.route_many` takes.
 KeyBatch = Iterable[str | int] | np.ndarray | pd.Series | pa.Array
@@ -127,12 +130,18 @@ class RoutingSnapshot:
         roll-back) the plan computed from the two versions' tables, with state
         sizes unknown (0).
 
+        Across a change of topology (servers added or removed) the plan's
+        ``from_topology`` is the previous version's and an instance is the same
+        in both when it has the same index on the same server. The fallback
+        hash then changes too (``plan.rehashed``): a plan computed from the
+        tables lists only the keys they name, while keys outside them move
+        where the two hashes disagree; a job holding such a key's state finds
+        out with ``previous.route_many(op, keys)`` and ``route_many(op, keys)``.
+
         Raises
         ------
         InvalidParameterError
-            If the two versions have different topologies or fallbacks (a
-            redeployment: every key may move; restart the job from the new
-            version instead of handing state over).
+            If the two versions route different operators.
         """
         plan = self.migration_plan
         if plan is not None and plan.from_version == previous.version:
@@ -186,7 +195,8 @@ class Router:
     StoreError
         If the store has no current version or it cannot be loaded.
     InvalidParameterError
-        If ``poll_interval`` is not a positive number or ``on_change`` is not callable.
+        If ``poll_interval`` is not a number of seconds from 0.001 to
+        ``threading.TIMEOUT_MAX``, or ``on_change`` is not callable.
 
     Notes
     -----
@@ -227,8 +237,12 @@ class Router:
         schedule_wait: float = 30.0,
     ) -> None:
         if poll_interval is not None:
-            poll_interval = check_interval(poll_interval, "poll_interval", "Router", lower=0, closed="neither")
+            # Seconds: from a millisecond (a thread re-reading CURRENT faster only burns a core) to the longest wait
+            # a thread event accepts (beyond it the thread would die at its first wait, and the router never follow).
+            poll_interval = check_interval(poll_interval, "poll_interval", "Router", lower=MIN_POLL_INTERVAL)
+            check_at_most(poll_interval, MAX_WAIT_SECONDS, "poll_interval", "Router", WAIT_LIMIT)
         self.schedule_wait = check_interval(schedule_wait, "schedule_wait", "Router", lower=0)
+        check_at_most(self.schedule_wait, MAX_WAIT_SECONDS, "schedule_wait", "Router", WAIT_LIMIT)
         if on_change is not None and not callable(on_change):
             raise InvalidParameterError(f"the 'on_change' parameter of Router must be callable; got {on_change!r}")
         self.store = store if isinstance(store, ConfigStore) else ConfigStore(store)

@@ -38,14 +38,14 @@ References
 from __future__ import annotations
 
 import bisect
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from locality.errors import InvalidParameterError, SerializationError
+from locality._store_files import read_json
+from locality.errors import InvalidParameterError, SerializationError, StoreDamagedError
 
 __all__ = ["SwitchSchedule", "SCHEDULE_FILE", "BEGINNING"]
 
@@ -170,11 +170,11 @@ class SwitchSchedule:
         """
         path = Path(root) / SCHEDULE_FILE
         try:
-            return cls.from_dict(json.loads(path.read_text()))
-        except FileNotFoundError:
-            return cls()
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, SerializationError) as exc:
-            raise SerializationError(f"the store's schedule {path} is damaged: {exc}") from None
+            doc = read_json(path, "the store's schedule")  # a directory, a FIFO, not UTF-8: named, never hangs
+            return cls() if doc is None else cls.from_dict(doc)
+        except (StoreDamagedError, SerializationError) as exc:
+            problem = exc.problem if isinstance(exc, StoreDamagedError) else str(exc)
+            raise StoreDamagedError(f"the store's schedule {path} is damaged: {problem}", path, problem) from None
 
 
 def _check_point(point: object, name: str) -> int:

@@ -5,6 +5,7 @@ Layout of a store rooted at ``ROOT``::
     ROOT/CURRENT                      # text: the number of the current version
     ROOT/LOCK                         # the writers' lock file (never delete it); holds the holder's pid
     ROOT/history.jsonl                # one line per move of CURRENT: version, previous, when, action, reason
+    ROOT/digests.json                 # SHA-256 of the input files seen, by file identity (a cache: locality._digests)
     ROOT/SCHEDULE                     # which version is in force from which point (locality.schedule)
     ROOT/versions/000007/manifest.json      # version, created, fingerprint, files, checksums, metadata
     ROOT/versions/000007/configuration/     # RoutingConfiguration.write(): header.json,
@@ -32,7 +33,7 @@ leaves behind is a ``.tmp-*`` entry (removed by the next writer), a complete
 version that never became current, or a move of ``CURRENT`` missing from the
 history (recorded by the next writer).
 
-**Reruns never roll back.** A publish whose fingerprint (input + parameters)
+**Reruns never roll back.** A publish whose fingerprint (input content + parameters)
 matches an existing version writes nothing and leaves ``CURRENT`` where it is,
 even when that version is older than the current one: moving back is
 explicit, with :meth:`ConfigStore.rollback` (``locality rollback``).
@@ -40,12 +41,21 @@ explicit, with :meth:`ConfigStore.rollback` (``locality rollback``).
 **Damage is named.** The manifest records the size and SHA-256 of every file
 of the version; reading a configuration checks them first, so a truncated or
 altered table raises :class:`~locality.errors.SerializationError` naming the
-file instead of routing with half a table.
+file instead of routing with half a table. Every store file is read through
+:mod:`locality._store_files`: any other damage (a directory where a file
+belongs, bytes that are not UTF-8, a field missing or of the wrong type) is a
+:class:`~locality.errors.StoreDamagedError` naming the file, a damaged old
+version never blocks a publish, and :meth:`ConfigStore.survey` lists every
+damaged file for ``locality show``. Writers set aside (rename, never delete)
+a damaged ``CURRENT``, ``history.jsonl`` or ``LOCK`` that blocks them, so
+``locality rollback`` repairs a store whatever the damage.
 
-Why one module of about 500 lines: the store's invariants (one writer, atomic
-versions, no silent roll-back, checksums) hold only together, and a reader of
-any one operation needs the others; the lock and the durable writes live in
-:mod:`locality._store_lock` and :mod:`locality._durable`.
+Why one module of about 800 lines: the store's invariants (one writer, atomic
+versions, no silent roll-back, checksums, damage named) hold only together,
+and a reader of any one operation needs the others; the lock, the durable
+writes, the defensive reading of each file and the input digests live in
+:mod:`locality._store_lock`, :mod:`locality._durable`,
+:mod:`locality._store_files` and :mod:`locality._digests`.
 """
 
 from __future__ import annotations
@@ -54,6 +64,8 @@ import hashlib
 import json
 import logging
 import os
+import re
+import stat
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -63,12 +75,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from locality._durable import as_bytes, checksums, fsync, fsync_tree, remove, write_bytes
+from locality._store_files import check_fields, damaged, is_directory, read_json, read_text, set_aside
 from locality._store_lock import DEFAULT_LOCK_TIMEOUT, WriterLock
-from locality.errors import SerializationError, StoreError
+from locality._validation import MAX_WAIT_SECONDS, WAIT_LIMIT, check_at_most, check_interval
+from locality.errors import InvalidParameterError, LocalityError, StoreDamagedError, StoreError
 from locality.routing import RoutingConfiguration
 from locality.schedule import SCHEDULE_FILE, SwitchSchedule
 
-__all__ = ["ConfigStore", "StoredVersion", "PublishResult", "fingerprint", "DEFAULT_LOCK_TIMEOUT"]
+__all__ = ["ConfigStore", "StoredVersion", "PublishResult", "StoreSurvey", "fingerprint", "DEFAULT_LOCK_TIMEOUT"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,14 +92,44 @@ _HISTORY = "history.jsonl"
 _VERSIONS = "versions"
 _MANIFEST = "manifest.json"
 _CONFIG_DIR = "configuration"
+_DIGESTS = "digests.json"
 _TMP = ".tmp-"
 
+#: A version number as CURRENT and the version directories spell it: ASCII digits (not "٣", not "-1").
+_NUMBER = re.compile(r"[0-9]{1,18}")
+#: Bytes CURRENT may hold (a number and a newline); more is not a CURRENT.
+_CURRENT_LIMIT = 64
+#: Bytes a manifest may hold (its checksums grow with the files of a version: a few hundred bytes each).
+_MANIFEST_LIMIT = 64 * 1024 * 1024
+_MANIFEST_FIELDS = {
+    "version": ("an integer", False),
+    "created": ("a string", False),
+    "fingerprint": ("a string", False),
+    "files": ("a list of names", False),
+    "checksums": ("a JSON object", False),
+    "summary": ("a JSON object", False),
+    "job": ("a string", False),
+}
+_HISTORY_FIELDS = {
+    "version": ("an integer", True),
+    "previous": ("an integer or null", False),
+    "at": ("a string or null", False),
+    "action": ("a string or null", False),
+    "reason": ("a string or null", False),
+}
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
-def fingerprint(inputs: Iterable[tuple[str, int, int]], parameters: Mapping) -> str:
-    """SHA-256 over the input files ``(path, size, mtime_ns)`` and the parameters (as sorted JSON)."""
+
+def fingerprint(inputs: Iterable[tuple], parameters: Mapping) -> str:
+    """SHA-256 over the inputs' identities and the parameters (as sorted JSON).
+
+    ``inputs`` identify the input's content, one tuple per file in any order:
+    ``(size, SHA-256)`` for local files (``pipelines.trace.input_identity``),
+    so that touching a file changes nothing; ``(path,)`` for a remote path.
+    """
     digest = hashlib.sha256()
-    for path, size, mtime in sorted(inputs):
-        digest.update(f"{path}\0{size}\0{mtime}\n".encode())
+    for identity in sorted(tuple(map(str, item)) for item in inputs):
+        digest.update(("\0".join(identity) + "\n").encode())
     digest.update(json.dumps(parameters, sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
@@ -114,43 +158,109 @@ class StoredVersion:
         self.verify(_CONFIG_DIR)
         try:
             return RoutingConfiguration.read(self.path / _CONFIG_DIR)
-        except SerializationError as exc:
-            raise SerializationError(f"version {self.version} of the store is damaged: {exc}") from None
+        except (LocalityError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            # A version published before the manifest held checksums is checked only by reading it.
+            raise StoreDamagedError(f"version {self.version} of the store is damaged: {exc}", self.path) from None
 
-    def verify(self, under: str = "") -> None:
+    def verify(self, under: str = "", *, quick: bool = False) -> None:
         """Check the files recorded in the manifest (all, or those under ``under``) against their size and SHA-256.
 
-        Versions published before the manifest recorded checksums pass unchecked.
+        ``quick`` compares sizes only (no file is read: what ``locality show``
+        does for every version). Versions published before the manifest
+        recorded checksums pass unchecked.
+
+        Raises
+        ------
+        StoreDamagedError
+            A file is missing, is not a file, has another size, or (unless ``quick``) another SHA-256.
         """
         for name, expected in self.manifest.get("checksums", {}).items():
             if under and not name.startswith(f"{under}/"):
                 continue
             path = self.path / name
             try:
-                data = path.read_bytes()
+                info = os.stat(path)
+                if not stat.S_ISREG(info.st_mode):
+                    raise IsADirectoryError(
+                        21,
+                        "it is a directory, not a file" if stat.S_ISDIR(info.st_mode) else "it is not a regular file",
+                    )
+                digest = None if quick else _sha256(path)
             except OSError as exc:
-                raise SerializationError(
-                    f"version {self.version} of the store is damaged: cannot read {path}: {exc.strerror}"
+                raise StoreDamagedError(
+                    f"version {self.version} of the store is damaged: cannot read {path}: {exc.strerror}", path
                 ) from None
-            if len(data) != expected["size"]:
-                raise SerializationError(
-                    f"version {self.version} of the store is damaged: {path} has {len(data):,} bytes, "
-                    f"its manifest recorded {expected['size']:,} (truncated or rewritten)"
+            if info.st_size != expected["size"]:
+                raise StoreDamagedError(
+                    f"version {self.version} of the store is damaged: {path} has {info.st_size:,} bytes, "
+                    f"its manifest recorded {expected['size']:,} (truncated or rewritten)",
+                    path,
                 )
-            if hashlib.sha256(data).hexdigest() != expected["sha256"]:
-                raise SerializationError(
-                    f"version {self.version} of the store is damaged: {path} does not match its manifest's SHA-256"
+            if digest is not None and digest != expected["sha256"]:
+                raise StoreDamagedError(
+                    f"version {self.version} of the store is damaged: {path} does not match its manifest's SHA-256",
+                    path,
                 )
 
     def read_json(self, name: str) -> dict:
-        """An artifact stored as JSON (e.g. ``report.json``, ``migration_plan.json``)."""
-        path = self.path / name
-        try:
-            return json.loads(path.read_text())
-        except FileNotFoundError:
-            raise StoreError(f"version {self.version} has no {name!r}") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise SerializationError(f"version {self.version} of the store is damaged: {path}: {exc}") from None
+        """An artifact stored as JSON (e.g. ``report.json``, ``migration_plan.json``).
+
+        Raises
+        ------
+        StoreError
+            The version has no such file.
+        StoreDamagedError
+            It is not a file of JSON text.
+        """
+        doc = read_json(self.path / name, f"{name} of version {self.version}")
+        if doc is None:
+            raise StoreError(f"version {self.version} has no {name!r}")
+        return doc
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _checked_manifest(doc: object, version: int, path: Path) -> dict:
+    """The manifest ``doc`` of ``version``, if its fields have their types and its checksums name its own files."""
+    what = f"the manifest of version {version}"
+    manifest = check_fields(doc, _MANIFEST_FIELDS, what, path)
+    if manifest.get("version", version) != version:
+        raise damaged(what, path, f"it says version {manifest['version']}, in the directory of version {version}")
+    for name, entry in manifest.get("checksums", {}).items():
+        inside = not Path(name).is_absolute() and ".." not in Path(name).parts
+        if not inside:
+            raise damaged(what, path, f"its checksums name {name!r}, a file outside the version")
+        size, sha = (entry.get("size"), entry.get("sha256")) if isinstance(entry, dict) else (None, None)
+        if not (isinstance(size, int) and not isinstance(size, bool) and size >= 0) or not (
+            isinstance(sha, str) and _SHA256.fullmatch(sha)
+        ):
+            raise damaged(what, path, f"its checksum of {name!r} must be a size and a SHA-256; got {entry!r:.80}")
+    return manifest
+
+
+@dataclass(frozen=True)
+class StoreSurvey:
+    """Everything ``locality show`` lists, read defensively: what is readable, and every damaged file named.
+
+    ``current`` is None when ``CURRENT`` is missing or damaged; ``versions``
+    holds the versions whose manifest reads; ``damage`` one line per damaged
+    file (empty for a sound store); ``current_damage`` why the current version
+    cannot be used (None when it can); ``schedule`` the switch schedule (empty
+    when it is missing or damaged).
+    """
+
+    current: int | None
+    versions: list[StoredVersion]
+    history: list[dict]
+    damage: list[str]
+    current_damage: str | None
+    schedule: SwitchSchedule
 
 
 @dataclass(frozen=True)
@@ -187,14 +297,31 @@ class ConfigStore:
     def __init__(
         self, root: str | os.PathLike, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, job: str | None = None
     ) -> None:
+        if not isinstance(root, (str, os.PathLike)) or not str(os.fspath(root)).strip():
+            # Path("") is the working directory: an empty --store (an unset variable) must not write there
+            raise InvalidParameterError(
+                f"the 'root' parameter of ConfigStore (--store) must name a directory; got {root!r}"
+            )
         self.root = Path(root)
-        self.lock_timeout = float(lock_timeout)
+        owner = "ConfigStore"
+        timeout = check_interval(lock_timeout, "lock_timeout", owner, lower=0.0)
+        self.lock_timeout = check_at_most(timeout, MAX_WAIT_SECONDS, "lock_timeout", owner, WAIT_LIMIT)
         self.job = job or " ".join([Path(sys.argv[0]).name, *sys.argv[1:3]]).strip()
+
+    @property
+    def digests_path(self) -> Path:
+        """Where the input files' digests are remembered between runs (:mod:`locality._digests`)."""
+        return self.root / _DIGESTS
 
     # ------------------------------------------------------------------ reading (never locked)
     def versions(self) -> list[int]:
-        """Numbers of the complete versions, oldest first."""
-        return [n for n, path in self._numbered() if (path / _MANIFEST).is_file()]
+        """Numbers of the complete versions, oldest first (damaged ones included: :meth:`get` names the damage).
+
+        A version directory without a manifest is a write that never
+        completed, not a version; an entry that is not a directory is a
+        damaged version.
+        """
+        return [n for n, path in self._numbered() if not path.is_dir() or os.path.lexists(path / _MANIFEST)]
 
     def current_version(self) -> int | None:
         """The version ``CURRENT`` points at, or None for an empty store.
@@ -206,16 +333,18 @@ class ConfigStore:
         """
         self._check_is_directory()
         path = self.root / _CURRENT
+        repair = f"`locality rollback --store {self.root} --to N` repairs it"
         try:
-            text = path.read_text().strip()
-        except FileNotFoundError:
+            text = read_text(path, "the store's CURRENT", limit=_CURRENT_LIMIT)
+        except StoreDamagedError as exc:
+            raise StoreDamagedError(f"{exc}; versions: {self._listing()} ({repair})", path) from None
+        if text is None:
             return None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise StoreError(f"{path} is damaged: {exc}") from None
-        if not text.isdigit():
-            raise StoreError(
-                f"{path} is damaged: {text[:40]!r} is not a version number; versions: {self.versions()} "
-                f"(`locality rollback --store {self.root} --to N` repairs it)"
+        if not _NUMBER.fullmatch(text.strip()):
+            raise damaged(
+                "the store's CURRENT",
+                path,
+                f"{text.strip()[:40]!r} is not a version number; versions: {self._listing()} ({repair})",
             )
         return int(text)
 
@@ -229,53 +358,107 @@ class ConfigStore:
         SerializationError
             The version's manifest is damaged.
         """
-        if version is None:
+        named_by_current = version is None
+        if named_by_current:
             version = self.current_version()
             if version is None:
                 raise StoreError(f"the store {self.root} has no published version yet")
-            if not (self._version_dir(version) / _MANIFEST).is_file():
-                raise StoreError(
-                    f"{self.root / _CURRENT} names version {version}, which the store does not have; "
-                    f"versions: {self.versions()} (`locality rollback --store {self.root} --to N` repairs it)"
-                )
         path = self._version_dir(version)
-        try:
-            manifest = json.loads((path / _MANIFEST).read_text())
-        except FileNotFoundError:
-            raise StoreError(f"the store {self.root} has no version {version}; versions: {self.versions()}") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise SerializationError(
-                f"the manifest of version {version} ({path / _MANIFEST}) is damaged: {exc}"
-            ) from None
-        if not isinstance(manifest, dict):
-            raise SerializationError(f"the manifest of version {version} ({path / _MANIFEST}) is not a JSON object")
-        return StoredVersion(version, path, manifest)
+        what = f"the manifest of version {version}"
+        doc = read_json(path / _MANIFEST, what, limit=_MANIFEST_LIMIT) if self._version_exists(version) else None
+        if doc is None and named_by_current:
+            raise StoreError(
+                f"{self.root / _CURRENT} names version {version}, which the store does not have; "
+                f"versions: {self._listing()} (`locality rollback --store {self.root} --to N` repairs it)"
+            )
+        if doc is None:
+            raise StoreError(f"the store {self.root} has no version {version}; versions: {self._listing()}")
+        return StoredVersion(version, path, _checked_manifest(doc, version, path / _MANIFEST))
 
     def find(self, fingerprint: str) -> int | None:
-        """The newest version published with ``fingerprint``, if any."""
+        """The newest version published with ``fingerprint``, if any (damaged versions are skipped, and logged)."""
         for version in reversed(self.versions()):
-            if self.get(version).manifest.get("fingerprint") == fingerprint:
+            try:
+                manifest = self.get(version).manifest
+            except StoreError as exc:
+                logger.warning("skipping a damaged version: %s", exc)
+                continue
+            if manifest.get("fingerprint") == fingerprint:
                 return version
         return None
 
     def history(self) -> list[dict]:
         """Every recorded move of ``CURRENT``, oldest first: ``version``, ``previous``, ``at``, ``action``, ``reason``.
 
-        A line a crash cut short is skipped (and logged).
+        A line a crash cut short (or otherwise damaged) is skipped and logged.
+
+        Raises
+        ------
+        StoreDamagedError
+            ``history.jsonl`` is not a file (the next writer sets it aside).
         """
-        try:
-            lines = (self.root / _HISTORY).read_text(errors="replace").splitlines()
-        except FileNotFoundError:
-            return []
-        entries = []
-        for number, line in enumerate(lines, 1):
-            try:
-                entry = json.loads(line)
-                int(entry["version"])
-                entries.append(entry)
-            except (ValueError, KeyError, TypeError):
-                logger.warning("%s line %d is damaged and skipped: %r", self.root / _HISTORY, number, line[:80])
+        entries, damaged_lines = self._read_history()
+        for number, line in damaged_lines:
+            logger.warning("%s line %d is damaged and skipped: %r", self.root / _HISTORY, number, line[:80])
         return entries
+
+    def survey(self) -> StoreSurvey:
+        """Read the whole store defensively: the current version (whole), every manifest, the history.
+
+        Every damaged file is named in :attr:`StoreSurvey.damage`; the versions
+        other than the current one are checked by size (:meth:`StoredVersion.verify`
+        with ``quick``), the current one by size, SHA-256 and a full read.
+
+        Raises
+        ------
+        StoreError
+            ``root`` is not a store: missing, or a file.
+        """
+        if not self.root.is_dir():
+            raise StoreError(f"there is no store at {self.root}" + (": it is a file" if self.root.exists() else ""))
+        damage: list[str] = []
+        current = current_damage = None
+        try:
+            current = self.current_version()
+            if current is not None:
+                _ = self.get().config  # CURRENT names a version; sizes, checksums, every table read
+        except StoreError as exc:
+            current, current_damage = None, str(exc)
+            damage.append(current_damage)
+        versions = []
+        try:
+            numbers = self.versions()
+        except StoreError as exc:
+            numbers = []
+            damage.append(str(exc))
+        for number in numbers:
+            try:
+                stored = self.get(number)
+                if number != current:
+                    stored.verify(quick=True)
+                versions.append(stored)
+            except StoreError as exc:
+                if str(exc) not in damage:
+                    damage.append(str(exc))
+        history: list[dict] = []
+        try:
+            history, damaged_lines = self._read_history()
+            damage += [
+                f"{self.root / _HISTORY} line {n} is damaged (skipped): {line[:60]!r}" for n, line in damaged_lines
+            ]
+        except StoreError as exc:
+            damage.append(f"{exc} (the next publish or rollback sets it aside)")
+        lock = self.root / _LOCK
+        if os.path.lexists(lock) and not lock.is_file():
+            damage.append(
+                f"the store's lock file ({lock}) is damaged: it is not a file (the next writer sets it aside)"
+            )
+        try:
+            schedule = self.schedule()
+        except StoreError as exc:
+            schedule = SwitchSchedule()
+            damage.append(str(exc))
+        return StoreSurvey(current, versions, history, damage, current_damage, schedule)
 
     # ------------------------------------------------------------------ checks before a job starts
     def check_writable(self) -> None:
@@ -469,6 +652,25 @@ class ConfigStore:
             remove(tmp)
         return target
 
+    def read_state(self, relative: str, what: str, *, fields: Mapping[str, tuple[str, bool]] | None = None):
+        """Job state at ``ROOT/relative`` (what :meth:`write_atomically` wrote): text, or with ``fields`` a JSON object.
+
+        None when there is none. ``what`` names the file in messages;
+        ``fields`` (name -> (kind, required), kinds of
+        :data:`locality._store_files.FIELD_KINDS`) asks for a JSON object
+        with those fields.
+
+        Raises
+        ------
+        StoreDamagedError
+            The file is not a file of UTF-8 text, or not the JSON object ``fields`` describes.
+        """
+        path = self.root / relative
+        if fields is None:
+            return read_text(path, what)
+        doc = read_json(path, what)
+        return None if doc is None else check_fields(doc, fields, what, path)
+
     def next_version(self) -> int:
         """The number the next publish takes (one more than any numbered directory, complete or not)."""
         return max((n for n, _ in self._numbered()), default=0) + 1
@@ -508,6 +710,7 @@ class ConfigStore:
     def _point_current(self, version: int) -> None:
         """Replace ``CURRENT`` atomically and durably (a synced temporary file, ``os.replace``, a synced directory)."""
         tmp = self.root / f"{_TMP}{uuid.uuid4().hex}-{_CURRENT}"
+        self._clear_for_file(self.root / _CURRENT, "the store's CURRENT")
         try:
             write_bytes(tmp, f"{version}\n".encode())
             os.replace(tmp, self.root / _CURRENT)
@@ -521,6 +724,7 @@ class ConfigStore:
         entry = {"version": version, "previous": previous, "at": _now(), "action": action, "reason": reason}
         path = self.root / _HISTORY
         try:
+            self._clear_for_file(path, "the store's history")
             fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 size = os.fstat(fd).st_size
@@ -530,10 +734,16 @@ class ConfigStore:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-        except OSError as exc:
+        except (OSError, StoreError) as exc:
             logger.warning(
                 "store %s: could not record %s of version %d in %s: %s", self.root, action, version, path, exc
             )
+
+    @staticmethod
+    def _clear_for_file(path: Path, what: str) -> None:
+        """Set aside whatever is at ``path`` if it is not a file (a directory where a store file belongs)."""
+        if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
+            set_aside(path, what)
 
     def _recover(self) -> None:
         """What the first lock holder after a crash does: remove ``.tmp-*`` leftovers, record an unrecorded move."""
@@ -541,13 +751,13 @@ class ConfigStore:
             for leftover in directory.glob(f"{_TMP}*"):
                 logger.info("removing %s left by an interrupted write", leftover)
                 remove(leftover)
+        history = self._repair_history()
         try:
             current = self.current_version()
         except StoreError:
             return  # a damaged CURRENT is repaired by the next publish or rollback, and recorded then
         if current is None:
             return
-        history = self.history()
         if not history or int(history[-1]["version"]) != current:
             reason = (
                 "CURRENT moved without a history entry (a writer was interrupted)"
@@ -555,6 +765,31 @@ class ConfigStore:
                 else "current when the store started keeping a history"
             )
             self._record(current, int(history[-1]["version"]) if history else None, "recorded", reason)
+
+    def _repair_history(self) -> list[dict]:
+        """The history's entries, after setting aside a history with damaged lines (rewritten with the others).
+
+        A crash may cut the last line short, and hands or disks may damage
+        others; the damaged file is kept beside the store
+        (``history.jsonl.damaged-*``) so that ``show`` lists a sound history again.
+        """
+        path = self.root / _HISTORY
+        try:
+            entries, bad = self._read_history()
+        except StoreDamagedError:
+            return []  # not a file: _record sets it aside and starts a new one
+        if bad:
+            tmp = self.root / f"{_TMP}{uuid.uuid4().hex}-{_HISTORY}"
+            try:
+                write_bytes(tmp, "".join(json.dumps(entry) + "\n" for entry in entries).encode())
+                set_aside(path, f"the store's history ({len(bad)} damaged lines, first {bad[0][0]})")
+                os.replace(tmp, path)
+                fsync(self.root)
+            except (OSError, StoreError) as exc:
+                logger.warning("store %s: could not set aside the damaged lines of %s: %s", self.root, path, exc)
+            finally:
+                remove(tmp)
+        return entries
 
     def _current_or_none(self) -> int | None:
         try:
@@ -565,9 +800,45 @@ class ConfigStore:
 
     def _numbered(self) -> list[tuple[int, Path]]:
         directory = self.root / _VERSIONS
-        if not directory.is_dir():
+        if not is_directory(directory, "the store's versions directory"):
             return []
-        return sorted((int(p.name), p) for p in directory.iterdir() if p.name.isdigit())
+        return sorted((int(p.name), p) for p in directory.iterdir() if _NUMBER.fullmatch(p.name))
+
+    def _version_exists(self, version: int) -> bool:
+        """True if version ``version`` has a directory; StoreDamagedError if a file (or else) is in its place."""
+        return is_directory(self._version_dir(version), f"version {version} of the store")
+
+    def _listing(self) -> str:
+        """The version numbers, for a message (or why they cannot be listed)."""
+        try:
+            return str(self.versions())
+        except StoreError as exc:
+            return f"none readable ({exc})"
+
+    def _read_history(self) -> tuple[list[dict], list[tuple[int, str]]]:
+        """The history's valid entries and its damaged lines ``(number, text)``.
+
+        Lines are ASCII JSON objects (``json.dumps`` escapes the rest), so a
+        line with a byte that is not is damaged, like one cut short.
+        """
+        path = self.root / _HISTORY
+        what = "the store's history"
+        try:
+            text = read_text(path, what)
+        except StoreDamagedError as exc:
+            if "UTF-8" not in str(exc):
+                raise
+            text = path.read_bytes().decode("utf-8", errors="replace")
+        entries, bad = [], []
+        for number, line in enumerate((text or "").splitlines(), 1):
+            try:
+                entry = check_fields(json.loads(line), _HISTORY_FIELDS, what, path)
+                if entry["version"] < 1 or "\ufffd" in line:
+                    raise ValueError(line)
+                entries.append(entry)
+            except (ValueError, StoreDamagedError):
+                bad.append((number, line))
+        return entries, bad
 
     def _check_is_directory(self) -> None:
         if self.root.exists() and not self.root.is_dir():

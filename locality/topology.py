@@ -34,6 +34,17 @@ class Instance:
     server: str
 
 
+#: Instances one operator may have: instance numbers are int32 in the tables, and every load vector, fallback and
+#: placement holds one entry per instance, so a count beyond a million is a typo (a deployment that large would be
+#: measured first), refused before anything is allocated for it.
+MAX_INSTANCES = 1 << 20
+
+
+def _check_instance_count(count: int, what: str) -> None:
+    if count > MAX_INSTANCES:
+        raise TopologyError(f"{what} give {count:,} instances per operator; a topology has at most {MAX_INSTANCES:,}")
+
+
 def _check_names(names: Sequence[str], what: str) -> tuple[str, ...]:
     names = tuple(names)
     if not names:
@@ -136,6 +147,7 @@ class Topology:
         """
         n = check_integer(n_servers, "n_servers", "Topology.uniform", lower=1)
         k = check_integer(instances_per_server, "instances_per_server", "Topology.uniform", lower=1)
+        _check_instance_count(n * k, f"{n:,} servers x {k:,} instances per server")
         servers = [f"s{i}" for i in range(n)]
         placement = {op: [servers[i % n] for i in range(n * k)] for op in operators}
         caps = None
@@ -167,6 +179,7 @@ class Topology:
             remaining = {s: int(c) for s, c in table.items()}
             if any(c < 0 for c in remaining.values()):
                 raise TopologyError(f"instance counts of operator {op!r} must be >= 0; got {dict(table)}")
+            _check_instance_count(sum(remaining.values()), f"the instance counts of operator {op!r}")
             hosts: list[str] = []
             while any(remaining.values()):
                 for s in table:

@@ -48,6 +48,7 @@ def replay_totals(
     if len(keys) != len(ops):
         raise ValueError(f"got {len(keys)} key columns for the {len(ops)} operators {ops}")
     columns = dict(zip(ops, keys))
+    _check_key_kinds(df, config, columns)
     rows = df.mapInArrow(_replay_partition(config.to_json(), columns, weight), "totals string").collect()
     optimized = hashed = None
     for row in rows:
@@ -56,6 +57,28 @@ def replay_totals(
         optimized = o if optimized is None else optimized + o
         hashed = h if hashed is None else hashed + h
     return optimized, hashed
+
+
+def _check_key_kinds(df, config: RoutingConfiguration, columns: dict[str, str]) -> None:
+    """Raise unless each key column holds the kind of key (string or integer) its operator's table holds.
+
+    The engines hash ``42`` and ``"42"`` apart, so a trace whose keys have
+    another type than the tables' would find none of its entries: every key
+    would fall back to the hash, and the figures would say the tables buy
+    nothing, with exit code 0.
+    """
+    from pipelines.trace import _spark_kind
+
+    types = dict(df.dtypes)
+    for op, column in columns.items():
+        table_kind = config.tables[op].key_kind
+        trace_kind = _spark_kind(df.schema[column].dataType)
+        if table_kind is not None and trace_kind in ("string", "integer") and trace_kind != table_kind:
+            raise TraceError(
+                f"key column {column!r} holds {trace_kind} keys ({types[column]}) but the table of operator {op!r} "
+                f"holds {table_kind} keys: the engine hashes 42 and '42' apart, so no key would find its entry; "
+                "read the column as the tables were learned (e.g. CSV digits are integers, Parquet strings are not)"
+            )
 
 
 def evaluate_trace(

@@ -8,6 +8,15 @@ under alpha and repair per-operator balance, build the routing tables, replay
 the trace in-sample beside hash routing, and publish the configuration, the
 report and a load plot into the configuration store atomically.
 
+When the store holds a version routing the same operators with the same
+fallback hash, the run relabels against it as ``locality reconfigure --decay
+0`` would (METIS's parts onto the servers that hold their state, keys kept on
+their instance; servers added or removed through
+:func:`locality.reconfiguration.reconfigure`), publishes the migration plan
+with the version and reports the state that moves: without it, METIS's
+arbitrary labels moved 76-81% of a week's state every night on the weekly
+traces instead of 41-53% (``benchmarks/RESULTS.md``, issue 26).
+
 Run it with ``locality optimize ...`` or, on a cluster::
 
     spark-submit --py-files locality.whl locality_job.py optimize TRACE --keys a,b --servers 6 --store DIR
@@ -19,11 +28,20 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from locality._validation import check_integer, check_interval, check_option
+from locality._validation import (
+    MAX_WAIT_SECONDS,
+    WAIT_LIMIT,
+    check_at_most,
+    check_integer,
+    check_interval,
+    check_option,
+)
 from locality.engines import ENGINES
 from locality.evaluation import estimate_from_counts
 from locality.optimizer import make_fallbacks, optimize
+from locality.partition import MAX_SEED, SEED_LIMIT
 from locality.plots import figure_png, instance_load_figure
+from locality.reconfiguration import reconfigure
 from locality.report import format_summary
 from locality.routing import RoutingConfiguration
 from locality.store import DEFAULT_LOCK_TIMEOUT, ConfigStore, PublishResult, fingerprint
@@ -32,7 +50,7 @@ from pipelines.counting import read_and_count
 from pipelines.evaluate import evaluate_trace
 from pipelines.graph_frames import graph_statistics
 from pipelines.progress import Stages
-from pipelines.trace import TraceSpec, check_trace, input_files
+from pipelines.trace import TraceSpec, check_trace, input_identity
 
 __all__ = ["OfflineParams", "OfflineResult", "run"]
 
@@ -60,10 +78,16 @@ class OfflineParams:
     def __post_init__(self) -> None:
         owner = "the offline job"
         check_interval(self.alpha, "alpha", owner, lower=1.0)
-        check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0)
+        check_at_most(
+            check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0),
+            MAX_WAIT_SECONDS,
+            "lock_timeout",
+            owner,
+            WAIT_LIMIT,
+        )
         check_option(self.hash, "hash", owner, ENGINES)
         check_integer(self.capacity, "capacity", owner, lower=1)
-        check_integer(self.seed, "seed", owner, lower=0)
+        check_at_most(check_integer(self.seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
         for name in ("top_pairs", "max_entries"):
             if getattr(self, name) is not None:
                 check_integer(getattr(self, name), name, owner, lower=1 if name == "top_pairs" else 0)
@@ -121,7 +145,7 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
     store = ConfigStore(params.store, lock_timeout=params.lock_timeout, job="locality optimize")
     store.check_writable()
     check_trace(params.trace)
-    key = fingerprint(input_files(params.trace), params.fingerprint_parameters())
+    key = fingerprint(input_identity(params.trace, store.digests_path), params.fingerprint_parameters())
     existing = store.find(key)
     if existing is not None:
         stored = store.get(existing)
@@ -132,47 +156,53 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
 
     df, counts = read_and_count(spark, params, stages)
     graph = counts.graph(params.top_pairs)
-    # With the GraphFrames jar, graph statistics are Spark jobs on a small graph (latency, not work): run them
-    # in a thread while the driver partitions and routes; the report waits for both.
-    with ThreadPoolExecutor(max_workers=1) as background:
-        stats = background.submit(graph_statistics, spark, graph) if params.graph_stats else None
-        with stages.stage("partition (METIS) and route" + (", graph statistics" if stats else "")):
-            result = optimize(
-                graph,
-                params.topology,
-                make_fallbacks(params.topology, params.hash),
-                alpha=params.alpha,
-                seed=params.seed,
-                max_entries=params.max_entries,
-                parameters={"hash": params.hash, "mode": counts.mode, "capacity": params.capacity},
+    # The version in force is read, relabeled against and planned from under the writers' lock, so that the
+    # plan starts from the version that is current when this one is published (as in the online job).
+    with store.lock():
+        previous = store.current_version()
+        current = store.get(previous).config if previous is not None else None
+        fallbacks = make_fallbacks(params.topology, params.hash)
+        base = _relabel_base(current, params.topology, fallbacks)
+        # With the GraphFrames jar, graph statistics are Spark jobs on a small graph (latency, not work): run
+        # them in a thread while the driver partitions and routes; the report waits for both.
+        with ThreadPoolExecutor(max_workers=1) as background:
+            stats = background.submit(graph_statistics, spark, graph) if params.graph_stats else None
+            with stages.stage("partition (METIS) and route" + (", graph statistics" if stats else "")):
+                result, plan, change = _optimized(graph, params, counts.mode, base, fallbacks)
+                if params.replay:
+                    evaluation = evaluate_trace(df, result.config, params.trace.keys, weight=params.trace.weight)
+                else:
+                    evaluation = estimate_from_counts(result.config, counts, counts.usable_rows)
+                stats = stats.result() if stats else None
+        # Drawn once the statistics thread is done: matplotlib reads sys.modules["IPython"] when it makes its
+        # first canvas, and that thread's first PySpark call imports IPython (pyspark's call-site capture);
+        # drawing while it does killed one run in three with "partially initialized module 'IPython'" (issue 10).
+        shares = {op: params.topology.instance_shares(op) for op in params.topology.operators}
+        plot = figure_png(instance_load_figure(evaluation, shares, params.alpha))
+        report = {
+            "job": "offline",
+            "trace": params.trace.path,
+            "parameters": params.fingerprint_parameters(),
+            "counting": counts.summary(),
+            "graph_statistics": stats,
+            "optimization": result.summary(),
+            "in_sample": {**evaluation.to_dict(), "method": "replay" if params.replay else "counts"},
+            "migration": _migration(plan, previous, base, change),
+        }
+        artifacts = {"report.json": report, "report.txt": None, "load.png": plot}
+        with stages.stage("publish"):
+            report["timings"] = dict(stages.timings)
+            if plan is not None:
+                plan.from_version, plan.to_version = previous, store.next_version()
+                report["migration"].update(from_version=plan.from_version, to_version=plan.to_version)
+                artifacts["migration_plan.json"] = plan.to_dict(result.config)
+            artifacts["report.txt"] = format_summary(report)
+            published = store.publish(
+                result.config,
+                fingerprint=key,
+                artifacts=artifacts,
+                metadata={"job": "offline", "trace": params.trace.path, "summary": _headline(report)},
             )
-            if params.replay:
-                evaluation = evaluate_trace(df, result.config, params.trace.keys, weight=params.trace.weight)
-            else:
-                evaluation = estimate_from_counts(result.config, counts, counts.usable_rows)
-            stats = stats.result() if stats else None
-    # Drawn once the statistics thread is done: matplotlib reads sys.modules["IPython"] when it makes its first
-    # canvas, and that thread's first PySpark call imports IPython (pyspark's call-site capture); drawing while
-    # it does killed one run in three with "partially initialized module 'IPython'" (issue 10).
-    shares = {op: params.topology.instance_shares(op) for op in params.topology.operators}
-    plot = figure_png(instance_load_figure(evaluation, shares, params.alpha))
-    report = {
-        "job": "offline",
-        "trace": params.trace.path,
-        "parameters": params.fingerprint_parameters(),
-        "counting": counts.summary(),
-        "graph_statistics": stats,
-        "optimization": result.summary(),
-        "in_sample": {**evaluation.to_dict(), "method": "replay" if params.replay else "counts"},
-    }
-    with stages.stage("publish"):
-        report["timings"] = dict(stages.timings)
-        published = store.publish(
-            result.config,
-            fingerprint=key,
-            artifacts={"report.json": report, "report.txt": format_summary(report), "load.png": plot},
-            metadata={"job": "offline", "trace": params.trace.path, "summary": _headline(report)},
-        )
     report.update(
         version=published.version,
         previous_version=published.previous_version,
@@ -180,6 +210,48 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
         reused=not published.created,
     )
     return OfflineResult(published, report, result.config)
+
+
+def _relabel_base(current, topology: Topology, fallbacks) -> RoutingConfiguration | None:
+    """The version in force when the nightly run relabels against it: the same operators and fallback hash.
+
+    Another engine or other hash parameters move every key the tables do not
+    list (a redeployment): the run then optimizes from scratch, without a
+    plan. Another number of servers or instances is a topology change the
+    relabeling handles (:func:`~locality.reconfiguration.reconfigure`).
+    """
+    if current is None or tuple(current.topology.operators) != tuple(topology.operators):
+        return None
+    for op in topology.operators:
+        before, after = current.tables[op].fallback.to_dict(), fallbacks[op].to_dict()
+        if (before["engine"], before["parameters"]) != (after["engine"], after["parameters"]):
+            return None
+    return current
+
+
+def _optimized(graph, params: OfflineParams, mode: str, base, fallbacks):
+    """The new tables: relabeled against ``base`` (the version in force) with the plan from it, or from scratch."""
+    parameters = {"hash": params.hash, "mode": mode, "capacity": params.capacity}
+    common = dict(alpha=params.alpha, seed=params.seed, max_entries=params.max_entries, parameters=parameters)
+    if base is None:
+        return optimize(graph, params.topology, fallbacks, **common), None, None
+    step = reconfigure(graph, params.topology, base, fallbacks, compare_unrelabeled=False, **common)
+    return step.optimization, step.plan, step.topology_change
+
+
+def _migration(plan, previous: int | None, base, change: str | None) -> dict:
+    """The report's account of the state this version moves from the one in force."""
+    if plan is None:
+        why = (
+            "the store is empty"
+            if previous is None
+            else (
+                f"version {previous} routes other operators or falls back to another hash: every key may move "
+                "(a redeployment)"
+            )
+        )
+        return {"relabeled": False, "from_version": previous, "reason": why}
+    return {"relabeled": True, **plan.summary(), "topology_change": change}
 
 
 def _headline(report: dict) -> dict:

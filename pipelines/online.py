@@ -55,20 +55,30 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
-from locality._validation import check_duration, check_integer, check_interval, check_option
+from locality._validation import (
+    MAX_WAIT_SECONDS,
+    WAIT_LIMIT,
+    check_at_most,
+    check_duration,
+    check_integer,
+    check_interval,
+    check_option,
+)
 from locality.counts import KeyCounts, blend
-from locality.engines import ENGINES
-from locality.errors import InvalidParameterError, TopologyError
+from locality.engines import ENGINES, make_fallback
+from locality.errors import InvalidParameterError, StoreDamagedError, TopologyError
 from locality.evaluation import estimate_from_counts
 from locality.migration import plan_migration
 from locality.optimizer import make_fallbacks, optimize
+from locality.partition import MAX_SEED, SEED_LIMIT
 from locality.plots import figure_png, instance_load_figure
-from locality.rebalance import BASE_AWARE, METHODS
+from locality.rebalance import BASE_AWARE, check_table_method
 from locality.rebalance.tables import rebalance_configuration
-from locality.reconfiguration import Decision, decide, reconfigure
+from locality.reconfiguration import DEFAULT_MIN_GAIN, Decision, decide, reconfigure
 from locality.report import format_summary
 from locality.routing import RoutingConfiguration
 from locality.store import DEFAULT_LOCK_TIMEOUT, ConfigStore, fingerprint
@@ -76,7 +86,7 @@ from locality.topology import Topology
 from pipelines.counting import read_and_count
 from pipelines.progress import Stages
 from pipelines.served import ServedLoads
-from pipelines.trace import TraceSpec, check_trace, input_files, parse_time
+from pipelines.trace import TraceSpec, check_trace, input_identity, parse_time
 
 __all__ = ["OnlineParams", "run", "DEFAULT_DECAY", "DEFAULT_MIN_GAIN", "DEFAULT_MAX_IMBALANCE", "DEFAULT_HORIZON"]
 
@@ -85,15 +95,13 @@ logger = logging.getLogger(__name__)
 #: Weight of a window one period older than the latest. Measured on the weekly flights and tweet
 #: replays (benchmarks/RESULTS.md): decayed history beats the paper's reset to the latest window.
 DEFAULT_DECAY = 0.85
-#: Hops made local over the window per unit of state moved needed to publish. On the weekly flights replay
-#: (with DEFAULT_MAX_IMBALANCE) it publishes 27 of 52 weeks and keeps 60.1% locality (60.4% publishing every
-#: week), moving 11.5% of the state per reconfiguration instead of 25.6% (benchmarks/RESULTS.md).
-DEFAULT_MIN_GAIN = 0.1
 #: Imbalance of the tables in force above which the job publishes whatever the gain (the issue's next-week target).
 DEFAULT_MAX_IMBALANCE = 1.10
 #: How long a rebalancing run's moves are expected to serve (until the next reconfiguration): a day, less
 #: than the weekly replay's average (half a week), so that production errs on the side of moving less.
 DEFAULT_HORIZON = "1D"
+#: A window's name in the store (statistics/<name>/, decisions/<name>.json): a file name, never a path.
+_WINDOW_NAME = re.compile(r"(?!\.\.?$)[^/\\\x00]+")
 
 
 @dataclass(frozen=True)
@@ -101,8 +109,10 @@ class OnlineParams:
     """Everything one reconfiguration run needs; validated on construction.
 
     ``topology`` and ``hash`` are used when the store is empty; afterwards the
-    current version's topology and fallback are kept (changing them is a
-    redeployment: run ``locality optimize``).
+    current version's fallback hash is kept, and so is its topology unless
+    ``topology`` names another one: the run then publishes a version for
+    that topology, servers added or removed, with a plan that moves little
+    state (:func:`locality.reconfiguration.reconfigure`), whatever the gain.
     """
 
     trace: TraceSpec
@@ -133,7 +143,7 @@ class OnlineParams:
     def __post_init__(self) -> None:
         owner = "the online job"
         if self.rebalance is not None:
-            check_option(self.rebalance, "rebalance", owner, METHODS)
+            check_table_method(self.rebalance, "rebalance", owner)
             check_interval(self.theta_max, "theta_max", owner, lower=0.0)
             check_interval(self.state_weight, "state_weight", owner, lower=0.0)
         if self.horizon is not None:
@@ -155,8 +165,14 @@ class OnlineParams:
                 f"got {self.rebalance!r}"
             )
         check_interval(self.alpha, "alpha", owner, lower=1.0)
-        check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0)
-        check_integer(self.seed, "seed", owner, lower=0)
+        check_at_most(
+            check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0),
+            MAX_WAIT_SECONDS,
+            "lock_timeout",
+            owner,
+            WAIT_LIMIT,
+        )
+        check_at_most(check_integer(self.seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
         for name in ("top_pairs", "max_entries"):
             if getattr(self, name) is not None:
                 check_integer(getattr(self, name), name, owner, lower=1 if name == "top_pairs" else 0)
@@ -211,7 +227,7 @@ class OnlineParams:
         params.pop("lock_timeout")
         params["trace"] = self.trace.describe()
         params["topology"] = self.topology.to_dict() if self.topology else None
-        return fingerprint(input_files(self.trace), params)[:32]
+        return fingerprint(input_identity(self.trace, ConfigStore(self.store).digests_path), params)[:32]
 
 
 class _History:
@@ -242,27 +258,36 @@ class _History:
 
     def latest(self) -> str | None:
         """The window whose blended counts the next run blends with (None before the first)."""
-        try:
-            return (self.dir / "LATEST").read_text().strip()
-        except FileNotFoundError:
-            return None
+        what = "the online job's statistics/LATEST"
+        latest = self.store.read_state("statistics/LATEST", what)
+        if latest is not None and not _WINDOW_NAME.fullmatch(latest.strip()):
+            raise StoreDamagedError(f"{what} ({self.dir / 'LATEST'}) is damaged: {latest[:40]!r} names no window")
+        return None if latest is None else latest.strip()
 
 
 def _topology_and_fallbacks(params: OnlineParams, current: RoutingConfiguration | None):
+    """The topology and fallbacks the run routes on: the version in force's, or the new topology with its hash."""
     if current is None:
         if params.topology is None:
             raise TopologyError("the store is empty: give the topology (--servers or --topology) for the first run")
         return params.topology, make_fallbacks(params.topology, params.hash)
-    if params.topology is not None and params.topology != current.topology:
-        raise TopologyError(
-            "the topology differs from the current version's; changing servers or instances is a redeployment "
-            "(run `locality optimize`), not a reconfiguration"
-        )
     if tuple(current.topology.operators) != tuple(params.trace.keys):
         raise TopologyError(
             f"the current version routes {list(current.topology.operators)}; got key columns {list(params.trace.keys)}"
         )
-    return current.topology, {op: t.fallback for op, t in current.tables.items()}
+    if params.topology is None or params.topology == current.topology:
+        return current.topology, {op: t.fallback for op, t in current.tables.items()}
+    if params.rebalance is not None:
+        raise TopologyError(
+            f"the topology differs from the current version's ({len(current.topology.servers)} servers, now "
+            f"{len(params.topology.servers)}): a rebalancing run adjusts the tables in force; change the topology "
+            "with a reconfiguration run (without --rebalance)"
+        )
+    fallbacks = {}
+    for op, table in current.tables.items():  # the engine's hash, sized to the new instances
+        spec = table.fallback.to_dict()
+        fallbacks[op] = make_fallback(spec["engine"], params.topology.n_instances(op), **spec["parameters"])
+    return params.topology, fallbacks
 
 
 def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
@@ -339,10 +364,9 @@ def _served(spark, store: ConfigStore, params: OnlineParams, config: RoutingConf
 
 def _recorded(store: ConfigStore, window: str) -> dict | None:
     """The outcome recorded for ``window`` by an earlier run, marked as a rerun; None if there is none."""
-    path = store.root / "decisions" / f"{window}.json"
-    if not path.is_file():
+    outcome = store.read_state(f"decisions/{window}.json", f"the decision recorded for window {window}", fields={})
+    if outcome is None:
         return None
-    outcome = json.loads(path.read_text())
     outcome["rerun"] = True
     return outcome
 
@@ -361,6 +385,7 @@ def _decide_and_publish(
     previous_version = store.current_version()
     current = store.get(previous_version).config if previous_version is not None else None
     topology, fallbacks = _topology_and_fallbacks(params, current)
+    change = None
     if params.rebalance is not None:
         with stages.stage(f"rebalance ({params.rebalance})"):
             new, plan, raw_cost = _rebalanced(store, params, current, counts, state, served)
@@ -368,7 +393,7 @@ def _decide_and_publish(
         with stages.stage("blend with earlier windows"):
             blended = _History(store).blended(window, counts, params.decay, params.capacity)
         with stages.stage("partition (METIS), relabel and plan"):
-            new, plan, raw_cost = _reconfigured(params, current, topology, fallbacks, blended, state, window)
+            new, plan, raw_cost, change = _reconfigured(params, current, topology, fallbacks, blended, state, window)
     if plan is not None:
         plan.from_version = previous_version
     before = estimate_from_counts(current, counts, counts.usable_rows) if current is not None else None
@@ -376,6 +401,9 @@ def _decide_and_publish(
     if params.rebalance is not None:
         resplit = any(current.tables[op].splits != new.tables[op].splits for op in topology.operators)
         verdict = _rebalance_decision(before.optimized, after.optimized, plan, resplit)
+    elif change is not None:  # the version in force routes on servers that are no longer the deployment's
+        servers = f"{len(current.topology.servers)} -> {len(topology.servers)} servers"
+        verdict = Decision(True, f"the topology changes ({servers}): {change}", 0.0, None)
     else:
         verdict = decide(
             before.optimized if before else None,
@@ -405,6 +433,7 @@ def _decide_and_publish(
         "dropped": counts.dropped,
         "table_entries": new.table_sizes(),
         "split_keys": new.split_keys(),
+        "topology_change": change,
         "in_force_from": switch_point,
     }
     if served is not None:
@@ -457,7 +486,7 @@ def _reconfigured(params: OnlineParams, current, topology, fallbacks, blended: K
             max_entries=params.max_entries,
             parameters=parameters,
         )
-        return result.config, None, None
+        return result.config, None, None, None
     step = reconfigure(
         graph,
         topology,
@@ -468,8 +497,9 @@ def _reconfigured(params: OnlineParams, current, topology, fallbacks, blended: K
         state=state,
         max_entries=params.max_entries,
         parameters=parameters,
+        min_gain=params.min_gain,
     )
-    return step.config, step.plan, step.unrelabeled_cost
+    return step.config, step.plan, step.unrelabeled_cost, step.topology_change
 
 
 def _rebalanced(store: ConfigStore, params: OnlineParams, current, counts: KeyCounts, state, served):

@@ -27,6 +27,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from locality.time_range import arrow_filter
 from pipelines.trace import TraceSpec, input_files
 
 __all__ = ["ParquetScan"]
@@ -35,7 +36,6 @@ __all__ = ["ParquetScan"]
 _MAX_SLICE_BYTES = 128 * 2**20
 _MIN_SLICE_BYTES = 4 * 2**20
 _BATCH_ROWS = 1_000_000
-_UTC_MICROS = pa.timestamp("us", tz="UTC")
 
 #: One task's share of the trace: ``(file, row group indices)`` pairs.
 Slice = list[tuple[str, list[int]]]
@@ -111,16 +111,7 @@ class ParquetScan:
         return spark.sparkContext.parallelize(range(self.n_tasks), self.n_tasks).mapPartitions(run)
 
     def _time_filter(self) -> ds.Expression | None:
-        if self.start is None and self.end is None:
-            return None
-        # Spark compares in UTC (the session's zone) and a date as its midnight: so does the cast.
-        ts = ds.field(self.ts).cast(_UTC_MICROS)
-        bounds = []
-        if self.start is not None:
-            bounds.append(ts >= pa.scalar(self.start, _UTC_MICROS))
-        if self.end is not None:
-            bounds.append(ts < pa.scalar(self.end, _UTC_MICROS))
-        return bounds[0] if len(bounds) == 1 else bounds[0] & bounds[1]
+        return arrow_filter(self.ts, self.start, self.end)  # Spark's comparison: UTC, a date as its midnight
 
 
 def _slices(files: list[str], parallelism: int) -> list[Slice]:

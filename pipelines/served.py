@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from locality.errors import StoreDamagedError
 from locality.routing import RoutingConfiguration
 from locality.store import ConfigStore
 from pipelines.evaluate import replay_totals
@@ -49,12 +50,25 @@ class ServedLoads:
     def read(cls, store: ConfigStore, since: datetime, config: RoutingConfiguration) -> ServedLoads:
         """The ledger of the balance window that began at ``since``; empty (nothing served) before its first run."""
         path = _path(store, since)
-        if not path.is_file():
+        what = f"the ledger of what was served since {since.isoformat()}"
+        fields = {"loads": ("a JSON object", True), "until": ("a string", True), "rows": ("an integer", True)}
+        doc = store.read_state(str(path.relative_to(store.root)), what, fields=fields)
+        if doc is None:
             zeros = {op: np.zeros(config.topology.n_instances(op)) for op in config.topology.operators}
             return cls(since, since, zeros)
-        doc = json.loads(path.read_text())
-        loads = {op: np.asarray(doc["loads"][op], dtype=float) for op in config.topology.operators}
-        return cls(since, datetime.fromisoformat(doc["until"]), loads, int(doc["rows"]))
+        try:
+            loads = {op: np.asarray(doc["loads"][op], dtype=float) for op in config.topology.operators}
+            until = datetime.fromisoformat(doc["until"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StoreDamagedError(f"{what} ({path}) is damaged: {exc}", path) from None
+        for op, served in loads.items():
+            if served.shape != (config.topology.n_instances(op),):
+                raise StoreDamagedError(
+                    f"{what} ({path}) is damaged: {op!r} has {served.size} loads for "
+                    f"{config.topology.n_instances(op)} instances",
+                    path,
+                )
+        return cls(since, until, loads, doc["rows"])
 
     def caught_up(self, spark, trace: TraceSpec, config: RoutingConfiguration, end: datetime) -> ServedLoads:
         """The ledger with the rows of ``trace`` from ``until`` to ``end`` added, as ``config`` routes them."""

@@ -1,4 +1,4 @@
-"""Reading a trace with Spark: Parquet, CSV or JSON lines; a file, a directory or a glob.
+"""Reading a trace, with Spark or without: Parquet, CSV or JSON lines; a file, a directory or a glob.
 
 The key columns name the stateful operators in pipeline order. Keys must be
 strings or integers; an optional weight column (tuple count or size) must be
@@ -6,6 +6,17 @@ numeric; an optional timestamp column restricts the trace to a time range.
 Every problem is a :class:`locality.errors.TraceError` naming the path or column.
 Rows with a null or empty key are not errors: the sketching pass drops and
 counts them, and the report says how many and why, per column.
+
+There are two readers of one contract: :func:`read_trace` (a Spark DataFrame,
+for the jobs) and :func:`read_trace_frame` (a pandas DataFrame read with
+pyarrow, for ``locality replay``, which holds the trace in memory anyway and
+needs no Spark). Both take the same files (a directory or glob holding files
+of more than one format is refused, naming them), run the same checks, parse
+CSV as CSV (quoted fields may hold newlines and doubled quotes, as
+spreadsheets and Python's ``csv`` write them), read a timestamp column held as
+ISO 8601 text as timestamps, and keep the same time range: instants, UTC
+where a zone is missing (:mod:`locality.time_range`). CSV and JSON files may
+be compressed (``.gz``, ``.bz2``).
 
 :func:`check_trace` looks at local files before Spark does any work (a job
 checks them before it even starts its session): every file exists, can be
@@ -16,18 +27,21 @@ trace's ``encoding`` into keys without U+FFFD, and JSON lines are objects
 whose keys keep one type. What the prefix does not show, the counting pass
 checks on every key (:mod:`pipelines.counting`).
 
-Why one module of about 550 lines: reading a trace and checking it before
-Spark starts are one contract (the same columns, types, encodings and error
-messages); splitting them would write that contract twice.
+Why one module of about 800 lines: reading a trace (with Spark or without)
+and checking it before Spark starts are one contract (the same files,
+columns, types, encodings, time range and error messages); splitting them
+would write that contract twice.
 """
 
 from __future__ import annotations
 
+import bz2
 import codecs
 import csv
 import dataclasses
 import functools
 import glob
+import gzip
 import io
 import json
 import logging
@@ -36,17 +50,21 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
+from pathlib import Path
 
 from locality.errors import InvalidParameterError, JobError, TraceError
+from locality.time_range import parse_time, within
 
 __all__ = [
     "TraceSpec",
     "check_trace",
     "read_trace",
+    "read_trace_frame",
     "last_window",
     "window_length",
     "input_files",
+    "input_identity",
     "spark_read_errors",
     "parse_time",
     "FORMATS",
@@ -59,6 +77,8 @@ logger = logging.getLogger(__name__)
 
 #: File extensions per format (CSV files must have a header row).
 FORMATS = {"parquet": (".parquet", ".pq"), "csv": (".csv",), "json": (".json", ".jsonl", ".ndjson")}
+#: Compressions of CSV and JSON files, by extension after the format's (``trace.csv.gz``): Spark and pyarrow read them.
+COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open}
 
 #: The text encodings Spark 4 reads CSV and JSON in, by Python codec name (``codecs.lookup(...).name``).
 ENCODINGS = {
@@ -181,15 +201,6 @@ def _spark_encoding(name: object) -> str:
     return ENCODINGS[canonical]
 
 
-def parse_time(value: str, name: str) -> datetime:
-    """``value`` (ISO 8601) as a UTC-aware datetime (UTC when it names no zone); a TraceError names ``name``."""
-    try:
-        moment = datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        raise TraceError(f"the {name} time {value!r} is not an ISO 8601 date or timestamp") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
 def _matching_files(path: str) -> list[str]:
     if any(ch in path for ch in "*?["):
         files = sorted(glob.glob(path))
@@ -209,24 +220,78 @@ def _matching_files(path: str) -> list[str]:
     return files
 
 
+def _format_of(name: str) -> str | None:
+    """The format a file name says (``.csv``, ``.csv.gz``, ``.parquet``...), or None."""
+    lower = name.lower()
+    stem = next((lower[: -len(ext)] for ext in COMPRESSIONS if lower.endswith(ext)), lower)
+    for fmt, extensions in FORMATS.items():
+        if stem.endswith(extensions) and (stem == lower or fmt != "parquet"):
+            return fmt
+    return None
+
+
+def _compression(name: str):
+    """The opener of a compressed file (``gzip.open``...), or None."""
+    return next((opener for ext, opener in COMPRESSIONS.items() if name.lower().endswith(ext)), None)
+
+
 def _detect_format(path: str, files: list[str]) -> str:
     for name in files or [path]:
-        lower = name.lower()
-        for fmt, extensions in FORMATS.items():
-            if lower.endswith(extensions):
-                return fmt
+        fmt = _format_of(name)
+        if fmt is not None:
+            return fmt
     raise TraceError(f"cannot tell the format of {path!r} from its file names; pass format (parquet, csv or json)")
 
 
-def _data_files(files: list[str], fmt: str, newest: int | None = None) -> list[str]:
-    """The files of ``fmt`` (a README or _SUCCESS beside the data is not data); all files if none has the extension.
+def _data_files(spec: TraceSpec, files: list[str]) -> list[str]:
+    """The trace's data files among ``files``: those of its one format (a README or _SUCCESS beside them is not data).
 
-    With ``newest``, only the newest that many (by modification time, then name).
+    Files without a format's extension are all data when no file has one
+    (then ``format`` says what they are). With ``newest``, only the newest
+    that many (by modification time, then name).
+
+    Raises
+    ------
+    TraceError
+        The files are of more than one format (the message names some of
+        each), or of another format than ``format``.
     """
-    matching = [f for f in files if f.lower().endswith(FORMATS[fmt])] or files
-    if newest is not None:
-        matching = sorted(matching, key=lambda f: (os.stat(f).st_mtime_ns, f))[-newest:]
+    by_format: dict[str, list[str]] = {}
+    for name in files:
+        fmt = _format_of(name)
+        if fmt is not None:
+            by_format.setdefault(fmt, []).append(name)
+    if len(by_format) > 1:
+        listing = "; ".join(f"{fmt}: {_some(names)}" for fmt, names in sorted(by_format.items()))
+        first = sorted(by_format)[0]
+        where = spec.path.rstrip("/") + "/*" + FORMATS[first][0] if os.path.isdir(spec.path) else "a glob"
+        raise TraceError(
+            f"the trace at {spec.path!r} holds files of {len(by_format)} formats ({listing}): a trace is one format; "
+            f"move the others away, or name the files of one format (e.g. {where!r})"
+        )
+    if spec.format is not None and by_format and spec.format not in by_format:
+        (fmt, names), *_ = by_format.items()
+        raise TraceError(
+            f"the format is {spec.format} (--format) but the files of the trace at {spec.path!r} are {fmt}: "
+            f"{_some(names)}"
+        )
+    matching = next(iter(by_format.values())) if by_format else files
+    if len(matching) < len(files):
+        logger.info(
+            "trace %s: not data (no %s extension): %s",
+            spec.path,
+            "/".join(by_format),
+            _some(sorted(set(files) - set(matching))),
+        )
+    if spec.newest is not None:
+        matching = sorted(matching, key=lambda f: (os.stat(f).st_mtime_ns, f))[-spec.newest :]
     return sorted(matching)
+
+
+def _some(names: Sequence[str], shown: int = 3) -> str:
+    """A few of ``names`` and how many more, for a message."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(repr(n) for n in names[:shown]) + more
 
 
 #: Spark failures that are not about the trace: a Python worker or an executor died (killed, out of memory).
@@ -277,17 +342,16 @@ def _after_colon(line: str) -> str:
 
 
 def input_files(spec: TraceSpec) -> list[tuple[str, int, int]]:
-    """``(path, size, mtime_ns)`` of every local input file, for the store's fingerprint.
+    """``(path, size, mtime_ns)`` of every local input file (the data files of the trace's one format).
 
-    Non-local paths (``hdfs://``, ``s3a://``) give the path alone; their
-    fingerprint then depends on the path and parameters only.
+    Non-local paths (``hdfs://``, ``s3a://``) give the path alone.
     """
     if not spec.local:
         return [(spec.path, 0, 0)]
     out = []
     files = _matching_files(spec.path.removeprefix("file://"))
     if files:
-        files = _data_files(files, spec.file_format(files), spec.newest)
+        files = _data_files(spec, files)
     for name in files:
         try:
             stat = os.stat(name)
@@ -297,8 +361,30 @@ def input_files(spec: TraceSpec) -> list[tuple[str, int, int]]:
     return out
 
 
-def check_trace(spec: TraceSpec) -> None:
+def input_identity(spec: TraceSpec, cache: Path | None = None) -> list[tuple]:
+    """What identifies the trace's content, for the store's fingerprint: ``(size, SHA-256)`` of every local file.
+
+    A file touched, copied with its dates or moved is the same input; a file
+    rewritten is not (:mod:`locality._digests`, whose ``cache`` spares reading
+    unchanged files again). A path Python cannot open (``hdfs://``,
+    ``s3a://``) is identified by the path alone.
+    """
+    from locality._digests import file_digests
+
+    if not spec.local:
+        return [(spec.path,)]
+    names = [name for name, _, _ in input_files(spec)]
+    try:
+        return file_digests(names, cache)
+    except OSError as exc:
+        raise TraceError(f"cannot read the trace file {exc.filename!r}: {exc.strerror}") from None
+
+
+def check_trace(spec: TraceSpec, *, spark: bool = True) -> None:
     """Check the trace's local files before Spark starts (see the module docstring); remote paths pass.
+
+    ``spark=False`` for the reader without Spark: what only Spark cannot
+    read (nanosecond timestamps) passes.
 
     Raises
     ------
@@ -315,11 +401,11 @@ def check_trace(spec: TraceSpec) -> None:
     files = input_files(spec)
     if not files:
         raise TraceError(f"no trace file at {spec.path!r}")
-    _check_files(spec, tuple(files))
+    _check_files(spec, tuple(files), spark)
 
 
 @functools.lru_cache(maxsize=32)
-def _check_files(spec: TraceSpec, files: tuple[tuple[str, int, int], ...]) -> None:
+def _check_files(spec: TraceSpec, files: tuple[tuple[str, int, int], ...], spark: bool) -> None:
     # Cached by the files' (path, size, mtime): the CLI checks before starting Spark and read_trace checks again.
     names = [name for name, _, _ in files]
     fmt = spec.file_format(names)
@@ -327,19 +413,27 @@ def _check_files(spec: TraceSpec, files: tuple[tuple[str, int, int], ...]) -> No
         raise InvalidParameterError(_PARQUET_ENCODING)
     kinds_seen: dict[str, tuple[str, str, str]] = {}  # column -> (kind, type name, first file with it)
     for name, size, _ in files:
-        try:
-            with open(name, "rb") as fh:
-                prefix = fh.read(PREFIX_BYTES)
-        except OSError as exc:
-            raise TraceError(f"cannot read the trace file {name!r}: {exc.strerror}") from None
         if size == 0:
             raise TraceError(f"the trace file {name!r} is empty (0 bytes): remove it or point at the other files")
         if fmt == "parquet":
-            _check_parquet(spec, name, kinds_seen)
-        elif fmt == "csv":
-            _check_csv(spec, name, _decode_prefix(prefix, spec.encoding, len(prefix) == size))
+            _check_parquet(spec, name, kinds_seen, spark)
+            continue
+        prefix, whole = _read_prefix(name)
+        if fmt == "csv":
+            _check_csv(spec, name, _decode_prefix(prefix, spec.encoding, whole), whole)
         else:
-            _check_json(spec, name, _decode_prefix(prefix, spec.encoding, len(prefix) == size))
+            _check_json(spec, name, _decode_prefix(prefix, spec.encoding, whole).split("\n"))
+
+
+def _read_prefix(name: str) -> tuple[bytes, bool]:
+    """The first :data:`PREFIX_BYTES` of a file's data (decompressed), and whether that is all of it."""
+    opener = _compression(name) or open
+    try:
+        with opener(name, "rb") as fh:
+            data = fh.read(PREFIX_BYTES + 1)
+    except (OSError, EOFError) as exc:  # EOFError: a compressed file cut short
+        raise TraceError(f"cannot read the trace file {name!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    return data[:PREFIX_BYTES], len(data) <= PREFIX_BYTES
 
 
 def _arrow_kind(arrow_type) -> str:
@@ -406,7 +500,7 @@ def _check_columns_present(spec: TraceSpec, where: str, names: Sequence[str]) ->
         raise TraceError(f"{where} has no column {', '.join(map(repr, missing))}; columns present: {list(names)}")
 
 
-def _check_parquet(spec: TraceSpec, name: str, kinds_seen: dict[str, tuple[str, str, str]]) -> None:
+def _check_parquet(spec: TraceSpec, name: str, kinds_seen: dict[str, tuple[str, str, str]], spark: bool) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -415,7 +509,7 @@ def _check_parquet(spec: TraceSpec, name: str, kinds_seen: dict[str, tuple[str, 
     except (OSError, pa.ArrowException) as exc:
         raise TraceError(f"cannot read the trace at {name!r}: not a Parquet file, or truncated ({exc})") from None
     _check_columns_present(spec, f"the trace file {name!r}", schema.names)
-    for field_ in schema:  # Spark converts every column's type, used or not
+    for field_ in schema if spark else ():  # Spark converts every column's type, used or not
         if pa.types.is_timestamp(field_.type) and field_.type.unit == "ns":
             raise TraceError(
                 f"column {field_.name!r} of {name!r} holds nanosecond timestamps, which Spark cannot read; write them "
@@ -435,16 +529,13 @@ def _check_parquet(spec: TraceSpec, name: str, kinds_seen: dict[str, tuple[str, 
             )
 
 
-def _decode_prefix(prefix: bytes, encoding: str | None, whole: bool) -> list[str]:
-    """The complete lines of a file's first bytes, decoded (bad bytes become U+FFFD); a cut last line is dropped."""
+def _decode_prefix(prefix: bytes, encoding: str | None, whole: bool) -> str:
+    """A file's first bytes decoded (bad bytes become U+FFFD), up to its last complete line unless ``whole``."""
     decoder = codecs.getincrementaldecoder(encoding or "utf-8")(errors="replace")
     text = decoder.decode(prefix, final=whole)
-    lines = text.splitlines()
-    if not whole and lines and not text.endswith(("\n", "\r")):
-        lines = lines[:-1]
-    if lines and lines[0].startswith("\ufeff"):
-        lines[0] = lines[0][1:]  # a byte order mark is not part of the first column's name
-    return lines
+    if not whole:
+        text = text[: text.rfind("\n") + 1]
+    return text.removeprefix("\ufeff")  # a byte order mark is not part of the first column's name
 
 
 def _undecodable(name: str, column: str, line: int, value: str, encoding: str | None) -> TraceError:
@@ -454,17 +545,35 @@ def _undecodable(name: str, column: str, line: int, value: str, encoding: str | 
     )
 
 
-def _check_csv(spec: TraceSpec, name: str, lines: list[str]) -> None:
-    rows = csv.reader(io.StringIO("\n".join(lines)))
-    header = next(rows, None)
+def _check_csv(spec: TraceSpec, name: str, text: str, whole: bool) -> None:
+    # Parsed as CSV (a quoted field may hold newlines and doubled quotes), as both readers read it.
+    if whole:  # a quoted field never closed swallows the rest of the file: refused, not read as one key
+        try:
+            _csv_rows(text, strict=True)
+        except csv.Error as exc:
+            if "end of data" in str(exc):
+                raise TraceError(f"the trace file {name!r} is not CSV: a quoted field is never closed") from None
+    try:
+        rows = _csv_rows(text, strict=False)  # other stray quotes are text, as Spark keeps them
+    except csv.Error as exc:
+        raise TraceError(f"the trace file {name!r} is not CSV: {exc}") from None
+    if not whole and rows:
+        rows.pop()  # the prefix may end inside a quoted field that goes on
+    header = rows[0][1] if rows else None
     if not header:
         raise TraceError(f"the trace file {name!r} has no header row (a CSV trace needs one)")
     _check_columns_present(spec, f"the trace file {name!r}", header)
     positions = {key: header.index(key) for key in spec.keys}
-    for number, row in enumerate(rows, 2):
+    for number, row in rows[1:]:
         for key, position in positions.items():
             if position < len(row) and REPLACEMENT in row[position]:
                 raise _undecodable(name, key, number, row[position], spec.encoding)
+
+
+def _csv_rows(text: str, strict: bool) -> list[tuple[int, list[str]]]:
+    """``(line, fields)`` of every row of CSV ``text`` (``line``: where the row ends)."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=strict)
+    return [(reader.line_num, row) for row in reader]
 
 
 def _check_json(spec: TraceSpec, name: str, lines: list[str]) -> None:
@@ -533,7 +642,9 @@ def read_trace(spark, spec: TraceSpec):
     fmt = spec.file_format(files)
     reader = spark.read
     if fmt == "csv":
+        # multiLine: a quoted field may hold a newline; escape '"': a quote inside a quoted field is doubled (RFC 4180).
         reader = reader.option("header", "true").option("inferSchema", "true")
+        reader = reader.option("multiLine", "true").option("escape", '"')
     if spec.encoding and fmt != "parquet":
         reader = reader.option("encoding", spec.encoding)
         if fmt == "json":
@@ -547,6 +658,8 @@ def read_trace(spark, spec: TraceSpec):
             _raise_on_corrupt_json(df, spec)
 
     _check_columns_present(spec, f"the trace at {spec.path!r}", names)
+    if fmt != "parquet" and spec.ts and _spark_kind(df.schema[spec.ts].dataType) == "string":
+        df = _spark_text_timestamps(df, spec)
     types = dict(df.dtypes)
     _check_kinds(spec, {f.name: (_spark_kind(f.dataType), types[f.name]) for f in df.schema.fields})
 
@@ -560,7 +673,134 @@ def read_trace(spark, spec: TraceSpec):
     return df
 
 
+def read_trace_frame(spec: TraceSpec):
+    """The trace's columns as a pandas DataFrame, read with pyarrow (no Spark): :func:`read_trace`'s contract.
+
+    The same files, checks, column types and time range as :func:`read_trace`
+    (a timestamp without a zone is UTC). Rows with a null or empty key are
+    dropped, as the counting pass drops them, and their number is logged. For
+    a trace that fits in memory (``locality replay``); local paths only.
+
+    Raises
+    ------
+    TraceError
+        As :func:`read_trace`; also a path Python cannot open (``hdfs://``...),
+        and files that disagree on a column's type.
+    """
+    import pyarrow as pa
+
+    if not spec.local:
+        raise TraceError(f"{spec.path!r} is not a local path: this command reads local files (copy the trace here)")
+    check_trace(spec, spark=False)
+    files = [name for name, _, _ in input_files(spec)]
+    fmt = spec.file_format(files)
+    tables = [_arrow_table(name, fmt, spec) for name in files]
+    try:
+        table = pa.concat_tables(tables, promote_options="permissive")
+    except pa.ArrowException as exc:
+        raise TraceError(f"the files of the trace at {spec.path!r} disagree on a column's type: {exc}") from None
+    _check_columns_present(spec, f"the trace at {spec.path!r}", table.column_names)
+    table = table.select(list(spec.columns))
+    kinds = {f.name: (_arrow_kind(f.type), _arrow_name(f.type)) for f in table.schema}
+    if spec.ts and kinds[spec.ts][0] == "string":
+        kinds[spec.ts] = ("timestamp", "string")  # ISO 8601 text, parsed below as read_trace parses it
+    _check_kinds(spec, kinds)
+    frame = table.to_pandas(types_mapper={pa.int64(): _nullable_int()}.get, date_as_object=False)
+    if spec.ts:
+        frame[spec.ts] = _pandas_timestamps(frame[spec.ts], spec.ts)
+        frame = frame[within(frame[spec.ts], spec.start, spec.end)]
+    return _without_missing_keys(frame, spec)
+
+
+def _arrow_table(name: str, fmt: str, spec: TraceSpec):
+    """One file of the trace as an Arrow table (CSV parsed as CSV; text in ``spec.encoding``)."""
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+    import pyarrow.json as pa_json
+    import pyarrow.parquet as pq
+
+    try:
+        if fmt == "parquet":
+            return pq.read_table(name, columns=list(spec.columns))
+        opener = _compression(name) or open
+        with opener(name, "rb") as fh:
+            data = fh.read()
+        if fmt == "csv":
+            return pa_csv.read_csv(
+                io.BytesIO(data),
+                read_options=pa_csv.ReadOptions(encoding=spec.encoding or "utf8"),
+                parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+                # As Spark reads CSV: only an empty field is null ("NA" is North America), no booleans from words.
+                convert_options=pa_csv.ConvertOptions(
+                    include_columns=list(spec.columns), null_values=[""], strings_can_be_null=True
+                ),
+            )
+        if spec.encoding not in (None, "utf-8"):
+            data = data.decode(spec.encoding).encode("utf-8")
+        return pa_json.read_json(io.BytesIO(data))
+    except (OSError, EOFError, UnicodeDecodeError, pa.ArrowException) as exc:
+        raise TraceError(f"cannot read the trace file {name!r}: {str(exc).splitlines()[0][:300]}") from None
+
+
+def _nullable_int():
+    import pandas as pd
+
+    return pd.Int64Dtype()  # an integer key column with nulls stays integers (not floats) until they are dropped
+
+
+def _pandas_timestamps(column, name: str):
+    """``column`` as UTC timestamps: a naive time is UTC, a date its midnight, ISO 8601 text parsed.
+
+    In UTC whatever the source, as Spark holds them: every format of a trace
+    then gives the same windows, and the same figures.
+    """
+    import pandas as pd
+
+    if pd.api.types.is_datetime64_any_dtype(column):
+        return column.dt.tz_localize("UTC") if column.dt.tz is None else column.dt.tz_convert("UTC")
+    parsed = pd.to_datetime(column, format="ISO8601", utc=True, errors="coerce")
+    bad = column[column.notna() & parsed.isna()]
+    if len(bad):
+        raise TraceError(
+            f"timestamp column {name!r} holds {str(bad.iloc[0])[:40]!r}, which is not an ISO 8601 timestamp"
+        )
+    return parsed
+
+
+def _without_missing_keys(frame, spec: TraceSpec):
+    """``frame`` without the rows whose key is null or empty (logged per column); integer keys as int64."""
+    import pandas as pd
+
+    keep = pd.Series(True, index=frame.index)
+    for key in spec.keys:
+        column = frame[key]
+        missing = column.isna() | (column.astype(str) == "") if column.dtype == object else column.isna()
+        if missing.any():
+            logger.warning(
+                "trace %s: %d rows with a null or empty key in %r dropped", spec.path, int(missing.sum()), key
+            )
+        keep &= ~missing
+    frame = frame[keep.to_numpy()]
+    ints = {key: "int64" for key in spec.keys if isinstance(frame[key].dtype, pd.Int64Dtype)}
+    return frame.astype(ints).reset_index(drop=True)
+
+
 _CORRUPT = "_corrupt_record"  # the column Spark adds when inferring the schema met lines that are not JSON
+
+
+def _spark_text_timestamps(df, spec: TraceSpec):
+    """``df`` with its timestamp column, ISO 8601 text in a CSV or JSON trace, parsed (UTC where no zone is given).
+
+    Spark's JSON reader infers no timestamps, and its CSV reader none when the
+    forms vary (offsets on some rows): both readers parse the text the same way.
+    """
+    from pyspark.sql import functions as F
+
+    parsed = F.try_to_timestamp(F.col(spec.ts))
+    bad = df.select(spec.ts).where(F.col(spec.ts).isNotNull() & parsed.isNull()).first()
+    if bad is not None:
+        raise TraceError(f"timestamp column {spec.ts!r} holds {bad[0][:40]!r}, which is not an ISO 8601 timestamp")
+    return df.withColumn(spec.ts, parsed)
 
 
 def _raise_on_corrupt_json(df, spec: TraceSpec) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 
@@ -37,7 +38,7 @@ def test_an_unexpected_failure_is_one_line_naming_its_log(store, tmp_path, capsy
     def broken(self):
         raise KeyError("a bug")
 
-    monkeypatch.setattr(ConfigStore, "history", broken)
+    monkeypatch.setattr(ConfigStore, "survey", broken)
     assert main(["show", "--store", str(store)]) == EXIT_CRASH
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -64,7 +65,7 @@ def test_interrupted(store, capsys, monkeypatch):
     def interrupted(self):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ConfigStore, "history", interrupted)
+    monkeypatch.setattr(ConfigStore, "survey", interrupted)
     assert main(["show", "--store", str(store)]) == ExitCode.INTERRUPTED
     assert capsys.readouterr().err.strip() == "locality: interrupted"  # click adds a newline first
 
@@ -110,3 +111,13 @@ def test_the_spark_submit_script_runs_the_one_parser(store):
         timeout=120,
     )
     assert done.returncode == EXIT_ERROR and "has no version 4" in done.stderr
+
+
+def test_a_check_that_finds_a_problem_does_not_exit_0(tmp_path, capsys, monkeypatch):
+    """``locality datasets`` lists every card; a shared trace missing or altered makes it exit 2, naming the card."""
+    monkeypatch.setenv("LOCALITY_SHARED_DATA", str(tmp_path))  # no shared trace here
+    assert main(["datasets", "--json"]) == EXIT_ERROR
+    out, err = capsys.readouterr()
+    rows = {row["name"]: row["status"] for row in json.loads(out)}
+    assert rows["ira_troll_hashtags"].startswith("NOT OK") and rows["twitter_like"].startswith("recipes")
+    assert "fail their check" in err and "ira_troll_hashtags" in err

@@ -1,6 +1,7 @@
 """``locality replay`` with the rebalancer options (no Spark: the replay runs in memory)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -103,6 +104,42 @@ def test_hot_keys_split_by_neighbour_server_balance_the_ira_bursts(capsys):
     assert fold["mean_locality"] == downstream["mean_locality"]
     assert fold["mean_fold_cost"] > 0.2 and downstream["mean_fold_cost"] == 0  # 35.4% of a week's state
     assert fold["mean_state_moved"] == pytest.approx(downstream["mean_state_moved"] + fold["mean_fold_cost"])
+
+
+def test_replay_reads_every_format_as_the_jobs_do_and_zoned_bounds_on_naive_times(trace_file, tmp_path, capsys):
+    """Parquet, CSV (gzip too) and JSON lines of one trace replay alike; ``--start`` with a zone on naive times."""
+    import pandas as pd
+
+    frame = pd.read_parquet(trace_file)
+    frame = frame.assign(ts=frame["ts"].dt.tz_convert(None) if frame["ts"].dt.tz is not None else frame["ts"])
+    frame[["location", "hashtag", "ts"]].to_csv(tmp_path / "t.csv", index=False)
+    frame[["location", "hashtag", "ts"]].to_csv(tmp_path / "t.csv.gz", index=False)
+    frame.assign(ts=frame["ts"].dt.strftime("%Y-%m-%dT%H:%M:%S.%f"))[["location", "hashtag", "ts"]].to_json(
+        tmp_path / "t.jsonl", orient="records", lines=True
+    )
+    common = ["--keys", "location,hashtag", "--servers", "6", "--mode", "hash", "--json", "-q"]
+    common += ["--start", "2015-06-01T02:00:00+02:00", "--end", "2015-06-15"]  # 00:00 UTC
+    docs = {}
+    for name in (trace_file, tmp_path / "t.csv", tmp_path / "t.csv.gz", tmp_path / "t.jsonl"):
+        assert main(["replay", str(name), *common]) == EXIT_OK, capsys.readouterr().err
+        docs[Path(name).name] = json.loads(capsys.readouterr().out)
+    first = next(iter(docs.values()))
+    assert len(first["windows"]) == 2 and sum(w["tuples"] for w in first["windows"]) > 0
+    assert all(doc == first for doc in docs.values())
+    # --format names the format of files whose names do not
+    (tmp_path / "t.csv").rename(tmp_path / "trace.txt")
+    assert main(["replay", str(tmp_path / "trace.txt"), "--format", "csv", *common]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out) == first
+
+
+def test_replay_reads_latin1_text_with_its_encoding(tmp_path, capsys):
+    rows = "".join(f"Z\xfcrich{i % 3},tag{i % 5},2024-01-{1 + i % 14:02d}T10:00:00\n" for i in range(300))
+    (tmp_path / "t.csv").write_bytes(("location,hashtag,ts\n" + rows).encode("latin-1"))
+    args = ["replay", str(tmp_path / "t.csv"), "--keys", "location,hashtag", "--servers", "2", "--period", "3D", "-q"]
+    assert main([*args, "--json"]) == EXIT_ERROR
+    assert "--encoding" in capsys.readouterr().err
+    assert main([*args, "--json", "--encoding", "latin-1"]) == EXIT_OK
+    assert sum(w["tuples"] for w in json.loads(capsys.readouterr().out)["windows"]) == 300
 
 
 def test_a_replay_by_calendar_year_on_the_flickr_photos(capsys):

@@ -112,6 +112,8 @@ def test_the_table_cap_is_never_exceeded_by_the_rebalancer(weeks):
 def test_schedule_checks_its_parameters():
     with pytest.raises(ValueError, match="'method' parameter of RebalanceSchedule must be one of"):
         RebalanceSchedule(method="fastest")
+    with pytest.raises(ValueError, match="cannot be 'ssm': SSM re-cuts contiguous key-group ranges"):
+        RebalanceSchedule(method="ssm")  # on main: accepted, then raised at the first rebalancing run
     for bad in ("-1h", "soon"):
         with pytest.raises(ValueError, match="'every' parameter of RebalanceSchedule must be a positive duration"):
             RebalanceSchedule(every=bad)

@@ -19,6 +19,7 @@ import pandas as pd
 from locality._validation import check_columns, check_interval, check_random_state
 from locality.errors import TraceError
 from locality.replay import windows_of
+from locality.time_range import within
 
 __all__ = [
     "load_trace",
@@ -50,6 +51,8 @@ def load_trace(
     by ``order`` when given, else by ``ts`` when given, else kept in file order.
     ``path`` may also be a DataFrame already in memory (a generated trace);
     ``extra`` names more columns to keep (``None`` entries are ignored).
+    ``start`` and ``end`` without a zone are UTC, and so are times of a
+    column without one (:mod:`locality.time_range`: the jobs' rule).
 
     Raises
     ------
@@ -69,7 +72,7 @@ def load_trace(
     if ts is not None and not pd.api.types.is_datetime64_any_dtype(frame[ts]):
         raise TraceError(f"the timestamp column {ts!r} of {path} has type {frame[ts].dtype}; it must be a timestamp")
     if start is not None or end is not None:
-        frame = frame[frame[ts].between(*_time_range(frame[ts], start, end), inclusive="left")]
+        frame = frame[within(frame[ts], start, end)]  # instants; UTC where a zone is missing, as every reader
     valid = frame[keys].notna().all(axis=1)
     for key in keys:
         if not pd.api.types.is_numeric_dtype(frame[key].dtype):
@@ -98,20 +101,6 @@ def _read_columns(path: Path, columns: list[str], ts: str | None) -> pd.DataFram
     dataset = ds.dataset(path, format="parquet")
     check_columns(dataset.schema.names, columns, f"the trace {path}")
     return dataset.to_table(columns=columns).to_pandas()
-
-
-def _time_range(ts: pd.Series, start, end) -> tuple[pd.Timestamp, pd.Timestamp]:
-    tz = ts.dt.tz
-
-    def stamp(value, default):
-        if value is None:
-            return default
-        value = pd.Timestamp(value)
-        if tz is not None and value.tzinfo is None:
-            value = value.tz_localize(tz)
-        return value
-
-    return stamp(start, ts.min()), stamp(end, ts.max() + pd.Timedelta(1, "us"))
 
 
 def split_trace(

@@ -1,9 +1,19 @@
-"""Skew rebalancers: keep every instance of an operator within its balance bound
+"""Skew rebalancers: bring every instance of an operator within its balance bound
 between two locality reconfigurations, moving little state and keeping the
-routing table small.
+routing table small. The bound holds on the loads a rebalancer plans on (the
+window just seen, or a forecast), not on the loads that follow
+(``docs/balance.md``, "What the rebalancers guarantee").
 
 All share one signature, ``method(problem: RebalanceProblem, **options) -> RebalanceResult``;
 :func:`rebalance` picks one by name, like networkx's ``flow_func``.
+
+Where each applies: every method but ``ssm`` adjusts per-key routing tables
+over a hash (:data:`TABLE_METHODS`: the replay, the online job, the window
+rebalancer, :func:`~locality.rebalance.tables.rebalance_configuration`).
+``ssm`` (Ding et al.) re-cuts contiguous key-group ranges, one per instance,
+as Flink's key groups are: a routing table over a hash gives no instance a
+contiguous range, so it is offered in the library only (:func:`rebalance`
+on key groups in range order).
 """
 
 from __future__ import annotations
@@ -12,7 +22,15 @@ import importlib
 
 from locality._validation import check_option
 from locality.errors import InvalidParameterError
-from locality.rebalance._base import RebalanceProblem, RebalanceResult, imbalance, instance_loads, theta
+from locality.rebalance._base import (
+    RebalanceProblem,
+    RebalanceResult,
+    imbalance,
+    instance_loads,
+    table_room,
+    theta,
+    within_cap,
+)
 
 __all__ = [
     "RebalanceProblem",
@@ -24,6 +42,10 @@ __all__ = [
     "instance_loads",
     "theta",
     "imbalance",
+    "table_room",
+    "within_cap",
+    "TABLE_METHODS",
+    "check_table_method",
 ]
 
 # name -> "module:function"; modules are imported on first use.
@@ -41,14 +63,34 @@ METHODS = {
     "local": "locality.rebalance.local:local",
     "follow": "locality.rebalance.local:follow",
 }
+#: The rebalancers of per-key routing tables over a hash: every one but SSM, whose problem is key-group ranges.
+TABLE_METHODS = tuple(name for name in METHODS if name != "ssm")
 DEFAULT_METHOD = "mixed"
 #: The locality-aware rebalancers: they take ``RebalanceProblem.base_loads`` (load an instance carries
 #: whatever the keys do) and the keys' ``affinity`` to servers, ``hop_loads`` and ``state_weight``.
 BASE_AWARE = frozenset({"local", "follow"})
 
 
+def check_table_method(method: object, name: str, owner: str) -> str:
+    """``method`` if it rebalances routing tables over a hash (:data:`TABLE_METHODS`); the error says why not SSM."""
+    if method == "ssm":
+        raise InvalidParameterError(
+            f"the {name!r} parameter of {owner} cannot be 'ssm': SSM re-cuts contiguous key-group ranges (one per "
+            "instance, as Flink's key groups), which a routing table over a hash does not have; it is offered on "
+            f"key groups in the library (locality.rebalance.rebalance). Tables take one of {list(TABLE_METHODS)}"
+        )
+    return check_option(method, name, owner, TABLE_METHODS)
+
+
 def rebalance(problem: RebalanceProblem, method: str = DEFAULT_METHOD, **options) -> RebalanceResult:
     """Rebalance one operator with the rebalancer named ``method``.
+
+    ``problem.table_cap`` is counted one way by every method (keys off
+    their fallback instance): Mixed, ``local``, ``follow`` and Gedik's
+    constructions plan within it; Simple, LLFD, MinTable and MinMig report
+    against it, as Fang et al. define them. The tables the tool builds
+    (:func:`~locality.rebalance.tables.rebalance_configuration`, the window
+    rebalancer) hold every method within it with :func:`within_cap`.
 
     Parameters
     ----------
@@ -60,6 +102,10 @@ def rebalance(problem: RebalanceProblem, method: str = DEFAULT_METHOD, **options
         Passed to the rebalancer (e.g. ``beta`` for MinMig and Mixed, ``affinity`` for ``local``).
     """
     check_option(method, "method", "rebalance", METHODS)
+    if method == "ssm" and getattr(problem, "table_cap", None) is not None:
+        raise InvalidParameterError(
+            "the 'ssm' rebalancer's table is its instances' key-group range bounds: a table_cap does not apply"
+        )
     if getattr(problem, "base_loads", None) is not None and method not in BASE_AWARE:
         raise InvalidParameterError(
             f"the {method!r} rebalancer does not take base_loads; use one of {sorted(BASE_AWARE)}"

@@ -8,9 +8,12 @@ table is the set of keys whose new instance differs from the fallback, the
 migration is the set of keys whose new instance differs from the current one.
 
 Instances are numbered ``0..n_instances-1`` in the engine's order. Loads are
-balanced against equal shares (the mean); ``theta`` is the largest relative
-deviation from the mean, ``imbalance`` is max / mean (the locality paper's
-alpha), so ``alpha = 1 + theta_max`` on the high side.
+balanced against each instance's fair share (``shares``: in proportion to its
+server's capacity, equal by default, where the fair share is the mean):
+``theta`` is the largest relative deviation from the fair share, ``imbalance``
+the largest load over fair share (the locality paper's alpha), so
+``alpha = 1 + theta_max`` on the high side. Both are
+:mod:`locality.imbalance`'s, the optimizer's and the evaluator's measure.
 """
 
 from __future__ import annotations
@@ -23,8 +26,18 @@ import numpy as np
 
 from locality._validation import check_integer, check_interval
 from locality.errors import InvalidParameterError
+from locality.imbalance import balance_bounds, fair_loads, imbalance, theta, unequal_shares
 
-__all__ = ["RebalanceProblem", "RebalanceResult", "instance_loads", "theta", "imbalance", "finish"]
+__all__ = [
+    "RebalanceProblem",
+    "RebalanceResult",
+    "instance_loads",
+    "theta",
+    "imbalance",
+    "finish",
+    "within_cap",
+    "table_room",
+]
 
 
 @dataclass(frozen=True)
@@ -47,12 +60,20 @@ class RebalanceProblem:
     theta_max : float
         Tolerated relative deviation of an instance's load from the mean.
     table_cap : int or None
-        ``A_max``: most explicit entries the routing table may hold.
+        ``A_max``: most explicit entries the routing table may hold, counted
+        as the tables count them: keys whose instance differs from their
+        fallback's (``assignment != fallback``). A caller whose table holds
+        entries outside the problem passes what :func:`table_room` leaves.
     base_loads : ndarray of float, shape (n_instances,), or None
         Load each instance carries whatever the keys do (what it already
         served in the balance window, or keys outside the problem). Every
         figure (mean, theta, imbalance, hot keys) is on ``base_loads`` plus
         the keys' loads. Only rebalancers in :data:`BASE_AWARE` accept it.
+    shares : ndarray of float, shape (n_instances,), or None
+        Each instance's fair share of the load (positive; normalized to sum
+        to 1), e.g. :meth:`~locality.topology.Topology.instance_shares` on
+        servers of different capacities. None, or equal shares: the mean.
+        Every bound and figure is on these shares.
     """
 
     loads: np.ndarray
@@ -63,6 +84,7 @@ class RebalanceProblem:
     theta_max: float = 0.08
     table_cap: int | None = None
     base_loads: np.ndarray | None = None
+    shares: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         owner = "RebalanceProblem"
@@ -96,8 +118,16 @@ class RebalanceProblem:
                     f"the 'base_loads' parameter of {owner} must hold {n} finite values >= 0; got shape {base.shape}"
                 )
             arrays["base_loads"] = base
+        if self.shares is not None:
+            shares = np.asarray(self.shares, dtype=float)
+            if shares.shape != (n,) or not np.all(np.isfinite(shares)) or np.any(shares <= 0):
+                raise InvalidParameterError(
+                    f"the 'shares' parameter of {owner} must hold {n} finite values > 0; got {self.shares!r}"
+                )
+            arrays["shares"] = unequal_shares(shares)
         for name, arr in arrays.items():
-            arr.setflags(write=False)
+            if arr is not None:
+                arr.setflags(write=False)
             object.__setattr__(self, name, arr)
 
     @property
@@ -110,10 +140,36 @@ class RebalanceProblem:
         return loads if self.base_loads is None else loads + self.base_loads
 
     @property
-    def mean_load(self) -> float:
-        """Mean instance load, ``base_loads`` included."""
+    def total_load(self) -> float:
+        """Load of all instances, ``base_loads`` included."""
         base = 0.0 if self.base_loads is None else float(self.base_loads.sum())
-        return (float(self.loads.sum()) + base) / self.n_instances
+        return float(self.loads.sum()) + base
+
+    @property
+    def mean_load(self) -> float:
+        """Mean instance load, ``base_loads`` included (each instance's fair share when shares are equal)."""
+        return self.total_load / self.n_instances
+
+    @property
+    def fair_loads(self) -> np.ndarray:
+        """Each instance's fair share of :attr:`total_load` (the mean with equal shares)."""
+        return fair_loads(self.total_load, self.n_instances, self.shares)
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per instance, the loads ``(1 +/- theta_max) * fair share`` it must stay within."""
+        return balance_bounds(self.fair_loads, self.theta_max)
+
+    def hot_bound(self) -> float:
+        """A key heavier than this fits on no instance: ``(1 + theta_max)`` times the largest fair share."""
+        return (1.0 + self.theta_max) * float(self.fair_loads.max())
+
+    def theta(self, per_instance: np.ndarray) -> float:
+        """:func:`locality.imbalance.theta` of ``per_instance`` on this problem's shares."""
+        return theta(per_instance, self.shares)
+
+    def imbalance(self, per_instance: np.ndarray) -> float:
+        """:func:`locality.imbalance.imbalance` of ``per_instance`` on this problem's shares."""
+        return imbalance(per_instance, self.shares)
 
 
 @dataclass
@@ -166,18 +222,6 @@ def instance_loads(loads: np.ndarray, assignment: np.ndarray, n_instances: int) 
     return np.bincount(assignment, weights=loads, minlength=n_instances)
 
 
-def theta(per_instance: np.ndarray) -> float:
-    """Largest relative deviation from the mean load, ``max |L(d) - mean| / mean`` (0 when idle)."""
-    mean = per_instance.mean() if per_instance.size else 0.0
-    return float(np.abs(per_instance - mean).max() / mean) if mean > 0 else 0.0
-
-
-def imbalance(per_instance: np.ndarray) -> float:
-    """``max L(d) / mean`` (1 when idle)."""
-    mean = per_instance.mean() if per_instance.size else 0.0
-    return float(per_instance.max() / mean) if mean > 0 else 1.0
-
-
 def finish(
     problem: RebalanceProblem,
     assignment: np.ndarray,
@@ -200,15 +244,50 @@ def finish(
         assignment=assignment,
         table=table,
         moved=moved,
-        imbalance_before=imbalance(before),
-        imbalance_after=imbalance(after),
-        theta_before=theta(before),
-        theta_after=theta(after),
+        imbalance_before=problem.imbalance(before),
+        imbalance_after=problem.imbalance(after),
+        theta_before=problem.theta(before),
+        theta_after=problem.theta(after),
         migration_cost=float(problem.state_sizes[moved].sum() / total_state) if total_state > 0 else 0.0,
         table_size=int(table.shape[0]),
         planning_seconds=time.perf_counter() - started,
         **extra,
     )
+
+
+def table_room(cap: int | None, outside: int) -> tuple[int | None, int]:
+    """The one cap rule for a table that also holds ``outside`` entries of keys a rebalancing run does not see.
+
+    Returns ``(room, excess)``: the cap the run's problem gets, and how many
+    of the outside entries must go back to their fallback instance for the
+    whole table to fit (non-zero only when the outside entries alone exceed
+    ``cap``, e.g. after the cap was lowered).
+    """
+    if cap is None:
+        return None, 0
+    return max(0, cap - outside), max(0, outside - cap)
+
+
+def within_cap(problem: RebalanceProblem, result: RebalanceResult) -> RebalanceResult:
+    """``result`` with its table brought within ``problem.table_cap``, for rebalancers that do not bound it.
+
+    Entries beyond the cap go back to their fallback instance: first those
+    the run itself created (the key was on its fallback, so undoing the move
+    migrates nothing), then the lightest keys (the least balance lost). The
+    figures are recomputed; ``feasible`` says whether ``theta_max`` still holds.
+    """
+    cap = problem.table_cap
+    if cap is None or result.table_size <= cap:
+        return result
+    assignment = result.assignment.copy()
+    table = np.flatnonzero(assignment != problem.fallback)
+    order = np.lexsort((problem.loads[table], problem.current[table] != problem.fallback[table]))
+    back = table[order[: table.shape[0] - cap]]
+    assignment[back] = problem.fallback[back]
+    started = time.perf_counter() - result.planning_seconds
+    capped = finish(problem, assignment, result.method, started, hot_keys=result.hot_keys, split_keys=result.split_keys)
+    capped.feasible = bool(capped.theta_after <= problem.theta_max)
+    return capped
 
 
 Rebalancer = Callable[..., RebalanceResult]

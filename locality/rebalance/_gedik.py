@@ -6,6 +6,8 @@ the two penalties every construction ranks candidate placements with:
 
 * balance penalty ``rho`` (Eqs. 19-20): per balanced resource,
   ``(max_i L(i) - min_i L(i)) / (theta * mean)`` over the *tracked* keys
+  (each ``L(i)`` relative to the instance's fair share on servers of
+  different capacities, :attr:`RebalanceProblem.shares`)
   placed so far, then the geometric mean over the balanced resources (the
   paper's exponent 1/3 becomes ``1 / #balanced``, constant resources being
   left out per Section 4.4);
@@ -82,6 +84,7 @@ class Construction:
     m_cur: float  # migration so far (numerator of gamma)
     m_bar: float  # ideal migration (denominator of gamma)
     utility: Utility
+    weight: np.ndarray  # (N,) each instance's fair share over the mean one (1 with equal shares)
 
     @property
     def n(self) -> int:
@@ -111,19 +114,20 @@ class Construction:
         if n_res == 0:
             return np.zeros(chan_a.shape[0])
         depth = min(3, n)
-        order = np.argsort(self.loads, axis=1, kind="stable")
+        relative = self.loads / self.weight  # loads as shares of the fair one: equal loads with equal shares
+        order = np.argsort(relative, axis=1, kind="stable")
         lo_idx, hi_idx = order[:, :depth], order[:, ::-1][:, :depth]
-        lo_val = np.take_along_axis(self.loads, lo_idx, axis=1)
-        hi_val = np.take_along_axis(self.loads, hi_idx, axis=1)
+        lo_val = np.take_along_axis(relative, lo_idx, axis=1)
+        hi_val = np.take_along_axis(relative, hi_idx, axis=1)
         keep_lo = lo_idx[None] != chan_a[:, None, None]
         keep_hi = hi_idx[None] != chan_a[:, None, None]
-        new_a = self.loads[:, chan_a].T + add_a
+        new_a = (self.loads[:, chan_a].T + add_a) / self.weight[chan_a][:, None]
         total = self.loads.sum(axis=1)[None, :] + add_a
         new_max, new_min = new_a, new_a
         if chan_b is not None and chan_b.shape[0]:
             keep_lo &= lo_idx[None] != chan_b[:, None, None]
             keep_hi &= hi_idx[None] != chan_b[:, None, None]
-            new_b = self.loads[:, chan_b].T + add_b
+            new_b = (self.loads[:, chan_b].T + add_b) / self.weight[chan_b][:, None]
             total = total + add_b
             new_max, new_min = np.maximum(new_max, new_b), np.minimum(new_min, new_b)
         new_max = np.maximum(new_max, np.where(keep_hi, hi_val[None], -np.inf).max(axis=2))
@@ -237,7 +241,9 @@ def setup(
     m_bar = float(state[before | now].sum()) / problem.n_instances
 
     loads = np.zeros((costs.shape[1], problem.n_instances))
-    if untracked_load:
+    # The hash spreads the untracked keys evenly over the instances, not by their shares: with unequal
+    # shares the tracked keys must make up for it, so rho sees the untracked load.
+    if untracked_load or problem.shares is not None:
         rest = ~now
         for b in range(costs.shape[1]):
             loads[b] = np.bincount(problem.fallback[rest], weights=costs[rest, b], minlength=problem.n_instances)
@@ -254,4 +260,5 @@ def setup(
         m_cur=m_cur,
         m_bar=m_bar,
         utility=utility,
+        weight=np.ones(problem.n_instances) if problem.shares is None else problem.shares * problem.n_instances,
     )

@@ -43,7 +43,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from locality.errors import InvalidParameterError
-from locality.rebalance._base import RebalanceProblem, RebalanceResult, finish, instance_loads, theta
+from locality.imbalance import balance_bounds
+from locality.rebalance._base import RebalanceProblem, RebalanceResult, finish, instance_loads
 
 __all__ = [
     "Units",
@@ -60,6 +61,7 @@ __all__ = [
     "search_mixed",
     "search_every_n",
     "lpt",
+    "lpt_eps",
     "conclude",
     "solve",
     "rescue",
@@ -116,16 +118,20 @@ class Units:
 class Targets:
     """Balance bounds of one problem.
 
-    Hot keys (cost above ``(1 + theta_max) * mean``) are pinned where they are;
-    their instances are emptied of everything else (``hi`` there is the pinned
-    load) and the other, *normal*, instances share the rest around
-    ``mean`` (the mean over normal instances). Without hot keys ``mean`` is the
-    problem's mean and ``hi``/``lo`` are ``(1 +/- theta_max) * mean``.
+    Hot keys (cost above ``(1 + theta_max)`` times the largest fair share) are
+    pinned where they are; their instances are emptied of everything else
+    (``hi`` there is the pinned load) and the other, *normal*, instances share
+    the rest in proportion to their ``weight`` (an instance's fair share over
+    the mean one: 1 everywhere with equal shares), around ``mean * weight``
+    (``mean``: the rest over the normal instances' weights). Without hot keys
+    and with equal shares ``mean`` is the problem's mean and ``hi``/``lo`` are
+    ``(1 +/- theta_max) * mean``. Levels (Phase II's, the water-fill's) and
+    "least loaded" are relative to ``weight``.
     """
 
     hi: np.ndarray
-    lo: float
-    floor: float
+    lo: np.ndarray
+    floor: np.ndarray
     mean: float
     theta_max: float
     normal: np.ndarray
@@ -133,13 +139,26 @@ class Targets:
     pinned_load: np.ndarray
     eps: float
     tol: float
+    weight: np.ndarray
+
+    @property
+    def uniform(self) -> bool:
+        """Equal shares: every comparison of loads is a comparison of plain loads."""
+        return bool(np.all(self.weight == 1.0))
+
+    def relative(self, load: list[float]) -> Callable[[int], float]:
+        """Sort key of an instance by its load relative to its weight (``load`` read when called)."""
+        if self.uniform:
+            return load.__getitem__
+        weight = self.weight.tolist()
+        return lambda d: load[d] / weight[d]
 
     def excess(self, loads: np.ndarray) -> float:
         """How far ``loads`` are outside the bounds, as a fraction of the mean (0 inside)."""
         if self.mean <= 0:
             return 0.0
         over = float(np.max(loads - self.hi))
-        under = float(self.lo - np.min(loads[self.normal])) if self.normal.size else 0.0
+        under = float(np.max(self.lo[self.normal] - loads[self.normal])) if self.normal.size else 0.0
         worst = max(over, under)
         return worst / self.mean if worst > self.tol else 0.0  # below tol: summation noise
 
@@ -226,13 +245,14 @@ def units_from_problem(problem: RebalanceProblem) -> Units:
     )
 
 
-def make_targets(units: Units, theta_max: float) -> Targets:
-    """Pin the hot keys of ``units`` (in place) and derive the balance bounds."""
+def make_targets(units: Units, theta_max: float, shares: np.ndarray | None = None) -> Targets:
+    """Pin the hot keys of ``units`` (in place) and derive the balance bounds (on ``shares``, equal if None)."""
     n = units.n_instances
+    weight = np.ones(n) if shares is None else np.asarray(shares, dtype=float) * n
     mass = units.cost * units.count
     total = float(mass.sum())
     mean = total / n
-    units.pinned = units.cost > (1.0 + theta_max) * mean
+    units.pinned = units.cost > (1.0 + theta_max) * (mean * float(weight.max()))
     pinned_load = np.bincount(units.origin[units.pinned], weights=mass[units.pinned], minlength=n)
     hot = np.zeros(n, dtype=bool)
     hot[units.origin[units.pinned]] = True
@@ -240,35 +260,23 @@ def make_targets(units: Units, theta_max: float) -> Targets:
         # Nowhere to send the other keys: balance them over every instance, the hot keys stay put.
         hot[:] = False
     normal = np.flatnonzero(~hot)
-    mean_eff = (total - float(pinned_load[hot].sum())) / normal.size
-    top, bottom = _bounds(mean_eff, theta_max)
-    hi = np.full(n, top)
+    mean_eff = (total - float(pinned_load[hot].sum())) / float(weight[normal].sum())
+    fair = mean_eff * weight
+    hi, lo = balance_bounds(fair, theta_max)
     hi[hot] = pinned_load[hot]
     return Targets(
         hi=hi,
-        lo=bottom,
-        floor=(1.0 - theta_max / 2.0) * mean_eff,
+        lo=lo,
+        floor=(1.0 - theta_max / 2.0) * fair,
         mean=mean_eff,
         theta_max=theta_max,
         normal=normal,
         hot_instances=np.flatnonzero(hot),
         pinned_load=pinned_load,
-        eps=theta_max * mean_eff / 4.0,
+        eps=theta_max * (mean_eff * float(weight[normal].min())) / 4.0,
         tol=_REL_TOL * max(mean_eff, 1e-300),
+        weight=weight,
     )
-
-
-def _bounds(mean: float, theta_max: float) -> tuple[float, float]:
-    """``(1 +/- theta_max) * mean``, nudged by an ulp where needed so that a load within them has
-    ``|L - mean| / mean <= theta_max`` in floating point, exactly as :func:`theta` computes it."""
-    if mean <= 0:
-        return 0.0, 0.0
-    hi, lo = mean * (1.0 + theta_max), mean * (1.0 - theta_max)
-    while (hi - mean) / mean > theta_max:
-        hi = float(np.nextafter(hi, -np.inf))
-    while (mean - lo) / mean > theta_max:
-        lo = float(np.nextafter(lo, np.inf))
-    return hi, lo
 
 
 # ---------------------------------------------------------------------------------------------- Phase I
@@ -349,21 +357,22 @@ def _take_best(
 
 def _level(loads: np.ndarray, tg: Targets, incoming: float) -> float:
     """Phase II target: the highest level in ``[mean, hi]`` whose removals (plus ``incoming``) fill every
-    normal instance up to ``(1 - theta_max / 2) * mean``.
+    normal instance up to ``(1 - theta_max / 2) * mean`` (levels times each instance's weight).
 
     The paper only empties overloaded instances down to ``L_max``; that leaves an
     underloaded instance below ``(1 - theta_max) * mean`` whenever the overload is
     smaller than the underload, and theta counts both sides.
     """
     lv = loads[tg.normal]
-    deficit = float(np.clip(tg.floor - lv, 0.0, None).sum()) - incoming
+    weight = tg.weight[tg.normal]
+    deficit = float(np.clip(tg.floor[tg.normal] - lv, 0.0, None).sum()) - incoming
     top = (1.0 + tg.theta_max) * tg.mean
-    if float(np.clip(lv - top, 0.0, None).sum()) >= deficit:
+    if float(np.clip(lv - top * weight, 0.0, None).sum()) >= deficit:
         return top
     low, high = tg.mean, top
     for _ in range(60):
         mid = 0.5 * (low + high)
-        if float(np.clip(lv - mid, 0.0, None).sum()) >= deficit:
+        if float(np.clip(lv - mid * weight, 0.0, None).sum()) >= deficit:
             low = mid
         else:
             high = mid
@@ -427,16 +436,16 @@ def _prepare(
             remove(sel, main[sel].copy())
     need = np.zeros(n)
     level = _level(loads, tg, incoming)
-    need[tg.normal] = loads[tg.normal] - level
+    need[tg.normal] = loads[tg.normal] - level * tg.weight[tg.normal]
     need[need <= tg.tol] = 0.0
 
-    slack = level - tg.floor
+    slack = level * tg.weight - tg.floor
     for d in np.flatnonzero(need > 0):
         while True:
             seq = residents.of(d)
             seq = seq[(main[seq] > 0) & ~units.pinned[seq]]
             if float((units.cost[seq] * main[seq]).sum()) >= need[d] - tg.tol:
-                found = _take_fit(seq, float(need[d]), slack, units, main, tg.tol)
+                found = _take_fit(seq, float(need[d]), float(slack[d]), units, main, tg.tol)
                 if found is not None:
                     break
             if not residents.grow(d):
@@ -469,7 +478,7 @@ class _Exchanger:
     def __init__(self, units: Units, main: np.ndarray, residents: _Residents, tg: Targets) -> None:
         self.units, self.main, self.residents, self.tol = units, main, residents, tg.tol
         # E may take d down to the lower target, no further (see _take_fit)
-        self.slack = float(tg.hi[tg.normal].max() - tg.floor) if tg.normal.size else 0.0
+        self.slack = (tg.hi - tg.floor).tolist()
         movable = ~units.pinned
         self.movable = np.bincount(
             units.dest[movable], weights=units.cost[movable] * main[movable], minlength=units.n_instances
@@ -483,7 +492,7 @@ class _Exchanger:
             seq = self.residents.of(d)
             seq = seq[(main[seq] > 0) & (u.cost[seq] < c) & ~u.pinned[seq]]
             if float((u.cost[seq] * main[seq]).sum()) >= need - self.tol:
-                sel, counts = _take_best(seq, need, self.slack, u, main, self.tol)
+                sel, counts = _take_best(seq, need, self.slack[d], u, main, self.tol)
                 main[sel] -= counts
                 self.movable[d] -= float((u.cost[sel] * counts).sum())
                 return sel, counts
@@ -500,7 +509,7 @@ def _assign(
     tg: Targets,
     exchanger: _Exchanger | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Phase III, LLFD: candidates by descending cost, each to the least-loaded instance it fits.
+    """Phase III, LLFD: candidates by descending cost, each to the least-loaded instance it fits (relative to weight).
 
     A key that fits nowhere tries Adjust on every instance in ascending load; if
     that fails too it goes to the least-loaded instance anyway (the paper leaves
@@ -516,6 +525,7 @@ def _assign(
     load = loads.tolist()
     hi = tg.hi.tolist()
     normal = tg.normal.tolist()
+    relative = tg.relative(load)
     out_u: list[int] = []
     out_d: list[int] = []
     out_n: list[int] = []
@@ -523,10 +533,10 @@ def _assign(
         negc, u, cnt = heapq.heappop(heap)
         c = -negc
         for _ in range(cnt):  # identical keys of a group go one by one, as LLFD would
-            first = min(normal, key=load.__getitem__)
+            first = min(normal, key=relative)
             dest = first
             if load[first] + c > hi[first] and exchanger is not None:
-                for d in sorted(normal, key=load.__getitem__):
+                for d in sorted(normal, key=relative):
                     found = exchanger.find(d, c, load[d] + c - hi[d])
                     if found is None:
                         continue
@@ -559,7 +569,7 @@ def _water_fill(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Spread small candidates over the normal instances up to one common level, vectorized.
 
-    The level ``lam`` solves ``sum((lam - L(d))+) = total candidate cost``; the
+    The level ``lam`` solves ``sum((lam * weight(d) - L(d))+) = total candidate cost``; the
     candidates, by descending cost, are laid end to end over the instances'
     rooms (least loaded first) and each key goes to the room holding its
     midpoint. A receiving instance ends within one candidate's cost of ``lam``,
@@ -576,15 +586,15 @@ def _water_fill(
     c = cost[cu]
     mass = c * cn
     total = float(mass.sum())
-    bins = tg.normal[np.argsort(loads[tg.normal], kind="stable")]
-    lb = loads[bins]
-    # Water level: fill the j least-loaded instances to a common height.
+    bins = tg.normal[np.argsort(loads[tg.normal] / tg.weight[tg.normal], kind="stable")]
+    lb, wb = loads[bins], tg.weight[bins]
+    # Water level: fill the j least-loaded instances (relative to their weight) to a common height.
     cums = np.cumsum(lb)
-    j = np.arange(1, lb.size + 1)
-    fits = j * lb - cums <= total
+    j = np.cumsum(wb)  # 1, 2, ... with equal shares
+    fits = j * (lb / wb) - cums <= total
     top = int(np.flatnonzero(fits)[-1]) + 1
-    lam = (total + cums[top - 1]) / top
-    rooms = np.clip(lam - lb, 0.0, None)
+    lam = (total + cums[top - 1]) / j[top - 1]
+    rooms = np.clip(lam * wb - lb, 0.0, None)
     bound = np.cumsum(rooms)
     start = np.cumsum(mass) - mass
     last = bins.size - 1
@@ -735,20 +745,21 @@ def search_every_n(units: Units, tg: Targets, cap: int | None, stride: int = 1) 
     return min(ranked, key=lambda pair: pair[0])[1], len(values)
 
 
-def lpt(units: Units, eps: float) -> np.ndarray:
+def lpt(units: Units, eps: float, shares: np.ndarray | None = None) -> np.ndarray:
     """The Simple algorithm (003, Algorithm 5): every key, by descending cost, to the least-loaded instance.
 
     Keys cheaper than ``eps`` are water-filled (:func:`_water_fill`); with
     ``eps = 0`` this is Graham's LPT exactly, ties to the lower key index and
-    the lower instance. Returns the new instance of every unit (units must be
+    the lower instance. With ``shares``, "least loaded" is relative to each
+    instance's share. Returns the new instance of every unit (units must be
     single keys).
     """
     n = units.n_instances
     every = np.arange(units.size, dtype=np.int64)
     tg = Targets(
         hi=np.full(n, np.inf),
-        lo=0.0,
-        floor=0.0,
+        lo=np.zeros(n),
+        floor=np.zeros(n),
         mean=float((units.cost * units.count).sum()) / n,
         theta_max=0.0,
         normal=np.arange(n),
@@ -756,6 +767,7 @@ def lpt(units: Units, eps: float) -> np.ndarray:
         pinned_load=np.zeros(n),
         eps=eps,
         tol=0.0,
+        weight=np.ones(n) if shares is None else np.asarray(shares, dtype=float) * n,
     )
     loads = np.zeros(n)
     main = np.zeros(units.size, dtype=np.int64)
@@ -773,16 +785,21 @@ def conclude(
     ``feasible`` is True when the plan meets every bound of the problem:
     ``theta_after <= theta_max`` and, if ``table_cap`` is set, ``table_size <= table_cap``,
     read from the figures :func:`finish` computed (so it can never disagree with them).
-    ``hot_keys`` lists the keys whose cost alone exceeds ``(1 + theta_max) * mean``;
-    any one of them makes the first bound unreachable.
+    ``hot_keys`` lists the keys whose cost alone exceeds ``(1 + theta_max)`` times the largest
+    fair share (:meth:`RebalanceProblem.hot_bound`); any one of them makes the first bound unreachable.
     """
-    hot = np.flatnonzero(problem.loads > (1.0 + problem.theta_max) * problem.mean_load)
+    hot = np.flatnonzero(problem.loads > problem.hot_bound())
     if hot.size:
         logger.info("%s: %d hot key(s) make theta_max=%g unreachable", method, hot.size, problem.theta_max)
     result = finish(problem, assignment, method, started, hot_keys=hot, **extra)
     cap = problem.table_cap
     result.feasible = bool(result.theta_after <= problem.theta_max and (cap is None or result.table_size <= cap))
     return result
+
+
+def lpt_eps(problem: RebalanceProblem) -> float:
+    """Keys cheaper than this always fit under ``theta_max``: LPT water-fills them (a quarter of the slack)."""
+    return problem.theta_max * float(problem.fair_loads.min()) / 4.0
 
 
 def timer() -> float:
@@ -795,7 +812,7 @@ def polish(problem: RebalanceProblem, assignment: np.ndarray, priority: np.ndarr
     units = units_from_problem(problem)
     units.dest = np.array(assignment, dtype=np.int64)
     units.priority = priority
-    units, _ = settle(units, make_targets(units, problem.theta_max))
+    units, _ = settle(units, make_targets(units, problem.theta_max, problem.shares))
     return units.dest
 
 
@@ -813,12 +830,11 @@ def rescue(
     """
     if loads is None:
         loads = instance_loads(problem.loads, assignment, problem.n_instances)
-    current = theta(loads)
-    mean = float(np.sum(problem.loads)) / problem.n_instances
-    if current <= problem.theta_max or np.any(problem.loads > (1.0 + problem.theta_max) * mean):
+    current = problem.theta(loads)
+    if current <= problem.theta_max or np.any(problem.loads > problem.hot_bound()):
         return assignment
-    alternative = lpt(units_from_problem(problem), problem.theta_max * mean / 4.0)
-    better = theta(instance_loads(problem.loads, alternative, problem.n_instances))
+    alternative = lpt(units_from_problem(problem), lpt_eps(problem), problem.shares)
+    better = problem.theta(instance_loads(problem.loads, alternative, problem.n_instances))
     if better < current:
         logger.info(
             "%s: theta %.4g missed theta_max, Simple reaches %.4g: taking Simple's plan", method, current, better
@@ -837,7 +853,7 @@ def solve(
     """Run ``search`` on the full key space of ``problem`` with ``priority`` as psi, and conclude."""
     units = units_from_problem(problem)
     units.priority = priority(units)
-    tg = make_targets(units, problem.theta_max)
+    tg = make_targets(units, problem.theta_max, problem.shares)
     plan = search(units, tg)
     logger.debug(
         "%s: table %d, migration %.4g, excess %.3g after cleaning %d",

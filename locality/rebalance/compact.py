@@ -15,7 +15,7 @@ import numpy as np
 
 from locality._validation import check_integer, check_interval, check_option
 from locality.errors import InvalidParameterError
-from locality.rebalance._base import RebalanceProblem, RebalanceResult, instance_loads, theta
+from locality.rebalance._base import RebalanceProblem, RebalanceResult, instance_loads
 from locality.rebalance._greedy import (
     Units,
     check_problem,
@@ -495,13 +495,13 @@ def mixed_compact(
         priority=gamma(rep.cost, rep.state, beta),
         n_instances=problem.n_instances,
     )
-    tg = make_targets(units, problem.theta_max)
+    tg = make_targets(units, problem.theta_max, problem.shares)
     plan, trials = search_mixed(units, tg, problem.table_cap)
     planned = _expand(rep, plan.units)
     actual = instance_loads(problem.loads, planned, problem.n_instances)
     seen = actual > 0
     error = float(np.max(np.abs(plan.loads[seen] - actual[seen]) / actual[seen])) if seen.any() else 0.0
-    if theta(actual) > problem.theta_max:
+    if problem.theta(actual) > problem.theta_max:
         # Missed by the estimation error: one more Phase II + III on the exact costs, from the plan.
         planned = polish(problem, planned, gamma(problem.loads, problem.state_sizes, beta))
         actual = None

@@ -29,8 +29,8 @@ import numpy as np
 
 from locality._validation import check_interval
 from locality.errors import InvalidParameterError
-from locality.rebalance._base import RebalanceProblem, RebalanceResult, theta
-from locality.rebalance._greedy import _bounds, check_problem, conclude, timer
+from locality.rebalance._base import RebalanceProblem, RebalanceResult
+from locality.rebalance._greedy import check_problem, conclude, timer
 
 __all__ = ["local", "follow", "hops_per_tuple", "DEFAULT_STATE_WEIGHT"]
 
@@ -57,7 +57,8 @@ class _Plan:
         self.max_cost = max_cost
         self.dest = problem.current.copy()
         self.loads = problem.instance_loads(self.dest)
-        self.hi, self.lo = _bounds(problem.mean_load, problem.theta_max)
+        self.fair = problem.fair_loads
+        self.hi, self.lo = problem.bounds()  # per instance: capacity-weighted shares
         self.servers = servers
         self.cost_state = state_weight * problem.state_sizes
         # Share of each key's edges towards each server; keys without edges lose nothing anywhere.
@@ -66,11 +67,19 @@ class _Plan:
         if affinity is not None:
             np.divide(affinity, degree[:, None], out=self.share, where=degree[:, None] > 0)
         self.hops = hop_loads
-        self.hot = problem.loads > self.hi * (1 + _TOL)
+        self.hot = problem.loads > self.hi.max() * (1 + _TOL)
         self.movable = problem.loads > 0
         self.table = int(np.count_nonzero(self.dest != problem.fallback))
         self.cap = problem.table_cap
         self.moves = 0
+
+    def peak(self) -> float:
+        """The highest instance load, relative to its fair share on servers of different capacities."""
+        return float(self.loads.max() if self.problem.shares is None else (self.loads / self.fair).max())
+
+    def peak_limit(self, target: int, peak: float) -> float:
+        """The load ``target`` may reach without raising :meth:`peak`."""
+        return peak if self.problem.shares is None else peak * float(self.fair[target])
 
     def loss(self, keys: np.ndarray) -> np.ndarray:
         """Local hops lost by moving each of ``keys`` to each instance, shape ``(len(keys), n_instances)``."""
@@ -111,7 +120,7 @@ def _shed(plan: _Plan) -> None:
         over = loads - plan.hi
         over[list(stuck)] = -np.inf
         src = int(np.argmax(over))
-        if over[src] <= _TOL * max(plan.hi, 1.0):
+        if over[src] <= _TOL * max(plan.hi[src], 1.0):
             return
         cand = np.flatnonzero((plan.dest == src) & plan.movable)
         if cand.size == 0:
@@ -151,10 +160,12 @@ def _fill(plan: _Plan) -> None:
         under = plan.lo - loads
         under[list(stuck)] = -np.inf
         dst = int(np.argmax(under))
-        if under[dst] <= _TOL * max(plan.lo, 1.0):
+        if under[dst] <= _TOL * max(plan.lo[dst], 1.0):
             return
         cand = np.flatnonzero(plan.movable & (plan.dest != dst))
-        ok = (loads[plan.dest[cand]] - w[cand] >= plan.lo - _TOL) & (loads[dst] + w[cand] <= plan.hi + _TOL)
+        ok = (loads[plan.dest[cand]] - w[cand] >= plan.lo[plan.dest[cand]] - _TOL) & (
+            loads[dst] + w[cand] <= plan.hi[dst] + _TOL
+        )
         cand = cand[ok & plan.allowed(cand)[:, dst]] if cand.size else cand
         if cand.size == 0:
             stuck.add(dst)
@@ -184,21 +195,21 @@ def _follow(plan: _Plan, *, peak: bool = False) -> None:
     best = np.argmin(cost, axis=1)
     gain = -cost[np.arange(keys.size), best]
     w = plan.problem.loads
-    top = plan.loads.max()  # the most loaded instance, refreshed after each move
+    top = plan.peak()  # the most loaded instance, refreshed after each move
     for r in np.flatnonzero(gain > _TOL)[np.argsort(-gain[gain > _TOL], kind="stable")]:
         k, d = int(keys[r]), int(best[r])
         src = plan.dest[k]
         if d == src:
             continue
         after = plan.loads[d] + w[k]
-        if after > plan.hi + _TOL and not (peak and after <= top + _TOL):
+        if after > plan.hi[d] + _TOL and not (peak and after <= plan.peak_limit(d, top) + _TOL):
             continue
-        if not peak and plan.loads[src] - w[k] < plan.lo - _TOL:
+        if not peak and plan.loads[src] - w[k] < plan.lo[src] - _TOL:
             continue
         if not plan.allowed(np.array([k]))[0, d]:
             continue
         plan.move(k, d)
-        top = plan.loads.max()
+        top = plan.peak()
 
 
 def _plan(problem, affinity, servers, hop_loads, state_weight, max_cost, owner: str) -> _Plan:
@@ -217,7 +228,7 @@ def _plan(problem, affinity, servers, hop_loads, state_weight, max_cost, owner: 
                 f"got {affinity.shape}"
             )
     hop_loads = problem.loads if hop_loads is None else np.asarray(hop_loads, dtype=float)
-    max_cost = check_interval(max_cost, "max_cost", owner, lower=0.0)
+    max_cost = check_interval(max_cost, "max_cost", owner, lower=0.0, upper=np.inf)  # inf: no limit
     if hop_loads.shape != (k,):
         raise InvalidParameterError(f"the 'hop_loads' parameter of {owner} must hold {k} values")
     return _Plan(problem, affinity, servers, hop_loads, state_weight, max_cost)
@@ -237,7 +248,8 @@ def local(
     """Bring every instance within ``theta_max`` moving the keys that cost the least locality and state.
 
     Problem: as Mixed's (Eq. 3 of Fang et al. [1]_: every instance within
-    ``(1 +/- theta_max) * mean``, the table within ``table_cap``), with the
+    ``(1 +/- theta_max)`` times its fair share, the mean with equal
+    shares, the table within ``table_cap``), with the
     objective extended from migrated state to migrated state plus the
     locality the moves lose on the key graph of the tables in force, as the
     locality-aware placement weighs it (Caneill et al. [2]_).
@@ -339,7 +351,7 @@ def local(
     if follow:
         _follow(plan)
     assignment = plan.dest
-    over = theta(plan.loads) > problem.theta_max if fill else plan.loads.max() > plan.hi * (1 + _TOL)
+    over = problem.theta(plan.loads) > problem.theta_max if fill else bool(np.any(plan.loads > plan.hi * (1 + _TOL)))
     missed = over or (problem.table_cap is not None and plan.table > problem.table_cap)
     if missed and problem.base_loads is None and not np.isfinite(plan.max_cost) and not plan.hot.any():
         from locality.rebalance.mixed import mixed  # imported here: mixed's module loads the whole greedy workflow
@@ -352,9 +364,12 @@ def local(
             n,
             problem.theta_max,
             problem.table_cap,
+            shares=problem.shares,
         )
         logger.info(
-            "local: theta %.4g or table %d misses the bounds; Mixed's phases finish", theta(plan.loads), plan.table
+            "local: theta %.4g or table %d misses the bounds; Mixed's phases finish",
+            problem.theta(plan.loads),
+            plan.table,
         )
         assignment = mixed(start).assignment
     return conclude(problem, assignment, "local", started)

@@ -59,7 +59,9 @@ def scan(
     untracked_load : bool
         Count the load the fallback sends to each instance from untracked keys
         in ``rho`` (not in the paper, which assumes the hash balances them;
-        useful when all keys are known, as here).
+        useful when all keys are known, as here). Always on when the
+        problem's ``shares`` are unequal: the hash gives every instance an
+        equal part of the untracked keys, which the tracked ones must offset.
 
     Returns
     -------

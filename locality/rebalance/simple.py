@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from locality.rebalance._base import RebalanceProblem, RebalanceResult
-from locality.rebalance._greedy import check_problem, conclude, lpt, timer, units_from_problem
+from locality.rebalance._greedy import check_problem, conclude, lpt, lpt_eps, timer, units_from_problem
 
 __all__ = ["simple"]
 
@@ -70,8 +68,7 @@ def simple(problem: RebalanceProblem) -> RebalanceResult:
     started = timer()
     check_problem(problem, "simple")
     units = units_from_problem(problem)
-    mean = float(np.sum(problem.loads)) / problem.n_instances
-    assignment = lpt(units, problem.theta_max * mean / 4.0)
+    assignment = lpt(units, lpt_eps(problem), problem.shares)
     # Keys idle this interval weigh nothing to LPT, which would pile them on one instance; their load
     # next interval is unknown, so they go where the hash spreads them (no table entry).
     idle = problem.loads == 0

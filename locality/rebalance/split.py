@@ -35,7 +35,7 @@ import numpy as np
 
 from locality._validation import check_integer
 from locality.errors import InvalidParameterError
-from locality.rebalance._base import RebalanceProblem, RebalanceResult, imbalance, instance_loads, theta
+from locality.rebalance._base import RebalanceProblem, RebalanceResult, instance_loads
 
 __all__ = ["find_hot_keys", "split_hot_keys", "LocalSplit", "split_locally", "plan_local_splits"]
 
@@ -45,19 +45,15 @@ logger = logging.getLogger(__name__)
 _REL_TOL = 1e-9
 
 
-def _bound(problem: RebalanceProblem) -> float:
-    return (1.0 + problem.theta_max) * float(problem.loads.sum()) / problem.n_instances
-
-
 def find_hot_keys(problem: RebalanceProblem) -> np.ndarray:
-    """Keys whose load alone exceeds ``(1 + theta_max) * mean``, heaviest first.
+    """Keys whose load alone exceeds ``(1 + theta_max)`` times the largest fair share, heaviest first.
 
     >>> import numpy as np
     >>> p = RebalanceProblem(np.array([9.0, 1, 1, 1]), np.ones(4), np.zeros(4, int), np.zeros(4, int), 2)
     >>> find_hot_keys(p)
     array([0])
     """
-    hot = np.flatnonzero(problem.loads > _bound(problem) * (1.0 + _REL_TOL))
+    hot = np.flatnonzero(problem.loads > problem.hot_bound() * (1.0 + _REL_TOL))
     return hot[np.argsort(-problem.loads[hot], kind="stable")]
 
 
@@ -114,7 +110,9 @@ def split_hot_keys(
     Raises
     ------
     InvalidParameterError
-        If ``result`` does not fit ``problem`` or ``max_ways`` is not an int >= 2.
+        If ``result`` does not fit ``problem``, ``max_ways`` is not an int >= 2,
+        or the problem's instances have unequal shares (PKG's least-loaded
+        choice assumes equal instances; :func:`split_locally` takes per-instance bounds).
 
     References
     ----------
@@ -130,6 +128,11 @@ def split_hot_keys(
     n = problem.n_instances
     ways = n if max_ways is None else min(check_integer(max_ways, "max_ways", owner, lower=2), n)
     assignment = np.asarray(result.assignment, dtype=np.int64)
+    if problem.shares is not None:
+        raise InvalidParameterError(
+            f"{owner} spreads hot keys over equal instances; the problem's shares differ: "
+            "split by neighbour server instead (split_locally, --split-hot-keys)"
+        )
     if assignment.shape != (problem.n_keys,):
         raise InvalidParameterError(
             f"the 'result' parameter of {owner} must assign the problem's {problem.n_keys} keys; "
@@ -138,7 +141,7 @@ def split_hot_keys(
     hot = find_hot_keys(problem)
     if hot.shape[0] == 0 or ways < 2:
         return result
-    bound = _bound(problem)
+    bound = problem.hot_bound()
     cold = np.ones(problem.n_keys, dtype=bool)
     cold[hot] = False
     per_instance = instance_loads(np.where(cold, problem.loads, 0.0), assignment, n)
@@ -170,8 +173,8 @@ def split_hot_keys(
         assignment=new_assignment,
         table=table,
         moved=moved,
-        imbalance_after=imbalance(per_instance),
-        theta_after=theta(per_instance),
+        imbalance_after=problem.imbalance(per_instance),
+        theta_after=problem.theta(per_instance),
         migration_cost=float(problem.state_sizes[moved].sum() / total_state) if total_state > 0 else 0.0,
         table_size=int(table.shape[0]),
         planning_seconds=result.planning_seconds + time.perf_counter() - started,
@@ -220,7 +223,7 @@ def split_locally(
     affinity: np.ndarray | None,
     loads: np.ndarray,
     servers: np.ndarray,
-    bound: float,
+    bound: float | np.ndarray,
 ) -> LocalSplit:
     """Split a hot key over instances so that its tuples stay on their neighbour's server where there is room.
 
@@ -244,8 +247,8 @@ def split_locally(
         Instance loads without the key (updated in place).
     servers : ndarray of int, shape (n_instances,)
         Server of each instance.
-    bound : float
-        The most an instance should carry.
+    bound : float or ndarray of float, shape (n_instances,)
+        The most an instance should carry (per instance on servers of different capacities).
 
     Returns
     -------
@@ -266,12 +269,13 @@ def split_locally(
     if affinity is not None and float(np.sum(affinity)) > 0:
         share = np.asarray(affinity, dtype=float) / float(np.sum(affinity))
     flows = load * share
+    bound = np.broadcast_to(np.asarray(bound, dtype=float), loads.shape)
     route = np.empty(n_servers, dtype=np.int64)
     used: set[int] = set()
     for s in np.argsort(-flows, kind="stable").tolist():
         here = np.flatnonzero(servers == s)
         best = int(here[np.argmin(loads[here])])
-        if loads[best] + flows[s] > bound * (1 + _REL_TOL) and flows[s] > 0:
+        if loads[best] + flows[s] > bound[best] * (1 + _REL_TOL) and flows[s] > 0:
             room = bound - loads
             fits = np.flatnonzero(room + _REL_TOL * bound >= flows[s])
             in_use = [i for i in fits.tolist() if i in used]
@@ -294,6 +298,7 @@ def plan_local_splits(
     theta_max: float,
     split_share: float | None = None,
     keep: np.ndarray | None = None,
+    shares: np.ndarray | None = None,
 ) -> tuple[dict[int, LocalSplit], np.ndarray]:
     """Choose the hot keys of a rebalancing run and split each by neighbour server (:func:`split_locally`).
 
@@ -316,6 +321,8 @@ def plan_local_splits(
         Edge weight from each key to the keys on each server.
     servers : ndarray of int, shape (n_instances,)
         Server of each instance.
+    shares : ndarray of float, shape (n_instances,), optional
+        Each instance's fair share of the load (default: equal); bounds are per instance.
 
     Returns
     -------
@@ -326,11 +333,16 @@ def plan_local_splits(
     """
     n = servers.shape[0]
     planned = base + np.bincount(current, weights=loads, minlength=n)
-    bound = (1.0 + theta_max) * planned.sum() / n
+    if shares is None:
+        bound = (1.0 + theta_max) * planned.sum() / n
+        fair_share = loads.sum() / n
+    else:
+        bound = (1.0 + theta_max) * planned.sum() * np.asarray(shares, dtype=float)
+        fair_share = loads.sum() * float(np.max(shares))
     if split_share is None:  # too heavy for the least-loaded instance
-        hot = loads > bound - base.min()
+        hot = loads > np.max(bound - base)
     else:  # heavier than that share of the fair share of the load to come
-        hot = loads > split_share * loads.sum() / n
+        hot = loads > split_share * fair_share
     if keep is not None:
         hot |= keep
     if not hot.any():

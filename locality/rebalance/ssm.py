@@ -751,7 +751,8 @@ def ssm(problem: RebalanceProblem, *, algorithm: str = "reference") -> Rebalance
     Raises
     ------
     InvalidParameterError
-        If ``current`` gives an instance more than one range, or ``algorithm`` is unknown.
+        If ``current`` gives an instance more than one range, ``algorithm`` is
+        unknown, or the instances have unequal ``shares`` (the model's nodes are equal).
 
     Notes
     -----
@@ -777,6 +778,11 @@ def ssm(problem: RebalanceProblem, *, algorithm: str = "reference") -> Rebalance
     if not isinstance(problem, RebalanceProblem):
         raise InvalidParameterError(f"the 'problem' parameter of {owner} must be a RebalanceProblem; got {problem!r}")
     check_option(algorithm, "algorithm", owner, ALGORITHMS)
+    if problem.shares is not None:
+        raise InvalidParameterError(
+            f"{owner} plans key-group ranges over equal nodes (Ding et al.'s model); the problem's instances "
+            "have unequal shares: use mixed or local on servers of different capacities"
+        )
     cur = problem.current
     k, n = problem.n_keys, problem.n_instances
     starts = np.concatenate([[0], np.flatnonzero(cur[1:] != cur[:-1]) + 1]) if k else np.empty(0, dtype=np.int64)

@@ -24,8 +24,17 @@ import pandas as pd
 from locality._validation import check_interval
 from locality.errors import InvalidParameterError
 from locality.graph import KeyGraph
+from locality.imbalance import unequal_shares
 from locality.placement import server_connections
-from locality.rebalance import BASE_AWARE, DEFAULT_METHOD, RebalanceProblem, rebalance
+from locality.rebalance import (
+    BASE_AWARE,
+    DEFAULT_METHOD,
+    RebalanceProblem,
+    check_table_method,
+    rebalance,
+    table_room,
+    within_cap,
+)
 from locality.rebalance.local import hops_per_tuple
 from locality.rebalance.split import plan_local_splits
 from locality.routing import RoutingConfiguration, RoutingTable
@@ -87,7 +96,11 @@ def rebalance_configuration(
         :data:`~locality.rebalance.BASE_AWARE` weigh the locality each move
         loses or gains.
     method, theta_max, table_cap
-        The rebalancer (:data:`locality.rebalance.METHODS`), its bound and table cap.
+        The rebalancer (:data:`locality.rebalance.METHODS`), its bound and
+        table cap. The cap is on each whole table: the entries of keys absent
+        from ``loads`` count against it (:func:`~locality.rebalance.table_room`);
+        if they alone exceed it, the surplus goes back to the fallback (the
+        entries last in the table first).
     horizon : float, default 1.0
         Locality-aware rebalancers: how many times its load in ``loads`` a key
         crosses each hop before the next reconfiguration (the time until then
@@ -116,6 +129,7 @@ def rebalance_configuration(
         moves, and the planning time in seconds.
     """
     owner = "rebalance_configuration"
+    check_table_method(method, "method", owner)
     horizon = check_interval(horizon, "horizon", owner, lower=0.0)
     if split_hot_keys and (method not in BASE_AWARE or graph is None):
         raise InvalidParameterError(
@@ -137,6 +151,7 @@ def rebalance_configuration(
         table = config.tables[op]
         servers = config.topology.instance_servers(op)
         n = config.topology.n_instances(op)
+        shares = unequal_shares(config.topology.instance_shares(op))
         current = table.route_many(keys)
         load = series.to_numpy(dtype=float)
         extra = dict(options)
@@ -161,24 +176,29 @@ def rebalance_configuration(
                 theta_max=theta_max,
                 split_share=split_share,
                 keep=keep,
+                shares=shares,
             )
             splits = {keys[r]: plan.route for r, plan in plans.items()}
             inside[list(plans)] = False
             extra = {k: (v[inside] if k in ("affinity", "hop_loads") else v) for k, v in extra.items()}
+        fallback = table.fallback.instances_of(keys)
+        kept = table.entries[~table.entries.index.isin(series.index)]
+        homes = pd.Series(current[~inside], index=pd.Index(keys[~inside], dtype=object))  # split keys stay home
+        room, excess = table_room(table_cap, len(kept) + int(np.count_nonzero(current[~inside] != fallback[~inside])))
+        kept = kept.iloc[: max(0, len(kept) - excess)]
         problem = RebalanceProblem(
             loads=load[inside],
             state_sizes=sizes.to_numpy(dtype=float)[inside],
             current=current[inside],
-            fallback=table.fallback.instances_of(keys[inside]),
+            fallback=fallback[inside],
             n_instances=n,
             theta_max=theta_max,
-            table_cap=table_cap,
+            table_cap=room,
             base_loads=base,
+            shares=shares,
         )
-        result = rebalance(problem, method=method, **extra)
-        kept = table.entries[~table.entries.index.isin(series.index)]
+        result = within_cap(problem, rebalance(problem, method=method, **extra))
         assigned = pd.Series(result.assignment, index=pd.Index(keys[inside], dtype=object))
-        homes = pd.Series(current[~inside], index=pd.Index(keys[~inside], dtype=object))  # split keys stay home
         tables[op] = RoutingTable(op, table.fallback, pd.concat([kept, assigned, homes]), splits)
         moved += float(problem.state_sizes[result.moved].sum())
         total += float(sizes.sum())

@@ -45,7 +45,15 @@ from locality._validation import check_duration, check_interval, check_option
 from locality.errors import InvalidParameterError
 from locality.forecast import forecast_matrix, parse_forecast
 from locality.graph import KeyGraph
-from locality.rebalance import BASE_AWARE, METHODS, RebalanceProblem, rebalance
+from locality.imbalance import unequal_shares
+from locality.rebalance import (
+    BASE_AWARE,
+    RebalanceProblem,
+    check_table_method,
+    rebalance,
+    table_room,
+    within_cap,
+)
 from locality.rebalance.local import hops_per_tuple
 from locality.rebalance.split import LocalSplit, plan_local_splits
 from locality.routing import RoutingConfiguration, RoutingTable
@@ -62,7 +70,7 @@ class RebalanceSchedule:
     Attributes
     ----------
     method : str
-        A rebalancer of :data:`locality.rebalance.METHODS` (``"follow"`` to
+        A rebalancer of :data:`locality.rebalance.TABLE_METHODS` (``"follow"`` to
         keep locality as keys come and go, ``"local"`` to restore balance too).
     every : str
         Interval between two rebalancing runs (a pandas offset: ``"30min"``, ``"1D"``).
@@ -117,7 +125,7 @@ class RebalanceSchedule:
 
     def __post_init__(self) -> None:
         owner = "RebalanceSchedule"
-        check_option(self.method, "method", owner, METHODS)
+        check_table_method(self.method, "method", owner)
         check_interval(self.theta_max, "theta_max", owner, lower=0.0)
         check_interval(self.state_weight, "state_weight", owner, lower=0.0)
         check_option(self.split_merge, "split_merge", owner, ("fold", "downstream"))
@@ -173,6 +181,7 @@ class _Operator:
         self.fallback = table.fallback.instances_of(values).astype(np.int64)
         self.servers = config.topology.instance_servers(op).astype(np.int64)
         self.n_instances = int(self.servers.shape[0])
+        self.shares = unequal_shares(config.topology.instance_shares(op))
         size = len(keys)
         self.so_far = np.zeros(size)
         self.previous = np.zeros(size)
@@ -408,19 +417,33 @@ class WindowRouter:
                 loads, base = o.so_far[keys], None
             if keys.size == 0:
                 continue
-            cap = s.table_cap
-            if cap is not None:  # the cap is on the whole table; keys outside the problem keep their entries
-                inside = np.count_nonzero(o.instance[keys] != o.fallback[keys])
-                cap = max(0, cap - int(np.count_nonzero(o.instance != o.fallback) - inside))
+            cap = self._room(i, keys, state, out)
             problem = RebalanceProblem(
-                loads, state[keys], o.instance[keys], o.fallback[keys], o.n_instances, s.theta_max, cap, base
+                loads, state[keys], o.instance[keys], o.fallback[keys], o.n_instances, s.theta_max, cap, base, o.shares
             )
-            result = rebalance(problem, s.method, **options, **s.options)
+            result = within_cap(problem, rebalance(problem, s.method, **options, **s.options))
             changed = np.flatnonzero(result.assignment != o.instance[keys])
             for c in changed.tolist():
                 self._move(i, int(keys[c]), int(result.assignment[c]))
             out.moved_state += float(state[keys[changed]].sum())
             out.moved_keys += int(changed.size)
+
+    def _room(self, i: int, keys: np.ndarray, state: np.ndarray, out: WindowRoutes) -> int | None:
+        """The cap of a run's problem: the table's cap less the entries of keys outside it (:func:`table_room`).
+
+        When those alone exceed the cap (it was lowered, or the tables came
+        from elsewhere), the surplus with the least state goes back to the
+        fallback first, its state counted as moved.
+        """
+        o = self.operators[i]
+        outside = np.flatnonzero(o.instance != o.fallback)
+        outside = outside[~np.isin(outside, keys)]
+        room, excess = table_room(self.schedule.table_cap, outside.shape[0])
+        for key in outside[np.argsort(state[outside], kind="stable")][:excess].tolist():
+            out.moved_state += float(state[key])
+            out.moved_keys += 1
+            self._move(i, key, int(o.fallback[key]))
+        return room
 
     def _rates(self, i: int, now: pd.Timestamp) -> np.ndarray:
         """Each key's forecast load per interval of operator ``i`` from ``now`` on (the schedule's forecast)."""
@@ -442,6 +465,7 @@ class WindowRouter:
             theta_max=self.schedule.theta_max,
             split_share=self.schedule.split_share,
             keep=np.isin(keys, list(o.split)),
+            shares=o.shares,
         )
         if not plans:
             return keys, loads, base, options

@@ -318,12 +318,187 @@ def replay_missing_trace(tmp):
     return args, EXIT_ERROR, [str(tmp / "nope.parquet")]
 
 
+# ---------------------------------------------------------------------- numbers: finite, in range and in scale
+def _scale_case(command: str, option: str, value: str, culprit: str, extra: tuple[str, ...] = ()) -> Case:
+    """A number out of range, not finite or beyond what the code below can hold: refused, naming the option."""
+
+    def case(tmp):
+        path = parquet(tmp, frame())
+        if command == "optimize":
+            args = optimize(path, tmp, option, value, *extra)
+        elif command == "reconfigure":
+            args = [
+                "reconfigure",
+                path,
+                "--keys",
+                "user,tag",
+                "--ts",
+                "ts",
+                "--servers",
+                "2",
+                "--store",
+                str(tmp / "s"),
+            ]
+            args += [option, value, *extra]
+        else:
+            args = ["replay", path, "--keys", "user,tag", "--servers", "2", "-q", option, value, *extra]
+        return args, EXIT_ERROR, [culprit, option]
+
+    case.__name__ = f"{command}_{option.strip('-').replace('-', '_')}_{value.replace('.', '_').replace('-', 'minus')}"
+    return case
+
+
+for _command, _option, _value, _culprit, _extra in [
+    ("optimize", "--alpha", "inf", "'alpha' parameter of the offline job must be a finite float", ()),
+    ("optimize", "--alpha", "1e999", "must be a finite float >= 1.0; got inf", ()),
+    ("optimize", "--lock-timeout", "1e20", "'lock_timeout' parameter of the offline job", ()),
+    ("optimize", "--seed", str(2**31), "'seed' parameter of the offline job", ()),
+    ("optimize", "--servers", str(2**31), "2,147,483,648 instances per operator", ()),
+    ("optimize", "--instances-per-server", str(2**20), "x --instances-per-server 1,048,576 make 2,097,152", ()),
+    ("optimize", "--instances-per-server", "0", "(option --instances-per-server)", ()),
+    ("reconfigure", "--min-gain", "inf", "'min_gain' parameter of the online job", ()),
+    ("reconfigure", "--max-imbalance", "nan", "'max_imbalance' parameter of the online job", ()),
+    ("reconfigure", "--theta-max", "inf", "'theta_max' parameter", ("--rebalance", "local")),
+    ("reconfigure", "--state-weight", "-inf", "'state_weight' parameter", ("--rebalance", "local")),
+    ("reconfigure", "--newest-files", "0", "(option --newest-files)", ()),
+    ("replay", "--alpha", "inf", "'alpha' parameter of replay_trace", ()),
+    ("replay", "--decay", "nan", "'decay' parameter of replay_trace", ()),
+    ("replay", "--min-gain", "-1", "'min_gain' parameter of replay_trace", ()),
+    ("replay", "--max-imbalance", "0.5", "'max_imbalance' parameter of replay_trace", ("--min-gain", "0.1")),
+    ("replay", "--history", "0", "'history' parameter of replay_trace", ()),
+    ("replay", "--servers", str(2**31), "at most 1,048,576", ()),
+    ("replay", "--forecast", "decay:2", "'decay' parameter of the decay forecast", ()),
+    ("replay", "--state-weight", "inf", "'state_weight' parameter", ("--rebalance", "local")),
+]:
+    before_spark(_scale_case(_command, _option, _value, _culprit, _extra))
+
+
+@before_spark
+def topology_file_with_ten_million_instances(tmp):
+    (tmp / "t.json").write_text(json.dumps({"instances": {"s0": 10_000_000, "s1": 1}}))
+    args = ["optimize", parquet(tmp, frame()), "--keys", "user,tag", "--topology", str(tmp / "t.json")]
+    return [*args, "--store", str(tmp / "s")], EXIT_ERROR, [str(tmp / "t.json"), "10,000,001 instances"]
+
+
+# ---------------------------------------------------------------------- time windows
+@before_spark
+def replay_period_of_a_nanosecond(tmp):
+    args = ["replay", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2", "--period", "1ns", "-q"]
+    return args, EXIT_ERROR, ["'period' parameter of replay_trace", "at most 100,000 windows", "(option --period)"]
+
+
+@before_spark
+def replay_period_longer_than_the_trace(tmp):
+    args = ["replay", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2", "--period", "30D", "-q"]
+    return args, EXIT_ERROR, ["1 window of 30D (--period)", "needs two"]
+
+
+@before_spark
+def replay_range_holding_no_row(tmp):
+    args = ["replay", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2", "-q"]
+    return [*args, "--start", "2030-01-01", "--end", "2031-01-01"], EXIT_ERROR, ["holds no row", "2030-01-01"]
+
+
+@before_spark
+def replay_end_before_start(tmp):
+    args = ["replay", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2", "-q"]
+    return [*args, "--start", "2024-01-05", "--end", "2024-01-02"], EXIT_ERROR, ["holds no row"]
+
+
+@before_spark
+def replay_rebalancing_every_second_for_weeks(tmp):
+    args = ["replay", parquet(tmp, frame(2000)), "--keys", "user,tag", "--servers", "2", "--period", "1D", "-q"]
+    return [*args, "--rebalance", "local", "--rebalance-every", "1ms"], EXIT_ERROR, ["--rebalance-every", "runs"]
+
+
+# ---------------------------------------------------------------------- traces read partly or wrongly
+@before_spark
+def directory_of_two_formats(tmp):
+    (tmp / "trace").mkdir()
+    parquet(tmp / "trace", frame(), "part-0.parquet")
+    frame().drop(columns="ts").to_csv(tmp / "trace" / "part-1.csv", index=False)
+    culprits = ["holds files of 2 formats", "part-0.parquet", "part-1.csv", "*.csv"]
+    return optimize(str(tmp / "trace"), tmp), EXIT_ERROR, culprits
+
+
+@before_spark
+def replay_directory_of_two_formats(tmp):
+    (tmp / "trace").mkdir()
+    parquet(tmp / "trace", frame(), "a.parquet")
+    (tmp / "trace" / "b.jsonl").write_text('{"user": "u", "tag": "t", "ts": "2024-01-01T00:00:00"}\n')
+    args = ["replay", str(tmp / "trace"), "--keys", "user,tag", "--servers", "2", "-q"]
+    return args, EXIT_ERROR, ["holds files of 2 formats", "a.parquet", "b.jsonl"]
+
+
+@before_spark
+def format_option_other_than_the_files(tmp):
+    return optimize(parquet(tmp, frame()), tmp, "--format", "csv"), EXIT_ERROR, ["--format", "are parquet"]
+
+
+@before_spark
+def csv_quoted_field_never_closed(tmp):
+    (tmp / "t.csv").write_text('user,tag\n"open quote,t1\nu2,t2\n')
+    return optimize(str(tmp / "t.csv"), tmp), EXIT_ERROR, [str(tmp / "t.csv"), "not CSV"]
+
+
+@before_spark
+def gzip_csv_cut_short(tmp):
+    import gzip
+
+    data = gzip.compress(("user,tag\n" + "u1,t1\n" * 1000).encode())
+    (tmp / "t.csv.gz").write_bytes(data[: len(data) // 2])
+    return optimize(str(tmp / "t.csv.gz"), tmp), EXIT_ERROR, [str(tmp / "t.csv.gz"), "cannot read"]
+
+
+@before_spark
+def text_timestamp_not_a_time(tmp):
+    (tmp / "t.csv").write_text("user,tag,ts\nu1,t1,2024-01-01T00:00:00\nu2,t2,yesterday\n")
+    args = ["replay", str(tmp / "t.csv"), "--keys", "user,tag", "--servers", "2", "-q"]
+    return args, EXIT_ERROR, ["timestamp column 'ts'", "'yesterday'", "ISO 8601"]
+
+
+# ---------------------------------------------------------------------- output paths, checked before any work
+@before_spark
+def export_into_a_directory(tmp):
+    ConfigStore(tmp / "store").publish(_config(), fingerprint="f")
+    args = ["export", "--store", str(tmp / "store"), "--operator", "a", "--out", str(tmp)]
+    return args, EXIT_ERROR, [f"the output file {tmp} (--out) is a directory"]
+
+
+@before_spark
+def export_under_a_file(tmp):
+    ConfigStore(tmp / "store").publish(_config(), fingerprint="f")
+    (tmp / "f").write_text("x")
+    args = ["export", "--store", str(tmp / "store"), "--operator", "a", "--out", str(tmp / "f" / "routes.txt")]
+    return args, EXIT_ERROR, ["(--out) cannot be created", f"{tmp / 'f'} is a file"]
+
+
+@before_spark
+def generate_under_a_file(tmp):
+    (tmp / "f").write_text("x")
+    args = ["generate", "twitter_like", "--out", str(tmp / "f" / "t.parquet"), "-p", "n_rows=1000"]
+    return args, EXIT_ERROR, ["(--out) cannot be created", f"{tmp / 'f'} is a file"]
+
+
+@before_spark
+def demo_in_a_file(tmp):
+    (tmp / "f").write_text("x")
+    return ["demo", "--workdir", str(tmp / "f"), "-q"], EXIT_ERROR, [f"{tmp / 'f'} (--workdir) is a file"]
+
+
 # ---------------------------------------------------------------------- stores
 @before_spark
 def store_is_a_file(tmp):
     (tmp / "store").write_text("I am a file")
     culprit = f"the store {tmp / 'store'} is a file, not a directory"
     return optimize(parquet(tmp, frame()), tmp), EXIT_ERROR, [culprit]
+
+
+@before_spark
+def store_path_empty(tmp):
+    # an unset variable in `--store $STORE`: never the working directory
+    args = ["optimize", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2", "--store", ""]
+    return args, EXIT_ERROR, ["(--store) must name a directory"]
 
 
 @before_spark
@@ -438,6 +613,14 @@ def malformed_json_beyond_the_checked_prefix(tmp):
     lines = "".join(json.dumps({"user": f"u{i % 50}", "tag": f"t{i % 9}"}) + "\n" for i in range(3_000))
     (tmp / "t.json").write_text(lines + "{not json\n")
     return optimize(str(tmp / "t.json"), tmp), EXIT_ERROR, ["t.json", "not a JSON object", "{not json"]
+
+
+@with_spark
+def evaluate_integer_keys_against_string_tables(tmp):
+    ConfigStore(tmp / "tables").publish(_config(), fingerprint="f")  # keys "k0-1", ...: strings
+    path = parquet(tmp, pd.DataFrame({"a": np.arange(40), "b": np.arange(40) % 3}))
+    args = ["evaluate", path, "--keys", "a,b", "--store", str(tmp / "tables"), "-q"]
+    return args, EXIT_ERROR, ["key column 'a' holds integer keys", "holds string keys", "42 and '42'"]
 
 
 @before_spark
@@ -582,3 +765,47 @@ def _topology():
     from locality.topology import Topology
 
     return Topology.uniform(["a", "b"], 2)
+
+
+# ---------------------------------------------------------------------- CSV as spreadsheets write it, text timestamps
+QUOTED_KEYS = ["line\nbreak", 'a "quoted" word', "comma, inside", "tab\tinside", "plain", "NA", "null", "0007x"]
+
+
+def _spreadsheet_csv(path: Path, bom: bool = True) -> dict[str, int]:
+    """A CSV as Excel and Python's csv write it (quoted newlines, doubled quotes, CRLF, a BOM); the expected loads."""
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8-sig" if bom else "utf-8") as fh:
+        writer = csv.writer(fh)  # lineterminator \r\n, doubled quotes, quoting when needed
+        writer.writerow(["user", "tag", "ts"])
+        for i, key in enumerate(QUOTED_KEYS):
+            for j in range(i + 1):
+                writer.writerow([key, f"t{j}", f"2024-01-0{1 + j % 7}T0{j % 10}:00:00"])
+    return {key: i + 1 for i, key in enumerate(QUOTED_KEYS)}
+
+
+def test_csv_is_parsed_as_csv_by_both_readers(spark, tmp_path):
+    from pipelines.trace import read_trace_frame
+
+    expected = _spreadsheet_csv(tmp_path / "t.csv")
+    spec = TraceSpec(str(tmp_path / "t.csv"), ["user", "tag"], ts="ts")
+    counts = sketch_trace(read_trace(spark, spec), ["user", "tag"])
+    assert counts.key_loads["user"].set_index("key")["weight"].to_dict() == expected  # no key split or mangled
+    frame = read_trace_frame(spec)
+    assert frame["user"].value_counts().to_dict() == expected
+    assert str(frame["ts"].dt.tz) == "UTC"  # text without a zone is UTC
+
+
+def test_text_timestamps_and_zoned_bounds_are_read_one_way(spark, tmp_path):
+    """ISO 8601 text with and without offsets, bounds with a zone: the same rows for Spark and pyarrow (instants)."""
+    from pipelines.trace import read_trace_frame
+
+    times = ["2024-01-01T23:30:00Z", "2024-01-02 00:30:00", "2024-01-02T02:30:00+02:00", "2024-01-03T00:00:00"]
+    lines = "".join(json.dumps({"user": f"u{i}", "tag": "t", "ts": t}) + "\n" for i, t in enumerate(times))
+    (tmp_path / "t.jsonl").write_text(lines)
+    # [00:00Z, 01:00Z on Jan 2): u1 (00:30, naive = UTC) and u2 (02:30+02:00 = 00:30Z)
+    spec = TraceSpec(
+        str(tmp_path / "t.jsonl"), ["user", "tag"], ts="ts", start="2024-01-02T01:00+01:00", end="2024-01-02T01:00:00"
+    )
+    assert sorted(row.user for row in read_trace(spark, spec).collect()) == ["u1", "u2"]
+    assert sorted(read_trace_frame(spec)["user"]) == ["u1", "u2"]
