@@ -15,8 +15,10 @@ Experiments (``--experiment``, several allowed):
 
 - ``bytes``: a bounded replay of the tweets at several paddings; the bytes the TaskManagers'
   servers sent, less an idle run's (the idle cluster's heartbeats over as long, and the same job
-  on no records), beside ``(1 - locality) x records x record size``, the locality from
-  ``locality evaluate`` on the same records and tables;
+  on no records), beside ``(1 - locality) x records x mean record size``, the locality from
+  ``locality evaluate`` on the same records and tables, and beside ``locality evaluate --weight``
+  with each record's size as its weight (its network weight: the bytes of exactly the records
+  that cross);
 - ``padding``: steady throughput vs padding, tweets, tables learned on the tweets (in-sample);
 - ``locality``: steady throughput at ``--padding`` vs the share of local pairs of the paper's
   synthetic keys (0, 50, 80, 100%), tables learned on each trace;
@@ -167,6 +169,10 @@ class Bench:
                 # Enough passes for the tables to move >= 30 MB: the job's fixed cost varies by ~0.1 MB.
                 least = (1 - workload.locality("tables")) * sizes.sum()
                 passes = max(1, math.ceil(BYTES_AT_LEAST / least))
+                # The same records weighted by their size: evaluate's network weight is the bytes that cross.
+                weighted = self.work / f"tweets-bytes-{padding}.parquet"
+                workload.frame[workload.keys].assign(record_bytes=sizes).to_parquet(weighted, index=False)
+                by_bytes = evaluate_locality(weighted, workload.keys, workload.store, weight="record_bytes")
                 for name in ROUTINGS:
                     run = run_bounded(
                         bed,
@@ -179,6 +185,7 @@ class Bench:
                         overhead=overhead[name],
                     )
                     predicted = (1 - workload.locality(name)) * run.records * sizes.mean()
+                    crossing = by_bytes["network_weight" if name == "tables" else "hash_network_weight"] * passes
                     measured = sum(run.sent_payload[1:])
                     self.record(
                         "bytes",
@@ -192,6 +199,8 @@ class Bench:
                             "predicted": predicted,
                             "measured": measured,
                             "error": measured / predicted - 1,
+                            "predicted_by_bytes": crossing,
+                            "error_by_bytes": measured / crossing - 1,
                             "seconds": run.seconds,
                         },
                     )
@@ -282,11 +291,33 @@ def plot(results: dict[str, list[dict]], path: Path, rate: float) -> None:
     plt.close(figure)
 
 
+EXPERIMENTS = {"bytes": None, "padding": "padding", "locality": "local_share", "servers": "servers"}
+
+
+def report(results: dict[str, list[dict]]) -> None:
+    """The summary lines of every experiment in ``results`` (on stdout)."""
+    for experiment, key in EXPERIMENTS.items():
+        if key is None or experiment not in results:
+            continue
+        print(f"{experiment}:")
+        for row in summarize(results[experiment], key):
+            spread = ", ".join(f"{r:.2f}" for r in row["ratios_by_repeat"])
+            print(
+                f"  {row[key]!s:>8}  hash {row['hash']:>10,.0f}/s  tables {row['tables']:>10,.0f}/s  "
+                f"tables/hash {row['ratio']:.2f} (repeats {spread})"
+            )
+    for row in results.get("bytes", []):
+        print(
+            f"bytes: padding {row['padding']:>5} {row['routing']:>6} x{row['passes']}: measured "
+            f"{row['measured'] / 1e6:9.2f} MB, predicted {row['predicted'] / 1e6:9.2f} MB ({row['error']:+.1%}), "
+            f"locality {row['locality']:.1%}; evaluate's network weight in bytes {row['predicted_by_bytes'] / 1e6:9.2f}"
+            f" MB ({row['error_by_bytes']:+.1%})"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--experiment", nargs="+", choices=["bytes", "padding", "locality", "servers", "switch"], required=True
-    )
+    parser.add_argument("--experiment", nargs="+", choices=[*EXPERIMENTS, "switch"], default=[])
     parser.add_argument("--rate", type=float, default=40.0, help="Mbit/s of every server's link, each way")
     parser.add_argument("--padding", type=int, default=4096, help="padding of the locality and servers runs")
     parser.add_argument("--paddings", type=int, nargs="+", default=PADDINGS, help="paddings of the padding runs")
@@ -297,6 +328,12 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=15.0)
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results_testbed.json")
     parser.add_argument("--plot", type=Path, default=REPO / "docs" / "testbed.png")
+    parser.add_argument(
+        "--replot",
+        type=Path,
+        nargs="+",
+        help="no runs: summarize and plot these result files (a later one's experiments win)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", stream=sys.stderr)
     if "switch" in args.experiment:
@@ -306,34 +343,28 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
+    if bool(args.experiment) == bool(args.replot):
+        parser.error("give --experiment (runs) or --replot (recorded results), one of the two")
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="bench-testbed-") as work:
-        bench = Bench(args, Path(work))
-        for experiment in args.experiment:
-            getattr(bench, experiment)()
-    results = {"rate_mbit": args.rate, "padding": args.padding, "repeat": args.repeat, **bench.results}
-    summaries = {
-        experiment: summarize(bench.results[experiment], key)
-        for experiment, key in (("padding", "padding"), ("locality", "local_share"), ("servers", "servers"))
-        if experiment in bench.results
-    }
-    args.out.write_text(json.dumps({**results, "summary": summaries}, indent=1, default=float) + "\n")
-    plot(bench.results, args.plot, args.rate)
-    for experiment, rows in summaries.items():
-        print(f"{experiment}:")
-        for row in rows:
-            x = next(iter(row.values()))
-            spread = ", ".join(f"{r:.2f}" for r in row["ratios_by_repeat"])
-            print(
-                f"  {x!s:>8}  hash {row['hash']:>10,.0f}/s  tables {row['tables']:>10,.0f}/s  "
-                f"tables/hash {row['ratio']:.2f} (repeats {spread})"
-            )
-    for row in bench.results.get("bytes", []):
-        print(
-            f"bytes: padding {row['padding']:>5} {row['routing']:>6}: measured {row['measured'] / 1e6:9.2f} MB, "
-            f"predicted {row['predicted'] / 1e6:9.2f} MB ({row['error']:+.1%}), locality {row['locality']:.1%}"
-        )
-    print(f"({time.monotonic() - started:.0f} s; results in {args.out}, plot in {args.plot})")
+    if args.replot:
+        results: dict = {}
+        for path in args.replot:
+            recorded = json.loads(path.read_text())
+            results.update(recorded["experiments"])
+            rate = recorded["parameters"]["rate"]
+    else:
+        with tempfile.TemporaryDirectory(prefix="bench-testbed-") as work:
+            bench = Bench(args, Path(work))
+            for experiment in args.experiment:
+                getattr(bench, experiment)()
+        results, rate = bench.results, args.rate
+        summaries = {e: summarize(results[e], k) for e, k in EXPERIMENTS.items() if k is not None and e in results}
+        parameters = {k: v for k, v in vars(args).items() if k not in ("out", "plot", "replot")}
+        recorded = {"parameters": parameters, "experiments": results, "summary": summaries}
+        args.out.write_text(json.dumps(recorded, indent=1, default=float) + "\n")
+    plot(results, args.plot, rate)
+    report(results)
+    print(f"({time.monotonic() - started:.0f} s; plot in {args.plot})")
     return 0
 
 

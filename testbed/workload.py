@@ -84,9 +84,15 @@ def learn_tables(trace: Path, keys: list[str], servers: int, store: Path) -> Pat
     return store
 
 
-def evaluate_locality(trace: Path, keys: list[str], store: Path) -> dict:
-    """``locality evaluate --json`` of ``trace`` through the current tables of ``store`` (and Flink's hash)."""
-    return _locality("evaluate", trace, "--keys", ",".join(keys), "--store", store)
+def evaluate_locality(trace: Path, keys: list[str], store: Path, *, weight: str | None = None) -> dict:
+    """``locality evaluate --json`` of ``trace`` through the current tables of ``store`` (and Flink's hash).
+
+    With ``weight`` naming a column of record sizes, its ``network_weight`` (``hash_network_weight``)
+    is the bytes the tables (the hash) send between servers.
+    """
+    return _locality(
+        "evaluate", trace, "--keys", ",".join(keys), "--store", store, *(["--weight", weight] * bool(weight))
+    )
 
 
 def _string_bytes(text: str) -> int:

@@ -64,8 +64,7 @@ def _submit(cluster, args: list[str], name: str, *, kill_a_busy_worker: bool = F
         time.sleep(0.2)
     returncode = job.wait(max(1.0, deadline - time.monotonic()))
     assert returncode == 0, stderr.read_text()[-3000:]
-    text = stdout.read_text()
-    return json.loads(text.splitlines()[-1]), killed  # TODO(robust): stdout holds the one JSON document
+    return json.loads(stdout.read_text()), killed  # stdout holds the one JSON document, nothing else
 
 
 def _same_configuration(store_a: Path, store_b: Path) -> None:
