@@ -6,7 +6,7 @@ Section 4):
 - :func:`run_bounded` replays the trace ``passes`` times and finishes: the bytes every server
   sent while it ran, less what the idle cluster sends over as long (:func:`idle_rates`:
   heartbeats) and less what the same job sends for no records (:func:`job_overhead`: its
-  deployment, status reports and end, about 40 kB per server), are the bytes it moved between
+  deployment, status reports and end, about 40-50 kB per server), are the bytes it moved between
   servers, to set beside ``(1 - locality) x records x record size``;
 - :func:`run_steady` replays without end, waits ``warmup`` seconds, measures an interval of
   ``duration`` seconds (:class:`~testbed.measure.Interval`: throughput at the sink, bytes per
