@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, default=1_000_000, help="domain size |D| (paper: 1e6)")
     parser.add_argument("--channels", type=int, default=10, help="final number of channels N (paper: 10)")
     parser.add_argument(
-        "--ratio", "--alpha", type=float, default=1.2, help="bound on max/min channel load, Gedik's alpha (paper: 1.2)"
+        "--ratio", type=float, default=1.2, help="bound on max/min channel load, Gedik's alpha (paper: 1.2)"
     )
     parser.add_argument("--skew", type=float, default=1.0, help="Zipf exponent z (paper: 1)")
     parser.add_argument("--sigma", type=float, default=0.1, help="threshold scaler sigma (paper: 0.1)")

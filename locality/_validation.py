@@ -48,7 +48,6 @@ __all__ = [
     "check_columns",
     "check_random_state",
     "check_output_path",
-    "renamed",
     "boundary",
     "outermost",
 ]
@@ -254,36 +253,6 @@ def check_output_path(path: str | os.PathLike, option: str, *, directory: bool =
             f"the output {kind} {target} ({option}) cannot be written: {existing}: {exc.strerror}"
         ) from None
     return target
-
-
-def renamed(**new_names: str) -> Callable[[Callable], Callable]:
-    """Decorator: a parameter renamed so that one thing has one name still takes its old keyword, with a warning.
-
-    ``@renamed(fallback="hash")`` makes ``f(fallback="spark")`` call
-    ``f(hash="spark")`` and warn (:class:`DeprecationWarning`) that the
-    parameter is now ``hash``; giving both is an error.
-    """
-
-    def decorate(func: Callable) -> Callable:
-        @functools.wraps(func)
-        def call(*args, **kwargs):
-            for old, new in new_names.items():
-                if old in kwargs:
-                    if new in kwargs:
-                        raise InvalidParameterError(
-                            f"the {new!r} parameter of {func.__qualname__} was called {old!r}: give one of them"
-                        )
-                    warnings.warn(
-                        f"the {old!r} parameter of {func.__qualname__} is now called {new!r}",
-                        DeprecationWarning,
-                        stacklevel=2,
-                    )
-                    kwargs[new] = kwargs.pop(old)
-            return func(*args, **kwargs)
-
-        return call
-
-    return decorate
 
 
 def boundary(func: Callable) -> Callable:

@@ -30,7 +30,6 @@ from locality._validation import (
     check_interval,
     check_option,
     outermost,
-    renamed,
 )
 from locality.counts import count_keys
 from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH
@@ -88,7 +87,6 @@ class Optimization:
         }
 
 
-@renamed(engine="hash")
 def make_fallbacks(topology: Topology, hash: str = DEFAULT_HASH, **params) -> dict[str, FallbackHash]:
     """One fallback hash per operator, sized to its number of instances: the hash of engine ``hash``."""
     check_option(hash, "hash", "make_fallbacks", ENGINES)
@@ -320,13 +318,12 @@ class LocalityOptimizer:
     alpha : float, default 1.03
         Per-operator balance bound.
     hash : {"kafka", "storm", "flink", "pyflink", "spark", "ring"}, default "kafka"
-        The engine whose hash routes keys not in the tables (``--hash``;
-        formerly ``fallback``, still accepted with a warning).
+        The engine whose hash routes keys not in the tables (``--hash``).
     top_pairs : int, optional
         Keep only the heaviest pairs of each hop in the graph.
     capacity : int, optional
         Count with Space-Saving sketches of this capacity instead of exactly
-        (``--capacity``; formerly ``sketch_capacity``, still accepted with a warning).
+        (``--capacity``).
     max_entries : int, optional
         Cap on each table.
     seed : int, default 0
@@ -353,7 +350,6 @@ class LocalityOptimizer:
     1.0
     """
 
-    @renamed(fallback="hash", sketch_capacity="capacity")
     def __init__(
         self,
         topology: Topology,

@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from locality._validation import boundary, check_integer, check_interval, check_option, check_period, renamed
+from locality._validation import boundary, check_integer, check_interval, check_option, check_period
 from locality.counts import KeyCounts, blend, count_keys
 from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH, DEFAULT_MIN_BLENDED_WEIGHT, DEFAULT_THETA_MAX
 from locality.errors import InvalidParameterError, TraceError
@@ -261,7 +261,6 @@ def _daily_worst(topology: Topology, routes: Mapping[str, np.ndarray], day: np.n
     return out
 
 
-@renamed(fallback="hash", rebalancer="rebalance")
 @boundary
 def replay_trace(
     trace: pd.DataFrame,
@@ -295,8 +294,7 @@ def replay_trace(
         calendar period (``"YS"`` years, ``"QS"`` quarters, ``"MS"`` months).
     mode : {"online", "offline", "hash"}
     alpha, hash, seed
-        As for :class:`~locality.optimizer.LocalityOptimizer` (``hash`` was
-        called ``fallback``, still accepted with a warning).
+        As for :class:`~locality.optimizer.LocalityOptimizer`.
     history : int or None, default 1
         Online: build from the last ``history`` windows (None: all of them).
     decay : float in [0, 1], optional
@@ -306,9 +304,8 @@ def replay_trace(
         Online: publish only when :func:`~locality.reconfiguration.decide`
         agrees with these thresholds (default: publish every window).
     rebalance : str or RebalanceSchedule, optional
-        A rebalancer run within each window (``--rebalance``; formerly
-        ``rebalancer``, still accepted with a warning): its name (run every
-        ``rebalance_every`` with ``theta_max`` and ``table_cap``), or a whole
+        A rebalancer run within each window (``--rebalance``): its name (run
+        every ``rebalance_every`` with ``theta_max`` and ``table_cap``), or a whole
         :class:`~locality.rebalance.window.RebalanceSchedule` (forecast,
         balance window, hot-key splitting...).
     rebalance_every, theta_max

@@ -74,19 +74,10 @@ def test_unfitted_and_bad_parameters(topo, geotweets):
         LocalityOptimizer(topo, alpha=0.5).fit(geotweets)
 
 
-def test_the_old_names_of_renamed_parameters_still_work_with_a_warning(geotweets, topo):
-    """``fallback`` and ``sketch_capacity`` are now ``hash`` and ``capacity``, the CLI's names; old code still works."""
-    from locality.optimizer import make_fallbacks
-
+def test_the_hash_and_the_sketch_size_are_named_as_on_the_command_line(geotweets, topo):
+    """``hash`` and ``capacity`` (``--hash``, ``--capacity``) take effect and are recorded under those names."""
     rows = geotweets.iloc[:3_000]
-    with pytest.warns(
-        DeprecationWarning, match="'fallback' parameter of LocalityOptimizer.__init__ is now called 'hash'"
-    ):
-        old = LocalityOptimizer(topo, fallback="spark", sketch_capacity=500).fit(rows)
-    new = LocalityOptimizer(topo, hash="spark", capacity=500).fit(rows)
-    assert old.config_ == new.config_ and (old.hash, old.capacity) == ("spark", 500)
-    assert new.config_.parameters["hash"] == "spark" and new.config_.parameters["capacity"] == 500
-    with pytest.warns(DeprecationWarning, match="'engine' parameter of make_fallbacks is now called 'hash'"):
-        assert make_fallbacks(topo, engine="storm") == make_fallbacks(topo, hash="storm")
-    with pytest.raises(InvalidParameterError, match="'hash' parameter of LocalityOptimizer.__init__ was called"):
-        LocalityOptimizer(topo, hash="spark", fallback="spark")
+    fitted = LocalityOptimizer(topo, hash="spark", capacity=500).fit(rows)
+    assert (fitted.hash, fitted.capacity) == ("spark", 500)
+    assert fitted.config_.parameters["hash"] == "spark" and fitted.config_.parameters["capacity"] == 500
+    assert {table.fallback.engine for table in fitted.config_.tables.values()} == {"spark"}

@@ -58,13 +58,12 @@ def test_min_gain_keeps_the_tables_when_the_gain_does_not_pay(flights):
     assert all("does not pay" in w.reason or "balance is broken" in w.reason for w in lazy.windows[2:])
 
 
-def test_the_old_names_of_hash_and_rebalance_still_work_with_a_warning(flights):
+def test_the_hash_and_the_rebalancer_are_named_as_on_the_command_line(flights):
+    """``hash`` and ``rebalance`` (``--hash``, ``--rebalance``) take effect: keys move, Spark's hash differs."""
     spring = flights[(flights.ts >= "2013-03-01") & (flights.ts < "2013-03-22")]
-    with pytest.warns(DeprecationWarning, match="'rebalancer' parameter of replay_trace is now called 'rebalance'"):
-        old = replay_trace(spring, TOPO, period="7D", mode="hash", fallback="spark", rebalancer="mixed")
-    new = replay_trace(spring, TOPO, period="7D", mode="hash", hash="spark", rebalance="mixed")
-    assert len(new.windows) == 3 and old.frame().equals(new.frame())
-    assert not new.frame().equals(replay_trace(spring, TOPO, period="7D", mode="hash", rebalance="mixed").frame())
+    spark = replay_trace(spring, TOPO, period="7D", mode="hash", hash="spark", rebalance="mixed")
+    assert len(spark.windows) == 3 and sum(w.rebalance_moved_keys for w in spark.windows) > 0
+    assert not spark.frame().equals(replay_trace(spring, TOPO, period="7D", mode="hash", rebalance="mixed").frame())
 
 
 def test_windows_cover_the_trace():

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_integer, renamed
+from locality._validation import check_integer
 from locality.analysis.traces import rank_frequency
 from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH, DEFAULT_THETA_MAX
 from locality.graph import KeyGraph
@@ -75,7 +75,6 @@ def _worst(imbalance: Mapping[str, float]) -> float:
     return float(max(imbalance.values()))
 
 
-@renamed(fallback="hash")
 def server_sweep(
     train: pd.DataFrame,
     test: pd.DataFrame,
@@ -131,7 +130,6 @@ def _fit_figures(opt: LocalityOptimizer, test: pd.DataFrame) -> dict:
     }
 
 
-@renamed(fallback="hash")
 def replay_server_sweep(
     trace: pd.DataFrame,
     keys: Sequence[str],
@@ -190,7 +188,6 @@ def replay_server_sweep(
     return pd.DataFrame(rows)
 
 
-@renamed(fallback="hash")
 def top_pairs_sweep(
     train: pd.DataFrame,
     test: pd.DataFrame,
@@ -225,7 +222,6 @@ def top_pairs_sweep(
     return pd.DataFrame(rows).drop_duplicates("top_pairs", keep="last").reset_index(drop=True)
 
 
-@renamed(fallback="hash")
 def sketch_capacity_sweep(
     train: pd.DataFrame,
     test: pd.DataFrame,
@@ -326,7 +322,6 @@ def balance_stages(optimizer: LocalityOptimizer, test: pd.DataFrame | None = Non
 
 
 # ---------------------------------------------------------------------- drift
-@renamed(fallback="hash")
 def in_sample_by_window(
     trace: pd.DataFrame,
     topology: Topology,

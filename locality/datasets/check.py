@@ -10,14 +10,12 @@ hash routing on the same rows (:func:`locality.analysis.server_sweep`).
 
 from __future__ import annotations
 
-from locality._validation import renamed
 from locality.datasets.catalog import Trace
 from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH
 
 __all__ = ["card_figures", "format_figures"]
 
 
-@renamed(fallback="hash")
 def card_figures(
     trace: Trace, *, n_servers: int = 6, alpha: float = DEFAULT_ALPHA, hash: str = DEFAULT_HASH, seed: int = 0
 ) -> dict:
