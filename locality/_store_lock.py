@@ -28,10 +28,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from locality._store_files import read_json, set_aside
-from locality.defaults import DEFAULT_LOCK_TIMEOUT
 from locality.errors import StoreBusyError, StoreError
 
-__all__ = ["WriterLock", "DEFAULT_LOCK_TIMEOUT"]
+__all__ = ["WriterLock"]
 
 logger = logging.getLogger(__name__)
 

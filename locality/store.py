@@ -84,14 +84,15 @@ from pathlib import Path
 
 from locality._durable import as_bytes, checksums, fsync, fsync_tree, remove, write_bytes
 from locality._store_files import check_fields, damaged, is_directory, read_json, read_text, set_aside
-from locality._store_lock import DEFAULT_LOCK_TIMEOUT, WriterLock
+from locality._store_lock import WriterLock
 from locality._validation import MAX_WAIT_SECONDS, WAIT_LIMIT, check_at_most, check_interval
 from locality.counts import KeyCounts
+from locality.defaults import DEFAULT_LOCK_TIMEOUT
 from locality.errors import InvalidParameterError, LocalityError, StoreDamagedError, StoreError
 from locality.routing import RoutingConfiguration
 from locality.schedule import SCHEDULE_FILE, SwitchSchedule
 
-__all__ = ["ConfigStore", "StoredVersion", "PublishResult", "StoreSurvey", "fingerprint", "DEFAULT_LOCK_TIMEOUT"]
+__all__ = ["ConfigStore", "StoredVersion", "PublishResult", "StoreSurvey", "fingerprint"]
 
 logger = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from locality.cli import ExitCode, main
-from locality.engines import make_fallback
 from locality.engines.flink import read_routing_file
+from locality.hashing import make_fallback
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore
 from locality.topology import Topology

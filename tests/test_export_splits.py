@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from locality.cli import ExitCode, cli
-from locality.engines import make_fallback
 from locality.engines.flink import read_routing_file
+from locality.hashing import make_fallback
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore
 from locality.topology import Topology

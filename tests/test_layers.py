@@ -12,6 +12,8 @@ the library.
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 from pathlib import Path
 
 import pytest
@@ -66,30 +68,27 @@ def test_the_library_imports_neither_the_jobs_nor_its_testing_code():
         assert not wrong, f"{relative(path)} imports {sorted(wrong)}"
 
 
-@pytest.mark.parametrize(
-    ("engine", "names"),
-    [
-        ("kafka", ["KafkaPartitioner", "kafka_murmur2"]),
-        ("flink", ["FlinkKeyGroups", "PyFlinkKeyGroups", "SURROGATE_PREFIX", "RESERVED_LONGS", "flink_surrogates"]),
-        ("spark", ["SparkHashPartitioning", "SURROGATE_PREFIX", "SURROGATE_CANDIDATES"]),
-    ],
-)
-def test_an_engines_hash_is_still_importable_from_its_adapters_module(engine, names):
-    """``locality.engines.<engine>`` held the hash before the layers were split: imports from there keep working."""
-    import importlib
-
+@pytest.mark.parametrize("engine", ["kafka", "flink", "spark"])
+def test_an_engines_hash_has_one_home_below_its_adapters(engine):
+    """``locality.hashing.<engine>`` holds the hash; ``locality.engines.<engine>`` exports only its adapters."""
     adapters, hashes = (importlib.import_module(f"locality.{layer}.{engine}") for layer in ("engines", "hashing"))
-    for name in names:
-        assert getattr(adapters, name) is getattr(hashes, name), name
+    defined_elsewhere = [
+        name
+        for name in adapters.__all__
+        if inspect.isclass(getattr(adapters, name)) or inspect.isfunction(getattr(adapters, name))
+        if getattr(adapters, name).__module__ != adapters.__name__
+    ]
+    assert not defined_elsewhere, f"{adapters.__name__} exports what it does not define"
+    assert not set(adapters.__all__) & set(hashes.__all__)
 
 
-def test_the_engines_package_still_serves_the_hash_registry():
+def test_the_engines_package_reexports_nothing_of_the_hashes():
+    """One import path per name: ``from locality.hashing import make_fallback``, not from the adapters' package."""
     import locality.engines
     import locality.hashing
 
-    for name in locality.engines.__all__:
-        assert getattr(locality.engines, name) is getattr(locality.hashing, name), name
-    assert locality.engines.make_fallback("kafka", 4) == locality.hashing.make_fallback("kafka", 4)
+    for name in locality.hashing.__all__:
+        assert not hasattr(locality.engines, name), f"locality.engines re-exports {name}"
 
 
 def test_the_routing_tables_know_nothing_of_how_they_were_made():

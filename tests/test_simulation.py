@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from locality.engines import make_fallback
 from locality.errors import InvalidParameterError, TraceError
+from locality.hashing import make_fallback
 from locality.migration import plan_migration
 from locality.optimizer import LocalityOptimizer
 from locality.routing import RoutingConfiguration, RoutingTable

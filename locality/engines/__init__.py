@@ -16,12 +16,6 @@ One module per engine a Python job runs on, each the counterpart of a
 
 Storm takes the tables in Java only (``jvm/locality-storm``: ``LocalityGrouping``).
 Each engine's own hash, which the tables are built on, is a layer below, in
-:mod:`locality.hashing`; its names stay importable from here
-(``from locality.engines import make_fallback``), as they were before the two
-layers were split.
+:mod:`locality.hashing`, and is imported from there only: this package holds
+adapters, so that an import says which layer it reaches into.
 """
-
-from locality import hashing
-from locality.hashing import *  # noqa: F403  (the hash registry, importable from here as before the split)
-
-__all__ = list(hashing.__all__)

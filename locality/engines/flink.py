@@ -25,9 +25,7 @@ import numpy as np
 from locality._durable import replace_file
 from locality.engines._source import routing_table_of, server_position
 from locality.errors import InvalidParameterError, SerializationError
-from locality.hashing import flink as flink_hash
 from locality.hashing.base import make_fallback
-from locality.hashing.flink import *  # noqa: F403
 from locality.hashing.flink import (
     RESERVED_INTS,
     RESERVED_LONGS,
@@ -45,7 +43,6 @@ __all__ = [
     "FlinkKeySelector",
     "write_routing_file",
     "read_routing_file",
-    *flink_hash.__all__,  # the engine's hash names, importable from here as before the split
 ]
 
 logger = logging.getLogger(__name__)

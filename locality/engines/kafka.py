@@ -19,16 +19,11 @@ from typing import Any, NamedTuple
 from locality._validation import check_integer
 from locality.engines._source import server_position
 from locality.errors import InvalidParameterError
-from locality.hashing import kafka as kafka_hash
-from locality.hashing.kafka import *  # noqa: F403
 from locality.hashing.kafka import KafkaPartitioner
 from locality.router import Router, RoutingSnapshot
 from locality.routing import RoutingTable
 
-__all__ = [
-    "KafkaTablePartitioner",
-    *kafka_hash.__all__,  # the engine's hash names, importable from here as before the split
-]
+__all__ = ["KafkaTablePartitioner"]
 
 logger = logging.getLogger(__name__)
 

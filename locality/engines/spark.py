@@ -42,8 +42,6 @@ import pyarrow.parquet as pq
 
 from locality._validation import check_columns
 from locality.errors import InvalidParameterError, SerializationError
-from locality.hashing import spark as spark_hash
-from locality.hashing.spark import *  # noqa: F403
 from locality.hashing.spark import SparkHashPartitioning
 from locality.routing import RoutingTable
 
@@ -63,7 +61,6 @@ __all__ = [
     "HANDOVER",
     "with_handover",
     "write_handover",
-    *spark_hash.__all__,  # the engine's hash names, importable from here as before the split
 ]
 
 logger = logging.getLogger(__name__)

@@ -14,9 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from locality.engines import PyFlinkKeyGroups, make_fallback
-from locality.engines.flink import SURROGATE_PREFIX, FlinkKeySelector, read_routing_file, write_routing_file
+from locality.engines.flink import FlinkKeySelector, read_routing_file, write_routing_file
 from locality.errors import InvalidParameterError
+from locality.hashing import PyFlinkKeyGroups, make_fallback
+from locality.hashing.flink import SURROGATE_PREFIX
 from locality.router import Router
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore

@@ -13,17 +13,10 @@ import pytest
 
 import locality.engines.flink as flink_module
 import locality.hashing.flink as flink_hash
-from locality.engines import FlinkKeyGroups, PyFlinkKeyGroups, fallback_from_dict, java_hash_code, make_fallback
-from locality.engines.flink import (
-    RESERVED_INTS,
-    RESERVED_LONGS,
-    SURROGATE_PREFIX,
-    FlinkKeySelector,
-    flink_surrogates,
-    read_routing_file,
-    write_routing_file,
-)
+from locality.engines.flink import FlinkKeySelector, read_routing_file, write_routing_file
 from locality.errors import InvalidParameterError, SerializationError
+from locality.hashing import FlinkKeyGroups, PyFlinkKeyGroups, fallback_from_dict, java_hash_code, make_fallback
+from locality.hashing.flink import RESERVED_INTS, RESERVED_LONGS, SURROGATE_PREFIX, flink_surrogates
 from locality.migration import plan_migration
 from locality.router import Router
 from locality.routing import RoutingConfiguration, RoutingTable

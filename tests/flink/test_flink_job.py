@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from locality.engines import FlinkKeyGroups
 from locality.evaluation import evaluate
+from locality.hashing import FlinkKeyGroups
 from tests.conftest import trace_keys
 
 from .conftest import TWEET_MAX_PARALLELISM

@@ -18,9 +18,9 @@ from pyspark import cloudpickle
 from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 
-from locality.engines import make_fallback
 from locality.engines.spark import per_key_function, route_values, with_route
 from locality.errors import InvalidParameterError, TraceError
+from locality.hashing import make_fallback
 from locality.optimizer import LocalityOptimizer
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.topology import Topology

@@ -21,10 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from locality.counts import count_keys
-from locality.engines import SparkHashPartitioning, make_fallback
 from locality.engines.spark import (
-    SURROGATE_CANDIDATES,
-    SURROGATE_PREFIX,
     KeyState,
     checkpoint_partitions,
     per_key_function,
@@ -36,7 +33,9 @@ from locality.engines.spark import (
 )
 from locality.errors import InvalidParameterError, TraceError
 from locality.evaluation import evaluate
+from locality.hashing import SparkHashPartitioning, make_fallback
 from locality.hashing.keys import INT_RANGE, LONG_RANGE
+from locality.hashing.spark import SURROGATE_CANDIDATES, SURROGATE_PREFIX
 from locality.migration import plan_migration
 from locality.optimizer import LocalityOptimizer, make_fallbacks, optimize
 from locality.routing import RoutingTable
