@@ -68,6 +68,19 @@ def test_the_library_imports_neither_the_jobs_nor_its_testing_code():
         assert not wrong, f"{relative(path)} imports {sorted(wrong)}"
 
 
+def test_the_jobs_and_the_library_import_nothing_above_them():
+    """Neither imports the command line, nor the testbed, benchmarks or tests, which drive them from outside."""
+    for path in modules(LOCALITY, REPO / "pipelines"):
+        if relative(path).startswith(("locality/cli.py", "locality/cli_switch.py", "locality/cli_datasets.py")):
+            continue
+        above = {
+            n
+            for n in imported(path)
+            if n.split(".")[0] in ("testbed", "benchmarks", "tests") or n.startswith("locality.cli")
+        }
+        assert not above, f"{relative(path)} imports {sorted(above)}"
+
+
 @pytest.mark.parametrize("engine", ["kafka", "flink", "spark"])
 def test_an_engines_hash_has_one_home_below_its_adapters(engine):
     """``locality.hashing.<engine>`` holds the hash; ``locality.engines.<engine>`` exports only its adapters."""
