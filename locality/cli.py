@@ -388,7 +388,8 @@ def optimize(
     master,
 ):
     """Learn routing tables from TRACE and publish them as a new version in --store."""
-    from pipelines.offline import OfflineParams, run
+    from pipelines.offline import run
+    from pipelines.params import OfflineParams
     from pipelines.progress import Stages
 
     spec = _trace_spec(trace, keys, weight, ts, start, end, fmt, encoding)
@@ -561,7 +562,8 @@ def reconfigure(
     """
     import dataclasses
 
-    from pipelines.online import OnlineParams, run
+    from pipelines.online import run
+    from pipelines.params import OnlineParams
     from pipelines.progress import Stages
     from pipelines.trace import last_window, window_length
 
@@ -1026,7 +1028,8 @@ def demo(workdir, rows, servers, as_json, quiet, master):
     from locality.report import format_evaluation
     from locality.topology import Topology
     from pipelines.evaluate import evaluate_trace
-    from pipelines.offline import OfflineParams, run
+    from pipelines.offline import run
+    from pipelines.params import OfflineParams
     from pipelines.progress import Stages
     from pipelines.trace import TraceSpec, read_trace
 

@@ -44,7 +44,7 @@ from pipelines.params import OfflineParams
 from pipelines.progress import Stages
 from pipelines.trace import check_trace, input_identity
 
-__all__ = ["OfflineParams", "OfflineResult", "run"]
+__all__ = ["OfflineResult", "run"]
 
 logger = logging.getLogger(__name__)
 

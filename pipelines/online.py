@@ -55,7 +55,6 @@ from __future__ import annotations
 import logging
 
 from locality._validation import boundary
-from locality.defaults import DEFAULT_DECAY, DEFAULT_HORIZON, DEFAULT_MAX_IMBALANCE, DEFAULT_MIN_GAIN
 from locality.online import Window, ahead, deployment, run_window
 from locality.rebalance import BASE_AWARE
 from locality.routing import RoutingConfiguration
@@ -66,7 +65,7 @@ from pipelines.progress import Stages
 from pipelines.served import ServedLoads
 from pipelines.trace import check_trace
 
-__all__ = ["OnlineParams", "run", "DEFAULT_DECAY", "DEFAULT_MIN_GAIN", "DEFAULT_MAX_IMBALANCE", "DEFAULT_HORIZON"]
+__all__ = ["run"]
 
 logger = logging.getLogger(__name__)
 

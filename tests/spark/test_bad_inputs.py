@@ -24,8 +24,7 @@ from locality.cli import ExitCode, main
 from locality.errors import InvalidParameterError, SerializationError, StoreError, TraceError
 from locality.store import ConfigStore
 from pipelines.counting import sketch_trace
-from pipelines.offline import OfflineParams
-from pipelines.online import OnlineParams
+from pipelines.params import OfflineParams, OnlineParams
 from pipelines.trace import TraceSpec, check_trace, read_trace
 
 Case = Callable[[Path], tuple[list[str], int, list[str]]]

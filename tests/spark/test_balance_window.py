@@ -10,7 +10,8 @@ import pytest
 from locality.cli import ExitCode, main
 from locality.evaluation import evaluate
 from locality.store import ConfigStore
-from pipelines.online import OnlineParams, run
+from pipelines.online import run
+from pipelines.params import OnlineParams
 from pipelines.trace import TraceSpec
 from tests.spark.test_online_job import ira_week, window_rows
 

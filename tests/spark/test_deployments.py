@@ -10,7 +10,8 @@ from locality.counts import count_keys
 from locality.migration import MigrationPlan, plan_migration
 from locality.store import ConfigStore
 from locality.topology import Topology
-from pipelines.offline import OfflineParams, run
+from pipelines.offline import run
+from pipelines.params import OfflineParams
 from pipelines.trace import TraceSpec
 from tests.conftest import trace_keys, trace_path
 

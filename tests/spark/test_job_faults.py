@@ -14,7 +14,7 @@ import psutil
 from locality.cli import ExitCode, main
 from locality.store import ConfigStore
 from locality.topology import Topology
-from pipelines.offline import OfflineParams
+from pipelines.params import OfflineParams
 from pipelines.trace import TraceSpec
 from tests.conftest import REPO, trace_keys, trace_path
 

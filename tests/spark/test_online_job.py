@@ -12,7 +12,8 @@ from locality.migration import MigrationPlan
 from locality.router import Router
 from locality.store import ConfigStore
 from locality.topology import Topology
-from pipelines.online import OnlineParams, run
+from pipelines.online import run
+from pipelines.params import OnlineParams
 from pipelines.trace import TraceSpec
 from tests.conftest import trace_keys, trace_path
 
