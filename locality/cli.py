@@ -919,7 +919,7 @@ def _point(value: str | None, option: str) -> int | None:
     if value.lstrip("-").isdigit():
         return int(value)
     from locality.schedule import point_of
-    from pipelines.trace import parse_time
+    from locality.time_range import parse_time
 
     return point_of(parse_time(value, option))
 

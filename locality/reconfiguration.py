@@ -46,7 +46,7 @@ from locality.partition import partition_key_graph
 from locality.routing import RoutingConfiguration
 from locality.topology import Topology
 
-__all__ = ["Reconfiguration", "reconfigure", "Decision", "decide", "graph_state_sizes", "DEFAULT_MIN_GAIN"]
+__all__ = ["Reconfiguration", "reconfigure", "Decision", "decide", "graph_state_sizes"]
 
 logger = logging.getLogger(__name__)
 

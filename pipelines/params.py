@@ -37,8 +37,9 @@ from locality.optimizer import check_optimizer_parameters
 from locality.rebalance import check_locality_aware, check_table_method
 from locality.schedule import point_of
 from locality.store import ConfigStore, fingerprint
+from locality.time_range import parse_time
 from locality.topology import Topology
-from pipelines.trace import TraceSpec, input_identity, parse_time
+from pipelines.trace import TraceSpec, input_identity
 
 __all__ = ["JobParams", "OfflineParams", "OnlineParams"]
 

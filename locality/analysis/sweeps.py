@@ -23,10 +23,11 @@ from locality._validation import check_integer
 from locality.analysis.traces import rank_frequency
 from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH, DEFAULT_THETA_MAX
 from locality.graph import KeyGraph
+from locality.imbalance import theta
 from locality.optimizer import LocalityOptimizer
 from locality.placement import place_keys
 from locality.rebalance import rebalance
-from locality.rebalance._base import RebalanceProblem, instance_loads, theta
+from locality.rebalance._base import RebalanceProblem, instance_loads
 from locality.replay import ReplayResult, replay_trace, windows_of
 from locality.routing import RoutingConfiguration
 from locality.topology import Topology

@@ -33,8 +33,6 @@ __all__ = [
     "RebalanceProblem",
     "RebalanceResult",
     "instance_loads",
-    "theta",
-    "imbalance",
     "finish",
     "within_cap",
     "table_room",
