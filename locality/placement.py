@@ -28,16 +28,17 @@ References
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from locality._stopwatch import Stopwatch
 from locality.graph import KeyGraph
 from locality.imbalance import imbalance as imbalance_of
 from locality.partition import HotKey
 from locality.topology import Topology
 
-__all__ = ["Placement", "place_keys", "server_connections"]
+__all__ = ["Placement", "place_keys", "server_connections", "connection_to"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +60,8 @@ class Placement:
     ``instance_loads[op]`` and ``bounds[op]`` are per instance, on the graph's
     loads plus the hash-routed tail; ``imbalance[op]`` is the largest
     ``load / fair share`` (1 = perfectly balanced; the paper's alpha).
+    ``stopwatch`` holds the seconds of its stages: ``assign`` (keys to the
+    instances of their server), ``repair`` and ``refine``.
     """
 
     instance_of_vertex: np.ndarray
@@ -68,11 +71,21 @@ class Placement:
     imbalance: dict[str, float]
     moves: int
     locality: float
+    stopwatch: Stopwatch = field(default_factory=Stopwatch)
 
     @property
     def balanced(self) -> bool:
         """True when every instance is within its bound (hot keys raise their own instance's bound)."""
         return all(np.all(self.instance_loads[op] <= self.bounds[op] * (1 + 1e-9)) for op in self.instance_loads)
+
+
+def _neighbour_entries(xadj: np.ndarray, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row (position in ``vertices``) and CSR position of every neighbour entry of ``vertices``."""
+    starts, ends = xadj[vertices], xadj[vertices + 1]
+    counts = ends - starts
+    rows = np.repeat(np.arange(len(vertices)), counts)
+    positions = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(starts, counts)
+    return rows, positions
 
 
 def server_connections(
@@ -84,17 +97,32 @@ def server_connections(
 ) -> np.ndarray:
     """Edge weight from each of ``vertices`` to the keys on each server, shape ``(len(vertices), n_servers)``."""
     xadj, adjncy, weights = csr if csr is not None else graph.to_csr()
-    starts, ends = xadj[vertices], xadj[vertices + 1]
-    counts = ends - starts
-    if counts.sum() == 0:
+    rows, positions = _neighbour_entries(xadj, vertices)
+    if positions.size == 0:
         return np.zeros((len(vertices), n_servers))
-    rows = np.repeat(np.arange(len(vertices)), counts)
-    # positions of every neighbour entry of the selected vertices in adjncy
-    positions = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(starts, counts)
     # bincount on flat (row, server) cells: the same sums as np.add.at, ~10x faster on millions of entries
     cells = rows * n_servers + server_of_vertex[adjncy[positions]]
     out = np.bincount(cells, weights=weights[positions], minlength=len(vertices) * n_servers)
     return out.reshape(len(vertices), n_servers)
+
+
+def connection_to(
+    graph: KeyGraph,
+    vertices: np.ndarray,
+    server_of_vertex: np.ndarray,
+    servers: np.ndarray,
+    csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Edge weight from each of ``vertices`` to the keys on ``servers[i]`` (one server per vertex).
+
+    One column of :func:`server_connections` per vertex, without its
+    vertices x servers matrix: memory follows the vertices' edges, whatever
+    the number of servers (the table cap asks this of every key).
+    """
+    xadj, adjncy, weights = csr if csr is not None else graph.to_csr()
+    rows, positions = _neighbour_entries(xadj, vertices)
+    there = server_of_vertex[adjncy[positions]] == np.asarray(servers)[rows]
+    return np.bincount(rows[there], weights=weights[positions[there]], minlength=len(vertices))
 
 
 def _lpt_within_servers(
@@ -344,6 +372,7 @@ def place_keys(
     }
     loads_out, bounds_out, imbalance, moves = {}, {}, {}, 0
     states: dict[str, _OperatorState] = {}
+    stopwatch = Stopwatch()
     for op in graph.operators:
         sl = graph.operator_slice(op)
         weights = graph.vertex_weight[sl]
@@ -353,7 +382,8 @@ def place_keys(
         base = graph.residual(op) * shares
         pref = None if preferred is None else preferred[sl]
         pin = None if pinned is None else pinned[sl]
-        instance = _lpt_within_servers(weights, server_of_vertex[sl], pref, inst_server, shares, base, total, pin)
+        with stopwatch.stage("assign"):
+            instance = _lpt_within_servers(weights, server_of_vertex[sl], pref, inst_server, shares, base, total, pin)
         loads = base + np.bincount(instance, weights=weights, minlength=len(shares))
         bounds = alpha * shares * total
         for op_name, i in hot_ids:
@@ -362,11 +392,13 @@ def place_keys(
         movable = np.ones(weights.shape[0], dtype=bool) if pin is None else ~pin
         states[op] = _OperatorState(graph, op, instance, server_of_vertex, loads, bounds, inst_server, csr, movable)
         if repair:
-            _repair(states[op])
+            with stopwatch.stage("repair"):
+                _repair(states[op])
     # Refining one operator changes the gains of its neighbours, so alternate until nothing moves.
-    for _ in range(_REFINE_ROUNDS if repair else 0):
-        if sum(_refine(states[op]) for op in graph.operators) == 0:
-            break
+    with stopwatch.stage("refine"):
+        for _ in range(_REFINE_ROUNDS if repair else 0):
+            if sum(_refine(states[op]) for op in graph.operators) == 0:
+                break
     for op, state in states.items():
         instance_of_vertex[graph.operator_slice(op)] = state.instance
         loads_out[op], bounds_out[op] = state.loads, state.bounds
@@ -376,4 +408,4 @@ def place_keys(
     total_edges = graph.edge_weight.sum()
     locality = float(graph.edge_weight[same].sum() / total_edges) if total_edges > 0 else 1.0
     logger.info("placement: %d repair moves, graph locality %.4f, imbalance %s", moves, locality, imbalance)
-    return Placement(instance_of_vertex, server_of_vertex, loads_out, bounds_out, imbalance, moves, locality)
+    return Placement(instance_of_vertex, server_of_vertex, loads_out, bounds_out, imbalance, moves, locality, stopwatch)

@@ -17,6 +17,21 @@ removed servers) and the full re-optimization relabeled onto the servers. It
 keeps the re-optimization only when the locality it adds pays for the extra
 state it moves, by the same measure as :func:`decide` (``min_gain``).
 
+An incremental step (``incremental=True``) starts from the configuration in
+force instead of partitioning from scratch. METIS's library refines only the
+partitions it computes itself (refining a given partition is ParMETIS's
+adaptive repartitioning, which needs MPI), so the step refines the version
+in force with the placement's own local search: every key of the window's
+graph starts on the server it is on now (a key the tables do not hold, new
+ones included, on its fallback instance's), then
+:func:`~locality.placement.place_keys` repairs the per-operator bound, moving
+the keys that lose the least locality, and moves keys towards the servers
+their edges lead to while the bound allows. Its cost is that of the
+placement (linear in the edges per pass), not METIS's; a window changes
+little of a blended graph, so little moves. The measure of the trade
+(locality against time on the IRA and flights traces, and at 1e6 and 1e7
+edges) is in ``benchmarks/RESULTS.md``, "The online step at the cost of its change".
+
 References
 ----------
 .. [1] Caneill, El Rheddane, Leroy, De Palma. "Locality-aware routing in
@@ -39,6 +54,7 @@ from locality.elastic import carried_over, fill_shares, rescale_partition, same_
 from locality.engines import FallbackHash
 from locality.evaluation import Evaluation
 from locality.graph import KeyGraph
+from locality.incremental import repartition_changed
 from locality.migration import MigrationPlan, plan_migration
 from locality.optimizer import Optimization, optimize
 from locality.partition import partition_key_graph
@@ -111,6 +127,7 @@ def reconfigure(
     compare_unrelabeled: bool = True,
     parameters: Mapping | None = None,
     min_gain: float = DEFAULT_MIN_GAIN,
+    incremental: bool = False,
 ) -> Reconfiguration:
     """Tables for the window's ``graph``, relabeled against ``current``, and the migration plan.
 
@@ -137,12 +154,31 @@ def reconfigure(
         the hops each makes) per unit of extra state moved that the full
         re-optimization must gain over the least change to be kept
         (``math.inf``: always the least change).
+    incremental : bool, default False
+        Start from ``current`` instead of a new METIS partition (see the
+        module docstring): every key where it is, then the per-operator
+        repair and refinement. On another topology than ``current``'s the
+        step is the topology change's, as without it. ``unrelabeled_cost``
+        is then None (there are no METIS labels to compare).
     """
     min_gain = check_interval(min_gain, "min_gain", "reconfigure", lower=0.0, upper=math.inf)
     sizes = graph_state_sizes(graph, state)
     state_vector = np.concatenate([sizes[op].to_numpy(dtype=float) for op in graph.operators])
-    partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed)
     common = dict(alpha=alpha, max_entries=max_entries, current=current, state=state_vector, seed=seed)
+    if incremental and same_deployment(current, topology, fallbacks):
+        held = carried_over(current, graph, topology, fallbacks)[1]
+        start = repartition_changed(graph, topology, held, alpha=alpha, seed=seed)
+        if start is not None:
+            refined = {**dict(parameters or {}), "start": "in force"}
+            result = optimize(graph, topology, fallbacks, parameters=refined, partition=start, relabel=False, **common)
+            plan = plan_migration(current, result.config, sizes)
+            logger.info(
+                "incremental reconfiguration moves %d keys (%.1f%% of the state)",
+                plan.moved_keys,
+                100 * plan.cost_share,
+            )
+            return Reconfiguration(result, plan)
+    partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed)
     result = optimize(graph, topology, fallbacks, parameters=parameters, partition=partition, **common)
     plan = plan_migration(current, result.config, sizes)
     change = None
