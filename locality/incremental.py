@@ -24,11 +24,13 @@ cannot move apart:
    changed keys into one part per server, under the same balance bound as a
    full partition (edges between two contracted vertices are left out: they
    are local or cut whatever the changed keys do).
-3. A part holding exactly one contracted vertex is that vertex's server, and
-   the changed keys in it go there. When some part holds none or several
-   (the changed part weighs so much that the contracted vertices no longer
-   fill their parts), there is no answer: the caller partitions the whole
-   graph.
+3. The parts go to the servers that already hold most of their weight (the
+   full step's relabeling, :func:`~locality.migration.relabel_parts`, here on
+   the contracted graph: a contracted vertex weighs its whole server), the
+   changed keys with their part. The settled keys stay on their server
+   whatever METIS did with their contracted vertex: where it merged two
+   light ones into one part (it may, when the changed keys weigh much or a
+   hot key breaks the bound), the placement's repair restores balance.
 
 The cost follows the changed part (its keys and their edges), not the
 graph: a pass over the edges to find the changed keys, then METIS on a graph
@@ -52,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from locality.graph import KeyGraph, csr_from_edges
+from locality.migration import relabel_parts
 from locality.partition import MetisInput, Partition, adaptive_cuts, find_hot_keys, metis_weights, partition_of
 from locality.placement import connection_to
 from locality.topology import Topology
@@ -72,7 +75,7 @@ def repartition_changed(
     alpha: float = 1.03,
     seed: int = 0,
     csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-) -> Partition | None:
+) -> Partition:
     """A server per key of ``graph`` that keeps the settled keys where they are and re-partitions the others.
 
     Parameters
@@ -92,11 +95,8 @@ def repartition_changed(
 
     Returns
     -------
-    Partition or None
-        None when the changed part is too heavy for the contracted vertices
-        to mark their servers (see the module docstring): partition the
-        whole graph instead. Its ``n_cuts`` is 0 when no key changed (no
-        METIS run).
+    Partition
+        Its ``n_cuts`` is 0 when no key changed (no METIS run).
     """
     started = time.perf_counter()
     k = len(topology.servers)
@@ -133,19 +133,11 @@ def repartition_changed(
         edges.to_numpy(),
         k + changed.size,
     )
-    n_cuts = adaptive_cuts(edges.shape[0])
+    n_cuts = adaptive_cuts(graph.n_edges)  # as many cuts as a full partition: the same quality, a smaller graph
     given = MetisInput.of(contracted, np.rint(weights).astype(np.int64), shares, alpha=alpha, seed=seed, n_cuts=n_cuts)
     parts = given.run()
-    if np.unique(parts[:k]).size < k:
-        logger.info(
-            "%d of %d keys changed (%.1f%% of the load): too many to keep the others where they are",
-            changed.size,
-            graph.n_vertices,
-            100 * vweights[changed].sum() / max(vweights.sum(), 1),
-        )
-        return None
-    server_of_part = np.empty(k, dtype=np.int64)
-    server_of_part[parts[:k]] = np.arange(k)
+    placed = np.concatenate([np.arange(k), held[changed]])
+    server_of_part = relabel_parts(parts, placed, weights, k)
     server = held.copy()
     server[changed] = server_of_part[parts[k:]]
     seconds = time.perf_counter() - started

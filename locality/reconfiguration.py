@@ -168,16 +168,13 @@ def reconfigure(
     if incremental and same_deployment(current, topology, fallbacks):
         held = carried_over(current, graph, topology, fallbacks)[1]
         start = repartition_changed(graph, topology, held, alpha=alpha, seed=seed)
-        if start is not None:
-            refined = {**dict(parameters or {}), "start": "in force"}
-            result = optimize(graph, topology, fallbacks, parameters=refined, partition=start, relabel=False, **common)
-            plan = plan_migration(current, result.config, sizes)
-            logger.info(
-                "incremental reconfiguration moves %d keys (%.1f%% of the state)",
-                plan.moved_keys,
-                100 * plan.cost_share,
-            )
-            return Reconfiguration(result, plan)
+        refined = {**dict(parameters or {}), "start": "in force"}
+        result = optimize(graph, topology, fallbacks, parameters=refined, partition=start, relabel=False, **common)
+        plan = plan_migration(current, result.config, sizes)
+        logger.info(
+            "incremental reconfiguration moves %d keys (%.1f%% of the state)", plan.moved_keys, 100 * plan.cost_share
+        )
+        return Reconfiguration(result, plan)
     partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed)
     result = optimize(graph, topology, fallbacks, parameters=parameters, partition=partition, **common)
     plan = plan_migration(current, result.config, sizes)
