@@ -39,7 +39,7 @@ from pathlib import Path
 
 import click
 
-from locality import cli_datasets
+from locality import cli_datasets, cli_switch
 from locality._stdout import document_stream, one_document
 from locality._store_lock import DEFAULT_LOCK_TIMEOUT
 from locality.engines import ENGINES
@@ -1068,6 +1068,7 @@ def demo(workdir, rows, servers, as_json, quiet, master):
 
 cli.add_command(cli_datasets.datasets)
 cli.add_command(cli_datasets.generate)
+cli.add_command(cli_switch.switch)
 
 
 # ---------------------------------------------------------------------- entry point

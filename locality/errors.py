@@ -21,6 +21,7 @@ __all__ = [
     "SerializationError",
     "StoreError",
     "StoreBusyError",
+    "EngineError",
     "StoreDamagedError",
     "JobError",
 ]
@@ -84,6 +85,14 @@ class ScheduleExpiredError(StoreError):
     Routing it with the version a router happens to hold could disagree with
     another router; the record must wait until the job that extends the
     schedule (``locality reconfigure --switch-after``, ``locality seal``) has run.
+    """
+
+
+class EngineError(LocalityError):
+    """A stream engine could not be reached, refused a request, or failed a job it was given.
+
+    The message quotes the engine and says what state the user's job was left in
+    (e.g. a Flink job restarted on its previous version after a refused switch).
     """
 
 

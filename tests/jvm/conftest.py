@@ -40,6 +40,11 @@ def classpath(*modules: str) -> str:
     return os.pathsep.join(p for p in parts if p)
 
 
+#: What Flink's distribution opens to its own JVMs and a ``java -cp`` run of the State Processor API needs too:
+#: it hands a savepoint's operator states to Kryo, which must reach Flink's private classes on Java 17.
+FLINK_JVM_OPTIONS = ("--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED")
+
+
 def run_java(
     modules: list[str], main: str, *args: object, timeout: float = 300, jvm_options: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess:
@@ -66,3 +71,15 @@ def flink_tweet_tables(geotweets):
     fallbacks = make_fallbacks(topology, "flink", max_parallelism=TWEET_MAX_PARALLELISM)
     config = optimize(count_keys(first, list(topology.operators)).graph(), topology, fallbacks).config
     return config, first, second
+
+
+@pytest.fixture(scope="session")
+def flink_distribution() -> Path:
+    """The Flink distribution of the ``apache-flink`` wheel, in the PyFlink environment of the Flink tests."""
+    from tests.flink.conftest import ensure_flink_env
+    from tests.jvm.flink_cluster import flink_home
+
+    try:
+        return flink_home(ensure_flink_env().root)
+    except (RuntimeError, FileNotFoundError) as error:
+        pytest.fail(str(error), pytrace=False)

@@ -6,7 +6,7 @@ session fixture :func:`kafka_broker` formats a fresh log directory of its own, s
 broker (combined broker and controller) on two free ports of 127.0.0.1, waits with a bound
 until it answers a metadata request, and at the end stops it and removes its directory, also
 when a test failed. A broker that exits or does not answer in time fails the tests with the
-tail of its log.
+tail of its log. The benchmarks start one the same way (:func:`running_broker`).
 
 The fixtures below also hold what the Kafka tests share: tables learned with ``--hash kafka``
 on the first half of the tweet trace, published in a store, and helpers to create topics and
@@ -21,6 +21,8 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,10 +54,11 @@ class KafkaBroker:
     def admin(self) -> AdminClient:
         return AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 3})  # errors only on stderr
 
-    def create_topic(self, name: str, partitions: int) -> None:
+    def create_topic(self, name: str, partitions: int, config: dict[str, str] | None = None) -> None:
         """Create ``name`` with ``partitions`` partitions (one replica), waiting until the broker confirms."""
         admin = self.admin()  # held until the result is in: a collected client cancels its requests
-        futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+        topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})
+        futures = admin.create_topics([topic])
         futures[name].result(timeout=60)
 
 
@@ -123,9 +126,9 @@ def stop_process(process: subprocess.Popen, timeout: float = STOP_TIMEOUT) -> No
             process.wait(timeout=timeout)
 
 
-@pytest.fixture(scope="session")
-def kafka_broker():
-    """A fresh one-node KRaft broker on 127.0.0.1, stopped and removed after the session."""
+@contextmanager
+def running_broker() -> Iterator[KafkaBroker]:
+    """A fresh one-node KRaft broker on 127.0.0.1, stopped and its directory removed on leaving."""
     if not BROKER_CLASSPATH.is_file():
         pytest.fail(
             f"the Kafka broker's classpath {BROKER_CLASSPATH} is missing: run `make test` "
@@ -156,6 +159,13 @@ def kafka_broker():
         if process is not None:
             stop_process(process)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker():
+    """A fresh one-node KRaft broker on 127.0.0.1, stopped and removed after the session."""
+    with running_broker() as broker:
+        yield broker
 
 
 def read_topic(broker: KafkaBroker, topic: str, expected: int, timeout: float = 120.0) -> pd.DataFrame:

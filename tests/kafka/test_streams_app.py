@@ -13,11 +13,6 @@ those logs, beside ``evaluate`` on the same records.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import time
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,45 +22,17 @@ from locality.engines import KafkaPartitioner
 from locality.engines.kafka import KafkaTablePartitioner
 from locality.evaluation import evaluate
 from locality.router import Router
-from tests.jvm.conftest import classpath, java
 
-from .conftest import JVM_OPTIONS, read_topic, stop_process, tweet_values
+from .conftest import read_topic, tweet_values
+from .streams_apps import (
+    expected_tasks,
+    read_processed,
+    start_instances,
+    stop_instances,
+    wait_until_each_runs_its_tasks,
+)
 
-APP = "io.locality.kafka.TwoStageCountsApp"
 INPUT, OUTPUT = "tweets-by-location", "tweets-by-hashtag"
-READY_TIMEOUT = 240.0  # six JVMs joining one group on a busy 2-core machine take about a minute
-
-
-def expected_tasks(topology) -> dict[str, list[str]]:
-    """Per server, the tasks ``g_i`` whose instance ``i`` of operator ``g`` the topology places there."""
-    tasks: dict[str, list[str]] = {server: [] for server in topology.servers}
-    for g, op in enumerate(topology.operators):
-        for i, server in enumerate(topology.placement[op]):
-            tasks[server].append(f"{g}_{i}")
-    return {server: sorted(names) for server, names in tasks.items()}
-
-
-def tasks_reported(out: Path) -> list[str] | None:
-    """The tasks an instance said it runs last (``server s3 runs tasks [0_3, 1_3]``), None before it said any."""
-    lines = [line for line in out.read_text().splitlines() if " runs tasks " in line] if out.is_file() else []
-    return sorted(filter(None, lines[-1].split("[")[1].rstrip("]").split(", "))) if lines else None
-
-
-def wait_until_each_runs_its_tasks(instances, work: Path, expected: dict[str, list[str]]) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT
-    while time.monotonic() < deadline:
-        for server, process in instances.items():
-            if process.poll() is not None:
-                pytest.fail(
-                    f"the instance on {server} exited with {process.returncode}:\n"
-                    f"{(work / f'{server}.err').read_text()[-3000:]}",
-                    pytrace=False,
-                )
-        reported = {server: tasks_reported(work / f"{server}.out") for server in instances}
-        if reported == expected:
-            return
-        time.sleep(0.5)
-    pytest.fail(f"the instances did not settle on their tasks within {READY_TIMEOUT:.0f} s: {reported}", pytrace=False)
 
 
 def produce_by_location(broker, snapshot, records: pd.DataFrame) -> None:
@@ -87,34 +54,19 @@ def app_run(kafka_broker, kafka_store, kafka_tables, tmp_path_factory):
     records = kafka_tables[2]
     for topic in (INPUT, OUTPUT):
         kafka_broker.create_topic(topic, 6)
-    command = [java(), *JVM_OPTIONS, "-XX:TieredStopAtLevel=1", "-cp", classpath("locality-kafka-streams"), APP]
-    instances = {}
+    instances = start_instances(
+        topology.servers,
+        work,
+        **{"bootstrap-servers": kafka_broker.bootstrap, "store": kafka_store.root, "input": INPUT, "output": OUTPUT},
+        **{"application-id": "locality-tweets"},
+    )
     try:
-        for server in topology.servers:
-            options = {
-                "bootstrap-servers": kafka_broker.bootstrap,
-                "store": kafka_store.root,
-                "server": server,
-                "input": INPUT,
-                "output": OUTPUT,
-                "application-id": "locality-tweets",
-                "state-dir": work / f"state-{server}",
-                "processed-log": work / f"{server}.jsonl",
-            }
-            arguments = [str(part) for name, value in options.items() for part in (f"--{name}", value)]
-            with open(work / f"{server}.out", "wb") as out, open(work / f"{server}.err", "wb") as err:
-                instances[server] = subprocess.Popen([*command, *arguments], stdout=out, stderr=err)
-        started = time.monotonic()
-        wait_until_each_runs_its_tasks(instances, work, expected_tasks(topology))
-        settled = time.monotonic() - started
+        settled = wait_until_each_runs_its_tasks(instances, work, expected_tasks(topology))
         produce_by_location(kafka_broker, snapshot, records)
         output = read_topic(kafka_broker, OUTPUT, len(records), timeout=240)
     finally:
-        for process in instances.values():
-            stop_process(process, timeout=60)
-    columns = {"key": str, "task": str}  # pandas would read task "0_3" as the number 3
-    processed = pd.concat([pd.read_json(work / f"{s}.jsonl", lines=True, dtype=columns) for s in topology.servers])
-    processed["seq"] = [json.loads(v)["seq"] for v in processed["value"]]
+        stop_instances(instances)
+    processed = read_processed(work, topology.servers)
     print(f"6 instances ran their tasks {settled:.0f} s after starting")
     return records, snapshot, processed, output
 

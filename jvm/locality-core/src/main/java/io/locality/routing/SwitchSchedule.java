@@ -1,7 +1,9 @@
 package io.locality.routing;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * Which store version is in force from which point (event time in ms, or an epoch the engine gives
@@ -19,11 +21,19 @@ public final class SwitchSchedule {
     private final long[] starts;
     private final int[] versions;
     private final long sealedUntil;
+    private final List<Switch> switches;
 
     SwitchSchedule(long[] starts, int[] versions, long sealedUntil) {
         this.starts = starts;
         this.versions = versions;
         this.sealedUntil = sealedUntil;
+        List<Switch> changes = new ArrayList<>();
+        for (int i = 1; i < versions.length; i++) {
+            if (versions[i] != versions[i - 1]) {
+                changes.add(new Switch(starts[i], versions[i - 1], versions[i]));
+            }
+        }
+        this.switches = List.copyOf(changes);
     }
 
     static SwitchSchedule empty() {
@@ -67,6 +77,30 @@ public final class SwitchSchedule {
     }
 
     /**
+     * Every change of version the schedule holds, in the order of their points: entry {@code i}'s version
+     * takes over from entry {@code i - 1}'s at entry {@code i}'s start. An entry that schedules the version
+     * already in force (a rollback to it, a republication) changes nothing and is left out.
+     */
+    public List<Switch> switches() {
+        return switches;
+    }
+
+    /** The switches whose point lies after {@code point}, in order (a view: a job with a long schedule looks only ahead). */
+    public List<Switch> switchesAfter(long point) {
+        int low = 0;
+        int high = switches.size();
+        while (low < high) { // the first switch whose point is > point
+            int middle = (low + high) >>> 1;
+            if (switches.get(middle).point() <= point) {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        return switches.subList(low, switches.size());
+    }
+
+    /**
      * The version in force at {@code point}.
      *
      * @throws IllegalStateException when the schedule is empty
@@ -79,4 +113,13 @@ public final class SwitchSchedule {
         int index = found >= 0 ? found : -found - 2; // the last start <= point
         return versions[Math.max(index, 0)];
     }
+
+    /**
+     * A change of version: {@code to} is in force from {@code point} on, {@code from} just before it.
+     *
+     * @param point the first point routed with {@code to}
+     * @param from the version in force before {@code point}
+     * @param to the version in force from {@code point}
+     */
+    public record Switch(long point, int from, int to) {}
 }

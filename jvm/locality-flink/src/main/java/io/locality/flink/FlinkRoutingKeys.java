@@ -128,6 +128,14 @@ public final class FlinkRoutingKeys implements Serializable {
         return parts[server];
     }
 
+    /**
+     * The subtask whose key groups hold the state of routing key {@code routingKey} (Flink's own
+     * assignment, with the routes' max parallelism and parallelism).
+     */
+    public int subtaskOf(Object routingKey) {
+        return KeyGroupRangeAssignment.assignKeyToParallelOperator(routingKey, maxParallelism, parallelism);
+    }
+
     /** Whether the table splits {@code key} over servers. */
     public boolean isSplit(Object key) {
         return splitRoutes.containsKey(TableKey.of(key));

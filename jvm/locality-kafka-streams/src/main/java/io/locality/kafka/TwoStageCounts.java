@@ -47,11 +47,7 @@ public final class TwoStageCounts {
     public static Topology build(String inputTopic, String outputTopic, Supplier<RoutingConfiguration> tables,
             ProcessedRecords processed) {
         RoutingConfiguration now = tables.get();
-        List<String> operators = now.topology().operators();
-        if (operators.size() != 2) {
-            throw new IllegalArgumentException("the two-stage job needs tables for two operators; version "
-                    + now.version() + " has " + operators);
-        }
+        List<String> operators = operators(now);
         String first = operators.get(0);
         String second = operators.get(1);
         TableStreamPartitioner<String, String> bySecond = new TableStreamPartitioner<>(() -> tables.get().table(second));
@@ -67,6 +63,20 @@ public final class TwoStageCounts {
                 .process(CountByKey.<String, String>supplier(second, Serdes.String(), processed), Named.as(second))
                 .to(outputTopic, Produced.with(Serdes.String(), Serdes.String()).withStreamPartitioner(bySecond));
         return builder.build();
+    }
+
+    /**
+     * The two operators of {@code tables}, in pipeline order.
+     *
+     * @throws IllegalArgumentException when the tables are not for two operators
+     */
+    static List<String> operators(RoutingConfiguration tables) {
+        List<String> operators = tables.topology().operators();
+        if (operators.size() != 2) {
+            throw new IllegalArgumentException("the two-stage job needs tables for two operators; version "
+                    + tables.version() + " has " + operators);
+        }
+        return operators;
     }
 
     /**

@@ -31,7 +31,7 @@ public final class CountingStage extends RealKeyedProcessFunction<String, TraceR
      * @param upstreamParallelism the first operator's parallelism (read by the second operator's hop counts)
      */
     public CountingStage(Stage stage, int upstreamParallelism) {
-        super("count-per-" + stage.operator(), Stage.realKey(stage.position()), Types.STRING, Types.LONG);
+        super(stage.uid(), Stage.realKey(stage.position()), Types.STRING, Types.LONG);
         this.stage = stage;
         this.upstreamParallelism = upstreamParallelism;
     }

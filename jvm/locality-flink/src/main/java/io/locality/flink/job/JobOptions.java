@@ -9,20 +9,22 @@ import java.util.Map;
 /**
  * The two-stage job's command line:
  * {@code --store STORE [--version N] --input FILE_OR_DIR --mode tables|raw [--parallelism P]
- * [--max-parallelism M] [--output DIR]}.
+ * [--max-parallelism M] [--output DIR] [--rate R]}.
  *
  * @param version the store version to read; null for the current one
  * @param parallelism the keyed operators' parallelism; null for the tables'
  * @param maxParallelism their max parallelism; null for the tables'
  * @param output where to write one JSON line per record; null to discard the records
+ * @param rate records per second the input is replayed at, by a source a savepoint resumes
+ *     ({@link IndexedLines}); null to read it as fast as the job goes
  */
 public record JobOptions(Path store, Integer version, String input, Mode mode, Integer parallelism,
-        Integer maxParallelism, String output) {
+        Integer maxParallelism, String output, Integer rate) {
 
     static final String USAGE = "usage: TwoStageJob --store STORE [--version N] --input FILE_OR_DIR --mode tables|raw "
-            + "[--parallelism P] [--max-parallelism M] [--output DIR]";
+            + "[--parallelism P] [--max-parallelism M] [--output DIR] [--rate R]";
     private static final List<String> NAMES = List.of("--store", "--version", "--input", "--mode", "--parallelism",
-            "--max-parallelism", "--output");
+            "--max-parallelism", "--output", "--rate");
 
     /**
      * Parses and checks the arguments.
@@ -53,7 +55,7 @@ public record JobOptions(Path store, Integer version, String input, Mode mode, I
         }
         return new JobOptions(store, positive(given, "--version"), given.get("--input"),
                 Mode.parse(given.get("--mode")), positive(given, "--parallelism"),
-                positive(given, "--max-parallelism"), given.get("--output"));
+                positive(given, "--max-parallelism"), given.get("--output"), positive(given, "--rate"));
     }
 
     private static Integer positive(Map<String, String> given, String name) {

@@ -6,9 +6,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.flink.api.common.functions.MapFunction;
 
 /**
- * A record after both operators as one JSON line, fields named after the operators:
+ * A record after both operators as one JSON line, fields named after the operators, and the store version
+ * whose tables the job ran on:
  * {@code {"seq": 7, "location": "US/Ohio", "location_subtask": 2, "location_count": 5, "hashtag": "tbt",
- * "hashtag_subtask": 4, "hashtag_count": 1}} ({@code seq} only when the input had it).
+ * "hashtag_subtask": 4, "hashtag_count": 1, "version": 3}} ({@code seq} only when the input had it).
  */
 public final class RecordLine implements MapFunction<TraceRecord, String> {
     private static final long serialVersionUID = 1L;
@@ -16,10 +17,12 @@ public final class RecordLine implements MapFunction<TraceRecord, String> {
 
     private final String firstOperator;
     private final String secondOperator;
+    private final int version;
 
-    public RecordLine(String firstOperator, String secondOperator) {
+    public RecordLine(String firstOperator, String secondOperator, int version) {
         this.firstOperator = firstOperator;
         this.secondOperator = secondOperator;
+        this.version = version;
     }
 
     @Override
@@ -34,6 +37,7 @@ public final class RecordLine implements MapFunction<TraceRecord, String> {
         line.put(secondOperator, record.second);
         line.put(secondOperator + "_subtask", record.secondSubtask);
         line.put(secondOperator + "_count", record.secondCount);
+        line.put("version", version);
         return JSON.writeValueAsString(line);
     }
 }

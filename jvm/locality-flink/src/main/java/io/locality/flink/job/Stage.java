@@ -16,6 +16,14 @@ import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
 public record Stage(String operator, int position, int parallelism, int maxParallelism,
         KeySelector<TraceRecord, String> key) implements Serializable {
 
+    /**
+     * The operator's uid in the job graph, also the name of its {@code MapState}: {@code count-per-OPERATOR}.
+     * A savepoint keeps the operator's state under it, and a rewrite names the operator by it.
+     */
+    public String uid() {
+        return "count-per-" + operator;
+    }
+
     /** The real key of a record at {@code position}. */
     static KeySelector<TraceRecord, String> realKey(int position) {
         return position == 0 ? record -> record.first : record -> record.second;

@@ -2,6 +2,8 @@ package io.locality.flink.job;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.locality.flink.JobVersion;
+import io.locality.flink.MainExit;
 import io.locality.routing.LocalityStore;
 import io.locality.routing.RoutingConfiguration;
 import io.locality.routing.Topology;
@@ -9,12 +11,14 @@ import java.io.IOException;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.serialization.SimpleStringEncoder;
+import org.apache.flink.api.connector.source.Source;
 import org.apache.flink.connector.file.sink.FileSink;
 import org.apache.flink.connector.file.src.FileSource;
 import org.apache.flink.connector.file.src.reader.TextLineInputFormat;
 import org.apache.flink.core.fs.Path;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.filesystem.rollingpolicies.OnCheckpointRollingPolicy;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 
 /**
@@ -39,39 +43,35 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  * {@code P} slots; submitted with {@code flink run} it runs on that cluster. The input and output paths
  * must then be readable / writable by every TaskManager. On stdout it prints one JSON document
  * ({@link JobSummary}): records, the share whose two subtasks shared a slot and a TaskManager, where each
- * subtask ran, the hop counts, and the run time. Exit status 0 on success, 2 when an option, the store,
- * the input or an input line is wrong (the message names it).
+ * subtask ran, the hop counts, and the run time; submitted detached ({@code flink run -d}, Flink's REST
+ * API), only the job's id. Exit status 0 on success, 2 when an option, the store, the input or an input
+ * line is wrong (the message names it); in a cluster such a failure is thrown ({@link MainExit}).
+ *
+ * <p>With {@code --rate R} the input is replayed at {@code R} records per second by a source that a
+ * savepoint resumes ({@link IndexedLines}), so the job can be stopped with a savepoint in the middle of
+ * its input and restarted from it. Every operator has a uid ({@code input}, {@code parse},
+ * {@code count-per-OPERATOR}, {@code as-json}, {@code output} or {@code discard}), and the output's part
+ * files are committed at every checkpoint and savepoint: a job stopped and restarted writes each record
+ * once.
  */
 public final class TwoStageJob {
     private TwoStageJob() {}
 
     public static void main(String[] args) throws Exception {
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         try {
-            ObjectNode summary = run(JobOptions.parse(args), StreamExecutionEnvironment.getExecutionEnvironment());
+            ObjectNode summary = run(JobOptions.parse(args), env);
             System.out.println(new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(summary));
         } catch (IllegalArgumentException | IOException e) {
-            System.err.println("error: " + e.getMessage());
-            System.err.println(JobOptions.USAGE);
-            System.exit(2);
+            MainExit.fail(env, 2, "error: " + e.getMessage() + System.lineSeparator() + JobOptions.USAGE, e);
         } catch (Exception e) {
-            Throwable badInput = badInput(e);
+            // the bad input line that failed the job
+            Throwable badInput = MainExit.thrownBy(e, IllegalArgumentException.class, ParseRecord.class.getName());
             if (badInput == null) {
                 throw e;
             }
-            System.err.println("error: " + badInput.getMessage());
-            System.exit(2);
+            MainExit.fail(env, 2, "error: " + badInput.getMessage(), e);
         }
-    }
-
-    /** The bad input line that failed a job (an IllegalArgumentException of {@link ParseRecord}), if one did. */
-    private static Throwable badInput(Throwable failure) {
-        for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
-            if (cause instanceof IllegalArgumentException && cause.getStackTrace().length > 0
-                    && cause.getStackTrace()[0].getClassName().equals(ParseRecord.class.getName())) {
-                return cause;
-            }
-        }
-        return null;
     }
 
     /**
@@ -98,16 +98,21 @@ public final class TwoStageJob {
             throw new IllegalArgumentException("--input " + input + " does not exist");
         }
         env.setParallelism(pipeline.first().parallelism());
-        FileSource<String> lines = FileSource.forRecordStreamFormat(new TextLineInputFormat(), input).build();
-        DataStream<TraceRecord> records = env.fromSource(lines, WatermarkStrategy.noWatermarks(), "input")
-                .map(new ParseRecord(firstName, secondName)).name("parse");
+        JobVersion.declare(env, tables.version());
+        Source<String, ?, ?> lines = options.rate() == null
+                ? FileSource.forRecordStreamFormat(new TextLineInputFormat(), input).build()
+                : IndexedLines.source(options.input(), options.rate());
+        DataStream<TraceRecord> records = env.fromSource(lines, WatermarkStrategy.noWatermarks(), "input").uid("input")
+                .map(new ParseRecord(firstName, secondName)).name("parse").uid("parse");
         DataStream<TraceRecord> counted = pipeline.apply(records);
         if (options.output() == null) {
-            counted.sinkTo(new DiscardingSink<>()).name("discard");
+            counted.sinkTo(new DiscardingSink<>()).name("discard").uid("discard");
         } else {
-            counted.map(new RecordLine(firstName, secondName)).name("as JSON")
-                    .sinkTo(FileSink.forRowFormat(new Path(options.output()), new SimpleStringEncoder<String>()).build())
-                    .name("output");
+            // part files roll at every checkpoint and savepoint, so a stopped job's output is committed
+            FileSink<String> sink = FileSink.forRowFormat(new Path(options.output()), new SimpleStringEncoder<String>())
+                    .withRollingPolicy(OnCheckpointRollingPolicy.build()).build();
+            counted.map(new RecordLine(firstName, secondName, tables.version())).name("as JSON").uid("as-json")
+                    .sinkTo(sink).name("output").uid("output");
         }
         System.err.printf("locality: %s, version %d: %s (parallelism %d, max parallelism %d) -> %s (%d, %d), "
                 + "keyed on %s%n", options.store(), tables.version(), firstName, pipeline.first().parallelism(),
@@ -115,15 +120,25 @@ public final class TwoStageJob {
                 pipeline.second().maxParallelism(), options.mode() == Mode.TABLES ? "the tables' routing keys"
                         : "the raw keys");
         JobExecutionResult result = env.execute("locality two-stage " + firstName + " -> " + secondName + " ("
-                + options.mode().label() + ")");
+                + options.mode().label() + ", version " + tables.version() + ")");
+        ObjectNode doc = new ObjectMapper().createObjectNode();
+        if (!result.isJobExecutionResult()) { // submitted detached (flink run -d, REST): the job runs on
+            doc.put("job_id", result.getJobID().toHexString());
+            describe(doc, options, tables.version(), firstName, secondName);
+            return doc;
+        }
         JobSummary summary = JobSummary.of(pipeline, result);
-        ObjectNode doc = summary.toJson(new ObjectMapper());
-        doc.put("mode", options.mode().label());
-        doc.put("store", options.store().toString());
-        doc.put("version", tables.version());
-        doc.putArray("operators").add(firstName).add(secondName);
+        doc = summary.toJson(new ObjectMapper());
+        describe(doc, options, tables.version(), firstName, secondName);
         System.err.printf("locality: %,d records in %.1f s, %.2f%% of them stayed in their task slot%n",
                 summary.records(), summary.seconds(), 100 * summary.sameSlotShare());
         return doc;
+    }
+
+    private static void describe(ObjectNode doc, JobOptions options, int version, String first, String second) {
+        doc.put("mode", options.mode().label());
+        doc.put("store", options.store().toString());
+        doc.put("version", version);
+        doc.putArray("operators").add(first).add(second);
     }
 }

@@ -19,11 +19,13 @@ public record TwoStagePipeline(Stage first, Stage second) {
         DataStream<TraceRecord> counted = records.keyBy(first.key())
                 .process(new CountingStage(first, first.parallelism()), type)
                 .name("count per " + first.operator())
+                .uid(first.uid())
                 .setParallelism(first.parallelism())
                 .setMaxParallelism(first.maxParallelism());
         return counted.keyBy(second.key())
                 .process(new CountingStage(second, first.parallelism()), type)
                 .name("count per " + second.operator())
+                .uid(second.uid())
                 .setParallelism(second.parallelism())
                 .setMaxParallelism(second.maxParallelism());
     }

@@ -1,0 +1,209 @@
+"""What a Flink version switch costs, beside a restart of the same job without rewriting (issue 25, item 4).
+
+A standalone Flink cluster on loopback (the ``apache-flink`` wheel's distribution, one
+JobManager, one TaskManager of 6 slots: ``tests/jvm/flink_cluster.py``) runs
+``TwoStageJob`` (location -> hashtag, a count per real key in each operator's
+``MapState``) on the tweet trace replayed at ``--rate`` records per second, keyed by
+version 1 (tables learned on the trace's first half, ``--hash flink``, M = 128). For
+each share ``s`` of the state to move, the store gets a version that is version 1 with a
+seeded random share ``s`` of each operator's keys sent to another subtask; then, in one
+run of the job:
+
+1. the job runs until ``--warm`` records are processed (the state to move);
+2. **baseline**: stop with a savepoint and restart from it on the same version, without
+   rewriting (what any restart of the job costs);
+3. after ``--between`` more records, **switch**: ``switch_flink_job`` (what
+   ``locality switch flink`` runs) to the version moving share ``s``;
+4. after ``--between`` more records, the job is stopped.
+
+For both the baseline and the switch the script measures, from the stop request: when
+the restarted job runs (every task restored), when its sink sees records again, and when
+it processes ``--rate`` again (at least 90% of it over one second, from Flink's metrics
+sampled every 0.2 s: that resolution bounds the figures). *Records held* are those a
+source receiving ``--rate`` records per second (a Kafka topic, say) would have queued
+between the stop and the first record processed again. *Bytes moved* and the realized
+share come from the rewrite's own counters (serialized real key + state of each moved
+MapState entry); the State Processor API reads and writes the rewritten operators' whole
+keyed state, moved or not, which the *bytes rewritten* column shows.
+
+Usage::
+
+    PYTHONPATH=. python benchmarks/bench_flink_switch.py [--shares 0.01,0.1,0.5] [--rate 1500]
+        [--warm 25000] [--between 20000] [--seed 0] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from locality.counts import count_keys  # noqa: E402
+from locality.datasets.catalog import card  # noqa: E402
+from locality.engines.flink_rest import FlinkRest  # noqa: E402
+from locality.engines.flink_switch import FlinkJobLauncher, rewriter_jar, switch_flink_job  # noqa: E402
+from locality.optimizer import make_fallbacks, optimize  # noqa: E402
+from locality.routing import RoutingConfiguration, RoutingTable  # noqa: E402
+from locality.store import ConfigStore  # noqa: E402
+from locality.topology import Topology  # noqa: E402
+from tests.flink.conftest import ensure_flink_env  # noqa: E402
+from tests.jvm.flink_cluster import LocalFlinkCluster, flink_home  # noqa: E402
+
+OPERATORS = ["location", "hashtag"]
+JOB = "io.locality.flink.job.TwoStageJob"
+SPECS = [f"{op}=count-per-{op}" for op in OPERATORS]
+WAIT = 300.0
+SAMPLE = 0.1
+
+
+def moved_version(config: RoutingConfiguration, keys: dict[str, np.ndarray], share: float, seed: int):
+    """``config`` with a seeded random ``share`` of each operator's keys on another subtask."""
+    rng = np.random.default_rng(seed)
+    tables = {}
+    for op, table in config.tables.items():
+        chosen = rng.choice(keys[op], size=max(1, round(share * len(keys[op]))), replace=False)
+        p = table.fallback.n_instances
+        targets = (config.route_many(op, chosen) + rng.integers(1, p, size=len(chosen))) % p
+        entries = table.entries.copy()
+        entries = pd.concat([entries.drop(chosen, errors="ignore"), pd.Series(targets, index=chosen)])
+        tables[op] = RoutingTable(op, table.fallback, entries)
+    return RoutingConfiguration(config.topology, tables, dict(config.parameters))
+
+
+def sink_records(rest: FlinkRest, job: str) -> int:
+    return sum(v["metrics"]["read-records"] for v in rest.job(job)["vertices"] if "discard" in v["name"])
+
+
+def wait_processed(rest: FlinkRest, jobs: list[str], records: int) -> None:
+    deadline = time.monotonic() + WAIT
+    while sum(sink_records(rest, j) for j in jobs) < records:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"fewer than {records} records processed in {WAIT:g} s")
+        time.sleep(0.5)
+
+
+def back_to_normal(rest: FlinkRest, job: str, rate: int, stopped: float) -> dict[str, float]:
+    """Seconds from the stop request until the new job's sink sees records, then ``rate`` (90%) over 1 s."""
+    samples: list[tuple[float, int]] = []
+    first = None
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        now, count = time.time(), sink_records(rest, job)
+        samples.append((now, count))
+        if count > 0 and first is None:
+            first = now - stopped
+        second_ago = [c for t, c in samples if t <= now - 1.0]
+        if first is not None and second_ago and count - second_ago[-1] >= 0.9 * rate:
+            return {"first_record": first, "normal": now - stopped}
+        time.sleep(SAMPLE)
+    raise RuntimeError(f"job {job} did not reach {0.9 * rate:.0f} records/s within {WAIT:g} s")
+
+
+def measure(rest: FlinkRest, job: str, rate: int, stopped: float, running_at: float, phases: dict) -> dict:
+    figures = back_to_normal(rest, job, rate, stopped)
+    return {
+        "running": running_at - stopped,
+        **figures,
+        "held": rate * figures["first_record"],
+        **{f"{k}_phase": v for k, v in phases.items()},
+    }
+
+
+def run_share(rest, launcher, rewriter, store, share, version, args, savepoints) -> dict:
+    """One job run: warm up, a restart without rewriting (baseline), a switch to ``version``."""
+    job = rest.run_jar(launcher.jar_id, JOB, launcher.args_for(1))
+    rest.wait_until_running(job, timeout=WAIT)
+    jobs = [job]
+    wait_processed(rest, jobs, args.warm)
+    stopped, mark = time.time(), time.monotonic()
+    savepoint = rest.stop_with_savepoint(job, savepoints, timeout=WAIT)
+    stop = time.monotonic() - mark
+    job = rest.run_jar(launcher.jar_id, JOB, launcher.args_for(1), savepoint=savepoint)
+    rest.wait_until_running(job, timeout=WAIT)
+    baseline = measure(rest, job, args.rate, stopped, time.time(), {"stop": stop})
+    jobs.append(job)
+    wait_processed(rest, jobs, args.warm + args.between)
+    result = switch_flink_job(rest, job, store=store.root, to_version=version, savepoint_dir=savepoints,
+                              operators=SPECS, launcher=launcher, rewriter_jar_id=rewriter, timeout=WAIT)  # fmt: skip
+    switched = measure(rest, result.new_job, args.rate, result.stopped_at, result.running_at, result.phases)
+    counts = result.operators
+    switched["moved_bytes"] = sum(c["moved_bytes"] for c in counts.values())
+    switched["rewritten_bytes"] = sum(c["bytes"] for c in counts.values())
+    switched["moved_keys"] = sum(c["moved"] for c in counts.values())
+    switched["keys"] = sum(c["entries"] for c in counts.values())
+    jobs.append(result.new_job)
+    wait_processed(rest, jobs, args.warm + 2 * args.between)
+    rest.stop_with_savepoint(result.new_job, savepoints, timeout=WAIT)
+    return {"share": share, "version": version, "baseline": baseline, "switch": switched}
+
+
+def measure_all(args: argparse.Namespace, trace: pd.DataFrame, work: Path, shares: list[float]) -> list[dict]:
+    """Publish version 1 and one version per share into a store in ``work``, start a cluster, run every share."""
+    topology = Topology.uniform(OPERATORS, 6)
+    fallbacks = make_fallbacks(topology, "flink", max_parallelism=128)
+    v1 = optimize(count_keys(trace.iloc[: len(trace) // 2], OPERATORS).graph(), topology, fallbacks).config
+    store = ConfigStore(work / "store")
+    store.publish(v1, fingerprint="v1")
+    keys = {op: trace[op].unique() for op in OPERATORS}
+    versions = [store.publish(moved_version(v1, keys, s, args.seed), fingerprint=f"share-{s}").version for s in shares]
+    records = work / "records.jsonl"
+    trace[["seq", *OPERATORS]].to_json(records, orient="records", lines=True, force_ascii=False)
+    job_args = ("--store", str(store.root), "--version", "{version}", "--input", str(records), "--mode", "tables",
+                "--rate", str(args.rate))  # fmt: skip
+    home = flink_home(ensure_flink_env().root)
+    settings = {"metrics.fetcher.update-interval": 200}
+    rows = []
+    with LocalFlinkCluster(home, work / "cluster", settings=settings) as cluster:
+        rest = FlinkRest(cluster.url)
+        jar = sorted((REPO / "jvm" / "locality-flink" / "target").glob("locality-flink-*-job.jar"))[-1]
+        launcher = FlinkJobLauncher(rest.upload_jar(jar), JOB, job_args)
+        rewriter = rest.upload_jar(rewriter_jar())
+        for share, version in zip(shares, versions):
+            print(f"locality: share {share:g} (version {version})", file=sys.stderr)
+            rows.append(run_share(rest, launcher, rewriter, store, share, version, args, (work / "sp").as_uri()))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shares", default="0.01,0.1,0.5", help="shares of each operator's keys to move")
+    parser.add_argument("--rate", type=int, default=1500, help="records per second the trace is replayed at")
+    parser.add_argument("--warm", type=int, default=25_000, help="records before the baseline restart")
+    parser.add_argument("--between", type=int, default=20_000, help="records between restart, switch and end")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    shares = [float(s) for s in args.shares.split(",")]
+    trace = pd.read_parquet(card("geotweets_hashtags_2015").path).sort_values("seq", kind="stable")
+    with tempfile.TemporaryDirectory(prefix="bench-flink-switch-") as work:  # store, trace, cluster, savepoints
+        rows = measure_all(args, trace, Path(work), shares)
+    print(f"Flink switch, standalone cluster on loopback, parallelism 6, tweet trace at {args.rate:,} records/s")
+    print(
+        "| keys moved (asked) | state moved (bytes) | bytes rewritten | running again | first record | "
+        "normal rate | records held | stop / rewrite / restart | baseline: running / first / normal / held |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        s, b = row["switch"], row["baseline"]
+        print(f"| {row['share']:.0%} | {s['moved_bytes']:,} ({s['moved_bytes'] / s['rewritten_bytes']:.1%}; "
+              f"{s['moved_keys']:,} of {s['keys']:,} keys) | {s['rewritten_bytes']:,} | {s['running']:.1f} s | "
+              f"{s['first_record']:.1f} s | {s['normal']:.1f} s | {s['held']:,.0f} | {s['stop_phase']:.1f} / "
+              f"{s['rewrite_phase']:.1f} / {s['restart_phase']:.1f} s | {b['running']:.1f} / "
+              f"{b['first_record']:.1f} / {b['normal']:.1f} s / {b['held']:,.0f} |")  # fmt: skip
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rate": args.rate, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,262 @@
+package io.locality.flink.state;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.locality.flink.FlinkRoutingKeys;
+import io.locality.flink.KeyType;
+import io.locality.routing.RoutingConfiguration;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.tuple.Tuple3;
+import org.apache.flink.runtime.state.FunctionInitializationContext;
+import org.apache.flink.runtime.state.FunctionSnapshotContext;
+import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
+import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
+import org.apache.flink.state.api.OperatorIdentifier;
+import org.apache.flink.state.api.OperatorTransformation;
+import org.apache.flink.state.api.SavepointReader;
+import org.apache.flink.state.api.SavepointWriter;
+import org.apache.flink.state.api.functions.StateBootstrapFunction;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.test.junit5.MiniClusterExtension;
+import org.apache.flink.util.CloseableIterator;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A savepoint rewrite on a Flink MiniCluster: a savepoint of a keyed operator ({@code count-per-tag}, its
+ * real keys' counts in a {@code MapState} under the routing keys of version 1) beside an operator with
+ * operator state ({@code input}), rewritten for version 2: every real key under version 2's routing key with
+ * its own count, the other operator's state as it was, the counts of what moved; a savepoint not taken on
+ * the version given is refused, and so are tables a rewrite cannot serve.
+ */
+class SavepointRewriteTest {
+    private static final int PARALLELISM = 3;
+    private static final int MAX_PARALLELISM = 16;
+    private static final String UID = "count-per-tag";
+    private static final RealKeyOperator TAG = RealKeyOperator.parse("tag=" + UID);
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    @RegisterExtension
+    static final MiniClusterExtension MINI_CLUSTER = new MiniClusterExtension(
+            new MiniClusterResourceConfiguration.Builder().setNumberTaskManagers(1)
+                    .setNumberSlotsPerTaskManager(PARALLELISM).build());
+
+    @TempDir
+    static Path dir;
+
+    private static RoutingConfiguration v1;
+    private static RoutingConfiguration v2;
+    private static final Map<String, Long> COUNTS = new LinkedHashMap<>();
+    private static String savepoint;
+
+    /** Flink's own subtask of a key (the fallback). */
+    private static int hash(String key) {
+        return KeyGroupRangeAssignment.assignKeyToParallelOperator(key, MAX_PARALLELISM, PARALLELISM);
+    }
+
+    private static int other(String key, int shift) {
+        return (hash(key) + shift) % PARALLELISM;
+    }
+
+    /** A one-operator configuration ({@code tag}, string keys) with these entries, on {@code servers} servers. */
+    static RoutingConfiguration tables(int version, Map<String, Integer> entries, int servers, String splits) {
+        String rows = entries.entrySet().stream().map(e -> "[\"" + e.getKey() + "\", " + e.getValue() + "]")
+                .collect(Collectors.joining(", "));
+        List<String> names = new ArrayList<>();
+        for (int s = 0; s < servers; s++) {
+            names.add("\"s" + s + "\"");
+        }
+        String json = "{\"fallbacks\": {\"tag\": {\"engine\": \"flink\", \"n_instances\": " + servers
+                + ", \"parameters\": {\"max_parallelism\": " + MAX_PARALLELISM + ", \"int_type\": \"long\"}}},"
+                + " \"format_version\": 2, \"parameters\": {}, \"splits\": {\"tag\": [" + splits + "]},"
+                + " \"tables\": {\"tag\": [" + rows + "]},"
+                + " \"topology\": {\"servers\": " + names + ", \"operators\": [\"tag\"],"
+                + " \"placement\": {\"tag\": " + names + "}}}";
+        try {
+            return RoutingConfiguration.fromJson(version, JSON.readTree(json));
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @BeforeAll
+    static void writeSavepoint() throws Exception {
+        // rome moves surrogate to surrogate, oslo stays, lima leaves its entry for its hash subtask, kyiv gets
+        // an entry elsewhere, bern gets an entry on its own hash subtask (kept there, under a surrogate)
+        v1 = tables(1, Map.of("rome", other("rome", 1), "oslo", other("oslo", 1), "lima", other("lima", 1)),
+                PARALLELISM, "");
+        v2 = tables(2, Map.of("rome", other("rome", 2), "oslo", other("oslo", 1), "kyiv", other("kyiv", 2),
+                "bern", hash("bern")), PARALLELISM, "");
+        for (String key : List.of("rome", "oslo", "lima", "kyiv", "bern")) {
+            COUNTS.put(key, (long) key.length() * 10);
+        }
+        for (int i = 0; i < 200; i++) {
+            COUNTS.put("k" + i, (long) i + 1);
+        }
+        FlinkRoutingKeys before = FlinkRoutingKeys.of(v1.table("tag"), KeyType.STRING);
+        List<Tuple3<String, String, Long>> entries = new ArrayList<>();
+        COUNTS.forEach((key, count) -> entries.add(Tuple3.of((String) before.routingKey(key), key, count)));
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        env.setParallelism(PARALLELISM);
+        var keyed = OperatorTransformation.bootstrapWith(env.fromData(entries)).setMaxParallelism(MAX_PARALLELISM)
+                .keyBy(e -> e.f0, Types.STRING)
+                .transform(new RealKeyStateWriter<>(UID, Types.STRING, Types.LONG));
+        var offsets = OperatorTransformation.bootstrapWith(env.fromData(1L, 2L, 3L)).transform(new Offsets());
+        savepoint = dir.resolve("savepoint-v1").toUri().toString();
+        SavepointWriter.newSavepoint(env, MAX_PARALLELISM).withOperator(OperatorIdentifier.forUid(UID), keyed)
+                .withOperator(OperatorIdentifier.forUid("input"), offsets).write(savepoint);
+        env.execute("write a savepoint on version 1");
+    }
+
+    /** Operator (not keyed) state, as a source keeps its position: it must come through a rewrite as it was. */
+    static final class Offsets extends StateBootstrapFunction<Long> {
+        private transient ListState<Long> offsets;
+
+        @Override
+        public void processElement(Long value, Context ctx) throws Exception {
+            offsets.add(value);
+        }
+
+        @Override
+        public void snapshotState(FunctionSnapshotContext context) {}
+
+        @Override
+        public void initializeState(FunctionInitializationContext context) throws Exception {
+            offsets = context.getOperatorStateStore().getListState(new ListStateDescriptor<>("offsets", Types.LONG));
+        }
+    }
+
+    private static StreamExecutionEnvironment env() {
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        env.setParallelism(PARALLELISM);
+        return env;
+    }
+
+    /** Every real key's line of ReadRealKeyState, by key. */
+    private static Map<String, JsonNode> read(String path) throws Exception {
+        StringWriter text = new StringWriter();
+        try (PrintWriter out = new PrintWriter(text)) {
+            ReadRealKeyState.read(path, List.of(TAG), env(), out);
+        }
+        Map<String, JsonNode> byKey = new HashMap<>();
+        for (String line : text.toString().split("\n")) {
+            JsonNode node = JSON.readTree(line);
+            byKey.put(node.get("key").asText(), node);
+        }
+        return byKey;
+    }
+
+    @Test
+    void everyRealKeyJoinsItsNewRoutingKeyWithItsStateAndNothingElseChanges() throws Exception {
+        String output = dir.resolve("savepoint-v2").toUri().toString();
+        SavepointRewrite rewrite = SavepointRewrite.of(v1, v2, List.of(TAG));
+        StreamExecutionEnvironment env = env();
+        rewrite.addTo(env, savepoint, output);
+        JobExecutionResult result = env.execute("rewrite 1 -> 2");
+
+        FlinkRoutingKeys after = FlinkRoutingKeys.of(v2.table("tag"), KeyType.STRING);
+        Map<String, JsonNode> before = read(savepoint);
+        Map<String, JsonNode> now = read(output);
+        assertEquals(COUNTS.keySet(), now.keySet());
+        Set<String> moved = new HashSet<>();
+        for (Map.Entry<String, Long> entry : COUNTS.entrySet()) {
+            String key = entry.getKey();
+            JsonNode line = now.get(key);
+            assertEquals(entry.getValue(), line.get("state").asLong(), key);
+            assertEquals(after.routingKey(key), line.get("routing_key").asText(), key);
+            assertEquals(v2.route("tag", key), line.get("subtask").asInt(), key);
+            assertEquals(v1.route("tag", key), before.get(key).get("subtask").asInt(), key);
+            if (v1.route("tag", key) != v2.route("tag", key)) {
+                moved.add(key);
+            }
+        }
+        assertEquals(Set.of("rome", "lima", "kyiv"), moved);
+
+        Map<String, Long> counts = RewriteSummary.of(rewrite.operators(), result.getAllAccumulatorResults())
+                .operators().get("tag");
+        assertEquals(COUNTS.size(), counts.get(RewriteSummary.ENTRIES));
+        assertEquals(3L, counts.get(RewriteSummary.MOVED));
+        assertEquals(1L, counts.get(RewriteSummary.REKEYED)); // bern: same subtask, a surrogate now
+        // a String key is a length byte + its chars here, a Long 8 bytes
+        long bytes = COUNTS.keySet().stream().mapToLong(key -> 1 + key.length() + 8).sum();
+        assertEquals(bytes, counts.get(RewriteSummary.BYTES));
+        assertEquals(moved.stream().mapToLong(key -> 1 + key.length() + 8).sum(), counts.get(RewriteSummary.MOVED_BYTES));
+
+        List<Long> offsets = new ArrayList<>();
+        try (CloseableIterator<Long> kept = SavepointReader.read(env(), output)
+                .readListState(OperatorIdentifier.forUid("input"), "offsets", Types.LONG).executeAndCollect()) {
+            kept.forEachRemaining(offsets::add);
+        }
+        assertEquals(List.of(1L, 2L, 3L), offsets.stream().sorted().toList());
+        assertTrue(Files.isDirectory(Path.of(java.net.URI.create(savepoint))), "the old savepoint stays");
+    }
+
+    @Test
+    void aSavepointNotTakenOnTheVersionGivenIsRefused() throws Exception {
+        StreamExecutionEnvironment env = env();
+        SavepointRewrite.of(v2, v1, List.of(TAG)).addTo(env, savepoint, dir.resolve("refused").toUri().toString());
+        Exception failure = assertThrows(Exception.class, () -> env.execute("rewrite from the wrong version"));
+        Throwable cause = failure;
+        while (cause.getCause() != null && !(cause instanceof IllegalStateException)) {
+            cause = cause.getCause();
+        }
+        assertTrue(cause.getMessage().contains("the savepoint was not taken by a job on version 2"), cause.getMessage());
+    }
+
+    @Test
+    void aMissingOperatorOrStateIsNamedBeforeAnythingRuns() {
+        var noSuchUid = assertThrows(IllegalArgumentException.class, () -> SavepointRewrite
+                .of(v1, v2, List.of(RealKeyOperator.parse("tag=count-per-hashtag"))).addTo(env(), savepoint, "x"));
+        assertTrue(noSuchUid.getMessage().contains("has no operator with uid 'count-per-hashtag'"), noSuchUid.getMessage());
+        var noSuchState = assertThrows(IllegalArgumentException.class, () -> SavepointRewrite
+                .of(v1, v2, List.of(RealKeyOperator.parse("tag=" + UID + ",state=counts"))).addTo(env(), savepoint, "x"));
+        assertTrue(noSuchState.getMessage().contains("has no keyed state 'counts'"), noSuchState.getMessage());
+        assertTrue(noSuchState.getMessage().contains(UID), noSuchState.getMessage());
+    }
+
+    @Test
+    void tablesARewriteCannotServeAreRefused() {
+        RoutingConfiguration split = tables(3, Map.of("rome", 1), PARALLELISM, "[\"hot\", [0, 1, 2]]");
+        var splits = assertThrows(IllegalArgumentException.class, () -> SavepointRewrite.of(v1, split, List.of(TAG)));
+        assertTrue(splits.getMessage().contains("splits 1 keys"), splits.getMessage());
+        RoutingConfiguration wider = tables(4, Map.of("rome", 3), PARALLELISM + 1, "");
+        var rescaled = assertThrows(IllegalArgumentException.class, () -> SavepointRewrite.of(v1, wider, List.of(TAG)));
+        assertTrue(rescaled.getMessage().contains("that is a redeployment"), rescaled.getMessage());
+    }
+
+    @Test
+    void operatorsAreParsedWithTheirDefaults() {
+        assertEquals(new RealKeyOperator("tag", UID, UID, null, Types.LONG), TAG);
+        RealKeyOperator full = RealKeyOperator.parse("user=counts,state=per-user,key=long,value=string");
+        assertEquals(new RealKeyOperator("user", "counts", "per-user", KeyType.LONG, Types.STRING), full);
+        for (String bad : List.of("tag", "=uid", "tag=uid,colour=red", "tag=uid,key=double", "tag=uid,value=no.Such")) {
+            assertThrows(IllegalArgumentException.class, () -> RealKeyOperator.parse(bad), bad);
+        }
+        assertFalse(ToolArguments.parse(new String[] {"--operator", "a=b", "--operator", "c=d"}, Set.of(),
+                Set.of("--operator"), Set.of()).all("--operator").isEmpty());
+        assertThrows(IllegalArgumentException.class, () -> ToolArguments.parse(new String[] {"--to", "1", "--to", "2"},
+                Set.of("--to"), Set.of(), Set.of()));
+    }
+}

@@ -1,0 +1,49 @@
+"""``locality switch flink`` refuses what it cannot do before it touches a cluster, with exit code 2.
+
+The switch itself runs against a real Flink cluster in ``tests/jvm/test_flink_switch.py``;
+these are the refusals a user meets first: a wrong jar option, nothing to switch to, a REST
+endpoint nobody serves (each named in one line on stderr).
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from locality.cli import EXIT_ERROR, main
+from locality.store import ConfigStore
+from tests._store_children import make_config
+
+
+@pytest.fixture
+def switch_args(tmp_path):
+    ConfigStore(tmp_path / "store").publish(make_config(0, 10), fingerprint="f0")
+    jar = tmp_path / "job.jar"
+    jar.write_bytes(b"PK")
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return ["switch", "flink", "--rest", f"http://127.0.0.1:{port}", "--job", "0" * 32, "--store",
+            str(tmp_path / "store"), "--savepoint-dir", str(tmp_path / "sp"), "--operator", "a=count-per-a",
+            "--entry-class", "Job", "--jar", str(jar)]  # fmt: skip
+
+
+def test_a_rest_endpoint_nobody_serves_is_named(switch_args, capsys):
+    assert main([*switch_args, "--to", "1", "--", "--version", "{version}"]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert f"cannot reach Flink's REST API at {switch_args[3]}" in err and "Traceback" not in err
+
+
+def test_the_job_jar_is_given_once(switch_args, capsys):
+    assert main([*switch_args, "--jar-id", "x_job.jar", "--to", "1"]) == EXIT_ERROR
+    assert "exactly one of --jar and --jar-id" in capsys.readouterr().err
+
+
+def test_an_empty_store_needs_a_version_to_switch_to(switch_args, tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    args = [*switch_args]
+    args[args.index("--store") + 1] = str(empty)
+    assert main(args) == EXIT_ERROR
+    assert "has no current version: give --to" in capsys.readouterr().err
