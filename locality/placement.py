@@ -176,6 +176,8 @@ class _OperatorState:
         self.loads, self.bounds, self.inst_server = loads, bounds, inst_server
         self.n_servers = int(inst_server.max()) + 1
         self.moves = 0
+        #: Keys whose gain may have changed since this operator's last refinement pass, sorted (None: every key).
+        self.pending: np.ndarray | None = None
 
     def connections(self, keys: np.ndarray) -> np.ndarray:
         return server_connections(self.graph, keys + self.offset, self.server_of_vertex, self.n_servers, self.csr)
@@ -285,15 +287,18 @@ def _overshoot(state: _OperatorState, src: int, cand: np.ndarray, loss: np.ndarr
     return True
 
 
-def _refine(state: _OperatorState) -> int:
+def _refine(state: _OperatorState) -> np.ndarray:
     """One pass of gain moves: each key goes where its edges are, if an instance there has room.
 
     METIS refines under its sum-of-operators constraint; after the
     per-operator repair the slack is different, so keys whose neighbours sit
     on another server can often follow them without breaking any bound.
-    Highest gain first; returns the number of moves.
+    Highest gain first. Only ``state.pending`` keys are weighed (the others'
+    gains have not changed since a pass that left them where they are);
+    afterwards the pending keys are those that wanted to move but found no
+    room. Returns the vertex ids of the keys moved.
     """
-    keys = np.flatnonzero(state.movable)
+    keys = np.flatnonzero(state.movable) if state.pending is None else state.pending[state.movable[state.pending]]
     best = np.empty(keys.shape[0], dtype=np.int64)
     gain = np.empty(keys.shape[0])
     # In chunks: all keys x servers at once is millions x 48 float64 (1.5 GB at 1e7 edges).
@@ -306,14 +311,31 @@ def _refine(state: _OperatorState) -> int:
         gain[lo : lo + step] = (
             conn[rows, best[lo : lo + step]] - conn[rows, state.server_of_vertex[chunk + state.offset]]
         )
-    before = state.moves
+    moved, blocked = [], []
     for r in np.flatnonzero(gain > 0)[np.argsort(-gain[gain > 0], kind="stable")]:
         v = keys[r]
         group = np.flatnonzero(state.inst_server == best[r])
         room = state.bounds[group] - state.loads[group]
         if room.max() + _EPS >= state.weights[v]:
             state.move(v, group[np.argmax(room)])
-    return state.moves - before
+            moved.append(v)
+        else:
+            blocked.append(v)
+    state.pending = np.sort(np.asarray(blocked, dtype=np.int64))
+    return np.asarray(moved, dtype=np.int64) + state.offset
+
+
+def _mark_neighbours(graph: KeyGraph, states: dict, moved: np.ndarray, csr) -> None:
+    """Add the neighbours of the ``moved`` vertices to their operators' pending keys (their gains changed)."""
+    if moved.size == 0:
+        return
+    xadj, adjncy, _ = csr
+    neighbours = np.unique(adjncy[_neighbour_entries(xadj, moved)[1]])
+    for op, state in states.items():
+        if state.pending is not None:
+            sl = graph.operator_slice(op)
+            mine = neighbours[(neighbours >= sl.start) & (neighbours < sl.stop)] - sl.start
+            state.pending = np.union1d(state.pending, mine)
 
 
 def place_keys(
@@ -397,7 +419,12 @@ def place_keys(
     # Refining one operator changes the gains of its neighbours, so alternate until nothing moves.
     with stopwatch.stage("refine"):
         for _ in range(_REFINE_ROUNDS if repair else 0):
-            if sum(_refine(states[op]) for op in graph.operators) == 0:
+            moves = 0
+            for op in graph.operators:
+                moved = _refine(states[op])
+                _mark_neighbours(graph, states, moved, csr)
+                moves += moved.size
+            if moves == 0:
                 break
     for op, state in states.items():
         instance_of_vertex[graph.operator_slice(op)] = state.instance
