@@ -11,9 +11,11 @@ Two measures, each mode timed in the same run (CPU seconds of the step,
   version in force, :func:`~locality.reconfiguration.decide` publishes or not
   (min gain 0.1, max imbalance 1.10: the job's defaults), and the rows until
   the next run are routed by the version then in force (next-window
-  locality, judged on data the step did not see). Both modes share the
-  statistics; each keeps its own version in force. The first configuration is
-  the offline job's on the ``--warmup`` before the span.
+  locality, judged on data the step did not see). A third schedule runs
+  the incremental step and a full one every ``--full-every`` (default a
+  day). The schedules share the statistics; each keeps its own version in
+  force. The first configuration is the offline job's on the ``--warmup``
+  before the span.
 - ``--edges``: one step on a generated power-law key graph of that many edges
   (``bench_partition.py``'s) after a window that changed a small part of it
   (``--change``: that share of the pairs redrawn, and another such share
@@ -51,6 +53,8 @@ from locality.reconfiguration import decide, reconfigure  # noqa: E402
 from locality.topology import Topology  # noqa: E402
 
 MODES = {"full": False, "incremental": True}
+#: The trace loop's third schedule: incremental runs, and a full one every ``--full-every``.
+MIXED = "incremental, full daily"
 #: The job's weekly decay, per run of a week at this cadence.
 WEEKLY_DECAY = 0.85
 
@@ -62,7 +66,9 @@ def timed_step(incremental: bool, *args, **kwargs):
     return step, time.process_time() - cpu, time.perf_counter() - started
 
 
-def trace_loop(name: str, start: str, days: float, every: str, warmup: str, servers: int, alpha: float) -> list[dict]:
+def trace_loop(
+    name: str, start: str, days: float, every: str, warmup: str, servers: int, alpha: float, full_every: str = "1D"
+) -> list[dict]:
     """The online job's loop over ``days`` from ``start``; one row per run and mode."""
     card = load(name)
     keys = list(card.keys)
@@ -74,7 +80,9 @@ def trace_loop(name: str, start: str, days: float, every: str, warmup: str, serv
     fallbacks = make_fallbacks(topology)
     history = count_keys(frame[(frame.ts >= first - pd.Timedelta(warmup)) & (frame.ts < first)][keys], keys)
     first_config = optimize(history.graph(), topology, fallbacks, alpha=alpha).config
-    in_force = dict.fromkeys(MODES, first_config)
+    schedules = {**MODES, MIXED: None}
+    full_period = max(1, round(pd.Timedelta(full_every) / step_length))
+    in_force = dict.fromkeys(schedules, first_config)
     rows = []
     ticks = pd.date_range(first, first + pd.Timedelta(days=days), freq=step_length, inclusive="left")
     for i, tick in enumerate(ticks):
@@ -85,7 +93,9 @@ def trace_loop(name: str, start: str, days: float, every: str, warmup: str, serv
             history = blend([history, counts], windows=None, decay=decay, min_weight=0.1, limit=100_000)
             graph = history.graph()
             state = {op: counts.key_loads[op].set_index("key")["weight"] for op in keys}
-        for mode, incremental in MODES.items():
+        for mode, incremental in schedules.items():
+            if incremental is None:
+                incremental = i % full_period != 0
             row = {"trace": name, "tick": i, "mode": mode, "edges": graph.n_edges if len(window) else 0}
             if len(window):
                 current = in_force[mode]
@@ -191,6 +201,7 @@ def main() -> None:
     parser.add_argument("--every", default="30min")
     parser.add_argument("--warmup", default="7D", help="with --trace: the offline job's window before --start")
     parser.add_argument("--servers", type=int, default=6)
+    parser.add_argument("--full-every", default="1D", help="with --trace: the mixed schedule's full runs")
     parser.add_argument("--edges", help="generated graphs of these sizes (comma-separated)")
     parser.add_argument("--parts", type=int, default=48)
     parser.add_argument("--change", type=float, default=0.02)
@@ -204,7 +215,9 @@ def main() -> None:
     rows = []
     if args.trace:
         for name in args.trace.split(","):
-            rows += trace_loop(name, args.start, args.days, args.every, args.warmup, args.servers, args.alpha)
+            rows += trace_loop(
+                name, args.start, args.days, args.every, args.warmup, args.servers, args.alpha, args.full_every
+            )
         print(trace_summary(rows).to_string(index=False))
     if args.edges:
         for m in [int(x) for x in args.edges.split(",")]:
