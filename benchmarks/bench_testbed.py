@@ -1,0 +1,372 @@
+"""The core paper's throughput experiments on emulated servers: bytes between servers, padding, locality, servers.
+
+Caneill, El Rheddane, Leroy, De Palma, "Locality-aware routing in stateful streaming applications"
+(Middleware 2016), Section 4: an application of two stateful operators (count per first key,
+count per second key) on n servers, one instance of each per server, routed by hash or by
+locality-aware tables; throughput vs the number of servers (Figure 7), vs the share of local
+pairs (Figure 8) and vs the tuple padding (Figure 9). Here each server is a network namespace
+whose link is shaped to ``--rate`` Mbit/s both ways (``testbed/``), a Flink TaskManager with one
+slot runs in each and a JobManager in one more; the job (``jvm/locality-flink-bench``) replays a
+trace at full speed, partitioned by the first operator's routing (so the one hop between servers
+is the one the tables decide), keyed by Flink's hash or by the tables of ``locality optimize
+--hash flink`` (locality-flink's ``RoutingKeySelector`` reads the store).
+
+Experiments (``--experiment``, several allowed):
+
+- ``bytes``: a bounded replay of the tweets at several paddings; the bytes the TaskManagers'
+  servers sent, less an idle run's (the idle cluster's heartbeats over as long, and the same job
+  on no records), beside ``(1 - locality) x records x mean record size``, the locality from
+  ``locality evaluate`` on the same records and tables, and beside ``locality evaluate --weight``
+  with each record's size as its weight (its network weight: the bytes of exactly the records
+  that cross);
+- ``padding``: steady throughput vs padding, tweets, tables learned on the tweets (in-sample);
+- ``locality``: steady throughput at ``--padding`` vs the share of local pairs of the paper's
+  synthetic keys (0, 50, 80, 100%), tables learned on each trace;
+- ``servers``: steady throughput at ``--padding`` on 2 to 6 servers, synthetic keys with 60%
+  local pairs (the paper's Figure 7 setting);
+- ``switch``: Figure 13 (throughput before and after an online switch from hash routing to the
+  tables) needs the Flink job to switch tables from a savepoint (issue 25); not built yet.
+
+Hash and tables run interleaved in the same cluster, ``--repeat`` times each; a run's figures say
+what bounded it (a link at >= 90% of its rate, or a busy machine). Results go to ``--out`` (JSON)
+and ``docs/testbed.png``; progress on stderr. Root only.
+
+    .venv/bin/python benchmarks/bench_testbed.py --experiment bytes padding locality servers --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import math
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import pandas as pd  # noqa: E402
+
+from locality.datasets.catalog import load  # noqa: E402
+from testbed import Testbed  # noqa: E402
+from testbed.flink import FlinkCluster, flink_home_of  # noqa: E402
+from testbed.replay import Routing, idle_rates, job_overhead, run_bounded, run_steady  # noqa: E402
+from testbed.workload import (  # noqa: E402
+    evaluate_locality,
+    flink_record_bytes,
+    learn_tables,
+    paired_keys,
+    write_replay_trace,
+)
+from tests.flink.conftest import ensure_flink_env  # noqa: E402
+
+logger = logging.getLogger("bench_testbed")
+
+TWEETS = "geotweets_hashtags_2015"
+PADDINGS = [0, 1024, 2048, 4096, 8192, 12288, 20480]
+LOCAL_SHARES = [0.0, 0.5, 0.8, 1.0]
+SERVERS = [2, 3, 4, 5, 6]
+SYNTHETIC_ROWS = 100_000
+ROUTINGS = ("hash", "tables")
+BYTES_AT_LEAST = 30e6
+
+
+class Workload:
+    """A replay trace on disk, its tables for ``servers`` servers, and what ``locality evaluate`` says of them."""
+
+    def __init__(self, frame: pd.DataFrame, keys: list[str], servers: int, directory: Path) -> None:
+        self.frame, self.keys = frame, keys
+        self.tsv, parquet = write_replay_trace(frame, keys, directory)
+        self.store = learn_tables(parquet, keys, servers, directory / "store")
+        self.figures = evaluate_locality(parquet, keys, self.store)
+
+    def routing(self, name: str) -> Routing:
+        return Routing(name, self.store)
+
+    def locality(self, name: str) -> float:
+        return self.figures["locality" if name == "tables" else "hash_locality"]
+
+
+def tweets(servers: int, directory: Path) -> Workload:
+    trace = load(TWEETS)
+    return Workload(trace.frame, list(trace.keys), servers, directory)
+
+
+def synthetic(servers: int, share: float, directory: Path) -> Workload:
+    return Workload(paired_keys(SYNTHETIC_ROWS, servers, share, seed=0), ["a", "b"], servers, directory)
+
+
+class Bench:
+    """Clusters of ``n`` TaskManagers (a testbed of ``n + 1`` servers), started when first asked for."""
+
+    def __init__(self, args: argparse.Namespace, work: Path) -> None:
+        self.args, self.work = args, work
+        self.home = flink_home_of(ensure_flink_env().root)
+        self.results: dict[str, list[dict]] = {}
+        self.tweets_6: Workload | None = None
+
+    def tweets(self) -> Workload:
+        """The tweets with tables for 6 servers (learned once, shared by the experiments)."""
+        if self.tweets_6 is None:
+            self.tweets_6 = tweets(6, self.work / "tweets-6")
+        return self.tweets_6
+
+    @contextlib.contextmanager
+    def cluster(self, taskmanagers: int):
+        """A testbed of ``taskmanagers + 1`` servers and the Flink cluster on it, torn down on exit."""
+        with Testbed(taskmanagers + 1, rate_mbit=self.args.rate) as bed:
+            workdir = self.work / f"cluster-{taskmanagers}"
+            yield bed, FlinkCluster(bed, bed.servers[0], bed.servers[1:], workdir, self.home).start()
+
+    def record(self, experiment: str, row: dict) -> None:
+        self.results.setdefault(experiment, []).append(row)
+        logger.warning("%s %s", experiment, json.dumps(row, default=float))
+
+    def steady(self, bed, flink, workload: Workload, experiment: str, **fields) -> None:
+        """Hash and tables interleaved, ``--repeat`` times, at ``--padding`` unless ``fields`` set one."""
+        padding = fields.pop("padding", self.args.padding)
+        for repeat in range(self.args.repeat):
+            for name in ROUTINGS:
+                run = run_steady(
+                    bed,
+                    flink,
+                    workload.tsv,
+                    workload.routing(name),
+                    padding=padding,
+                    warmup=self.args.warmup,
+                    duration=self.args.duration,
+                )
+                self.record(
+                    experiment,
+                    {
+                        **fields,
+                        "padding": padding,
+                        "routing": name,
+                        "repeat": repeat,
+                        "locality": workload.locality(name),
+                        "throughput": run.throughput,
+                        "bound": run.bound,
+                        "max_link_use": max(run.link_use),
+                        "link_use": run.link_use,
+                        "testbed_cpu_cores": run.testbed_cpu_cores,
+                        "machine_busy": run.machine_busy,
+                    },
+                )
+
+    # -- experiments ------------------------------------------------------------------------
+    def bytes(self) -> None:
+        workload = self.tweets()
+        with self.cluster(6) as (bed, flink):
+            idle = idle_rates(bed, 10)
+            overhead = {name: job_overhead(bed, flink, workload.routing(name), idle=idle) for name in ROUTINGS}
+            for padding in (0, 1024, 4096):
+                sizes = flink_record_bytes(workload.frame[workload.keys[0]], workload.frame[workload.keys[1]], padding)
+                # Enough passes for the tables to move >= 30 MB: the job's fixed cost varies by ~0.1 MB.
+                least = (1 - workload.locality("tables")) * sizes.sum()
+                passes = max(1, math.ceil(BYTES_AT_LEAST / least))
+                # The same records weighted by their size: evaluate's network weight is the bytes that cross.
+                weighted = self.work / f"tweets-bytes-{padding}.parquet"
+                workload.frame[workload.keys].assign(record_bytes=sizes).to_parquet(weighted, index=False)
+                by_bytes = evaluate_locality(weighted, workload.keys, workload.store, weight="record_bytes")
+                for name in ROUTINGS:
+                    run = run_bounded(
+                        bed,
+                        flink,
+                        workload.tsv,
+                        workload.routing(name),
+                        padding=padding,
+                        passes=passes,
+                        idle=idle,
+                        overhead=overhead[name],
+                    )
+                    predicted = (1 - workload.locality(name)) * run.records * sizes.mean()
+                    crossing = by_bytes["network_weight" if name == "tables" else "hash_network_weight"] * passes
+                    measured = sum(run.sent_payload[1:])
+                    self.record(
+                        "bytes",
+                        {
+                            "padding": padding,
+                            "routing": name,
+                            "records": run.records,
+                            "passes": passes,
+                            "locality": workload.locality(name),
+                            "record_bytes": float(sizes.mean()),
+                            "predicted": predicted,
+                            "measured": measured,
+                            "error": measured / predicted - 1,
+                            "predicted_by_bytes": crossing,
+                            "error_by_bytes": measured / crossing - 1,
+                            "seconds": run.seconds,
+                        },
+                    )
+
+    def padding(self) -> None:
+        workload = self.tweets()
+        with self.cluster(6) as (bed, flink):
+            for padding in self.args.paddings:
+                self.steady(bed, flink, workload, "padding", padding=padding)
+
+    def locality(self) -> None:
+        workloads = {s: synthetic(6, s, self.work / f"paired-6-{s}") for s in self.args.shares}
+        with self.cluster(6) as (bed, flink):
+            for share, workload in workloads.items():
+                self.steady(bed, flink, workload, "locality", local_share=share)
+
+    def servers(self) -> None:
+        for n in self.args.servers:
+            workload = synthetic(n, 0.6, self.work / f"paired-{n}-0.6")
+            with self.cluster(n) as (bed, flink):
+                self.steady(bed, flink, workload, "servers", servers=n)
+
+
+def summarize(results: dict[str, list[dict]], key: str) -> list[dict]:
+    """Median and spread of each (x, routing), and the tables / hash ratio of the medians."""
+    rows: dict[tuple, list[float]] = {}
+    for row in results:
+        rows.setdefault((row[key], row["routing"]), []).append(row["throughput"])
+    summary = []
+    for x in sorted({x for x, _ in rows}):
+        hash_runs, table_runs = rows.get((x, "hash"), []), rows.get((x, "tables"), [])
+        if hash_runs and table_runs:
+            summary.append(
+                {
+                    key: x,
+                    "hash": statistics.median(hash_runs),
+                    "hash_range": [min(hash_runs), max(hash_runs)],
+                    "tables": statistics.median(table_runs),
+                    "tables_range": [min(table_runs), max(table_runs)],
+                    "ratio": statistics.median(table_runs) / statistics.median(hash_runs),
+                    "ratios_by_repeat": [t / h for t, h in zip(table_runs, hash_runs)],
+                }
+            )
+    return summary
+
+
+def plot(results: dict[str, list[dict]], path: Path, rate: float) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [(k, x) for k, x in (("padding", "padding"), ("locality", "local_share"), ("servers", "servers"))]
+    panels = [(k, x) for k, x in panels if k in results]
+    count = len(panels) + ("bytes" in results)
+    figure, axes = plt.subplots(1, count, figsize=(4.6 * count, 3.8), squeeze=False)
+    axes = list(axes[0])
+    if "bytes" in results:
+        ax = axes.pop(0)
+        for name, marker in (("hash", "o"), ("tables", "s")):
+            rows = [r for r in results["bytes"] if r["routing"] == name]
+            ax.scatter(
+                [r["predicted"] / 1e6 for r in rows], [r["measured"] / 1e6 for r in rows], marker=marker, label=name
+            )
+        top = max(r["measured"] for r in results["bytes"]) / 1e6 * 1.05
+        ax.plot([0, top], [0, top], color="grey", linewidth=0.8, label="measured = predicted")
+        ax.set(xlabel="predicted MB: (1 - locality) x records x size", ylabel="MB sent between servers")
+        ax.set_title("bytes between servers (tweets, 6 servers)", fontsize=10)
+        ax.legend(fontsize=8)
+    labels = {"padding": "padding (bytes)", "local_share": "share of local pairs", "servers": "servers"}
+    for (experiment, key), ax in zip(panels, axes):
+        summary = summarize(results[experiment], key)
+        xs = [row[key] for row in summary]
+        for name in ("hash", "tables"):
+            medians = [row[name] / 1e3 for row in summary]
+            low = [m - row[f"{name}_range"][0] / 1e3 for m, row in zip(medians, summary)]
+            high = [row[f"{name}_range"][1] / 1e3 - m for m, row in zip(medians, summary)]
+            ax.errorbar(xs, medians, yerr=[low, high], marker="o", capsize=3, label=name)
+        if experiment == "padding":
+            ax.set_xscale("symlog", linthresh=1024)
+        ax.set(xlabel=labels[key], ylabel="k records/s at the sink")
+        ax.set_yscale("log")
+        ax.set_title(f"throughput vs {labels[key]}", fontsize=10)
+        ax.legend(fontsize=8)
+    figure.suptitle(f"Flink on emulated servers, links {rate:g} Mbit/s (median, min-max of repeats)", fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+EXPERIMENTS = {"bytes": None, "padding": "padding", "locality": "local_share", "servers": "servers"}
+
+
+def report(results: dict[str, list[dict]]) -> None:
+    """The summary lines of every experiment in ``results`` (on stdout)."""
+    for experiment, key in EXPERIMENTS.items():
+        if key is None or experiment not in results:
+            continue
+        print(f"{experiment}:")
+        for row in summarize(results[experiment], key):
+            spread = ", ".join(f"{r:.2f}" for r in row["ratios_by_repeat"])
+            print(
+                f"  {row[key]!s:>8}  hash {row['hash']:>10,.0f}/s  tables {row['tables']:>10,.0f}/s  "
+                f"tables/hash {row['ratio']:.2f} (repeats {spread})"
+            )
+    for row in results.get("bytes", []):
+        print(
+            f"bytes: padding {row['padding']:>5} {row['routing']:>6} x{row['passes']}: measured "
+            f"{row['measured'] / 1e6:9.2f} MB, predicted {row['predicted'] / 1e6:9.2f} MB ({row['error']:+.1%}), "
+            f"locality {row['locality']:.1%}; evaluate's network weight in bytes {row['predicted_by_bytes'] / 1e6:9.2f}"
+            f" MB ({row['error_by_bytes']:+.1%})"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiment", nargs="+", choices=[*EXPERIMENTS, "switch"], default=[])
+    parser.add_argument("--rate", type=float, default=40.0, help="Mbit/s of every server's link, each way")
+    parser.add_argument("--padding", type=int, default=4096, help="padding of the locality and servers runs")
+    parser.add_argument("--paddings", type=int, nargs="+", default=PADDINGS, help="paddings of the padding runs")
+    parser.add_argument("--shares", type=float, nargs="+", default=LOCAL_SHARES, help="shares of local pairs")
+    parser.add_argument("--servers", type=int, nargs="+", default=SERVERS, help="servers of the servers runs")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument("--duration", type=float, default=15.0)
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results_testbed.json")
+    parser.add_argument("--plot", type=Path, default=REPO / "docs" / "testbed.png")
+    parser.add_argument(
+        "--replot",
+        type=Path,
+        nargs="+",
+        help="no runs: summarize and plot these result files (a later one's experiments win)",
+    )
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", stream=sys.stderr)
+    if "switch" in args.experiment:
+        print(
+            "--experiment switch (the paper's Figure 13) needs the Flink job to switch from hash routing to the "
+            "tables through a savepoint (issue 25); run_steady before and after that switch is where it goes",
+            file=sys.stderr,
+        )
+        return 2
+    if bool(args.experiment) == bool(args.replot):
+        parser.error("give --experiment (runs) or --replot (recorded results), one of the two")
+    started = time.monotonic()
+    if args.replot:
+        results: dict = {}
+        for path in args.replot:
+            recorded = json.loads(path.read_text())
+            results.update(recorded["experiments"])
+            rate = recorded["parameters"]["rate"]
+    else:
+        with tempfile.TemporaryDirectory(prefix="bench-testbed-") as work:
+            bench = Bench(args, Path(work))
+            for experiment in args.experiment:
+                getattr(bench, experiment)()
+        results, rate = bench.results, args.rate
+        summaries = {e: summarize(results[e], k) for e, k in EXPERIMENTS.items() if k is not None and e in results}
+        parameters = {k: v for k, v in vars(args).items() if k not in ("out", "plot", "replot")}
+        recorded = {"parameters": parameters, "experiments": results, "summary": summaries}
+        args.out.write_text(json.dumps(recorded, indent=1, default=float) + "\n")
+    plot(results, args.plot, rate)
+    report(results)
+    print(f"({time.monotonic() - started:.0f} s; plot in {args.plot})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,13 @@
+"""A testbed of emulated servers on one machine, and the engines run across them.
+
+- :mod:`testbed.network`: servers as network namespaces on a bridge, links shaped by ``tc``,
+  link counters, teardown that leaves nothing behind;
+- :mod:`testbed.spark`: a Spark standalone cluster across the servers;
+- :mod:`testbed.flink`: a Flink standalone cluster across the servers and its jobs' measurements.
+
+``python -m testbed clean`` removes what killed runs left behind. Root only (``ip netns``, ``tc``).
+"""
+
+from testbed.network import HEADER_BYTES, LinkCounters, Server, Testbed, TestbedError, clean_leftovers, leftovers
+
+__all__ = ["HEADER_BYTES", "LinkCounters", "Server", "Testbed", "TestbedError", "clean_leftovers", "leftovers"]

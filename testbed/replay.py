@@ -1,0 +1,150 @@
+"""The replay job (``jvm/locality-flink-bench``) on a :class:`~testbed.flink.FlinkCluster`, measured.
+
+Two kinds of run, as the core paper's evaluation needs them (Caneill et al., Middleware 2016,
+Section 4):
+
+- :func:`run_bounded` replays the trace ``passes`` times and finishes: the bytes every server
+  sent while it ran, less what the idle cluster sends over as long (:func:`idle_rates`:
+  heartbeats) and less what the same job sends for no records (:func:`job_overhead`: its
+  deployment, status reports and end, about 40-50 kB per server), are the bytes it moved between
+  servers, to set beside ``(1 - locality) x records x record size``;
+- :func:`run_steady` replays without end, waits ``warmup`` seconds, measures an interval of
+  ``duration`` seconds (:class:`~testbed.measure.Interval`: throughput at the sink, bytes per
+  link, CPU) and cancels the job.
+
+Both check that subtask *i* of every operator ran on the same server (the tables' topology puts
+instance *i* of each operator on server *i*); otherwise the locality measured would not be the
+locality ``locality evaluate`` computes, and the run fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from testbed.flink import FlinkCluster, JobVertex
+from testbed.measure import Interval, sink_counts, take_sample
+from testbed.network import Testbed
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["JAR", "MAIN", "BoundedRun", "Routing", "idle_rates", "job_overhead", "run_bounded", "run_steady"]
+
+REPO = Path(__file__).resolve().parents[1]
+JAR = REPO / "jvm" / "locality-flink-bench" / "target" / "locality-flink-bench-0.1.0-job.jar"
+MAIN = "io.locality.flink.bench.ReplayJob"
+BOUNDED_TIMEOUT = 900.0
+
+
+@dataclass(frozen=True)
+class Routing:
+    """What the job keys its operators by: ``tables`` (the current version of ``store``) or ``hash``.
+
+    Both read ``store`` for the parallelism and max parallelism its tables are for.
+    """
+
+    name: str
+    store: Path
+
+    def args(self) -> list[object]:
+        return ["--store", self.store, "--mode", self.name]
+
+
+@dataclass(frozen=True)
+class BoundedRun:
+    """A finished replay: records at the sink, its duration, payload each server sent (idle traffic removed)."""
+
+    records: int
+    seconds: float
+    sent_payload: list[float]
+
+
+def _submit(cluster: FlinkCluster, jar: Path, trace: Path, routing: Routing, padding: int, passes: int) -> tuple:
+    """Submit the replay; returns the job id and the fresh folder its sink reports to."""
+    if not jar.is_file():
+        raise FileNotFoundError(f"{jar} is not built: run `make jvm` (mvn -f jvm/pom.xml install)")
+    sink_dir = Path(tempfile.mkdtemp(prefix="sink-", dir=cluster.workdir))
+    args = ["--trace", trace, "--padding", padding, "--passes", passes, "--sink-dir", sink_dir, *routing.args()]
+    return cluster.submit(jar, MAIN, args), sink_dir
+
+
+def _check_colocated(vertices: list[JobVertex]) -> None:
+    hosts = {vertex.hosts for vertex in vertices}
+    if len(hosts) != 1:
+        placement = {vertex.name: vertex.hosts for vertex in vertices}
+        raise RuntimeError(f"subtask i of the operators ran on different servers: {placement}")
+
+
+def idle_rates(bed: Testbed, seconds: float) -> list[float]:
+    """Payload bytes per second each server sends with the cluster up and no job running."""
+    first = take_sample(bed)
+    time.sleep(seconds)
+    last = take_sample(bed)
+    elapsed = last.time - first.time
+    return [(b - a).sent_payload / elapsed for a, b in zip(first.links, last.links)]
+
+
+def job_overhead(
+    bed: Testbed, cluster: FlinkCluster, routing: Routing, *, idle: list[float], jar: Path = JAR
+) -> list[float]:
+    """Payload each server sends for the replay job on no records (idle traffic removed): the run's fixed cost."""
+    empty = cluster.workdir / "empty.tsv"
+    empty.write_text("")
+    return run_bounded(bed, cluster, empty, routing, padding=0, passes=1, idle=idle, jar=jar).sent_payload
+
+
+def run_bounded(
+    bed: Testbed,
+    cluster: FlinkCluster,
+    trace: Path,
+    routing: Routing,
+    *,
+    padding: int,
+    passes: int,
+    idle: list[float],
+    overhead: list[float] | None = None,
+    jar: Path = JAR,
+) -> BoundedRun:
+    """Replay ``trace`` ``passes`` times; the payload each server sent, less ``idle`` rates and ``overhead``."""
+    first = take_sample(bed)
+    job, sink_dir = _submit(cluster, jar, trace, routing, padding, passes)
+    state = cluster.wait_final(job, BOUNDED_TIMEOUT)
+    last = take_sample(bed)
+    if state != "FINISHED":
+        raise RuntimeError(f"the replay job ended {state}: {cluster.failure(job)}")
+    vertices = cluster.vertices(job)
+    _check_colocated(vertices)
+    seconds = last.time - first.time
+    fixed = overhead or [0.0] * len(idle)
+    sent = [(b - a).sent_payload - rate * seconds - f for a, b, rate, f in zip(first.links, last.links, idle, fixed)]
+    return BoundedRun(sum(records for _, records in sink_counts(sink_dir)), seconds, sent)
+
+
+def run_steady(
+    bed: Testbed,
+    cluster: FlinkCluster,
+    trace: Path,
+    routing: Routing,
+    *,
+    padding: int,
+    warmup: float,
+    duration: float,
+    jar: Path = JAR,
+) -> Interval:
+    """Replay ``trace`` without end; measure ``duration`` seconds after ``warmup``; cancel."""
+    job, sink_dir = _submit(cluster, jar, trace, routing, padding, 0)
+    try:
+        cluster.wait_running(job)
+        _check_colocated(cluster.vertices(job))
+        time.sleep(warmup)
+        first = take_sample(bed, sink_dir)
+        time.sleep(duration)
+        last = take_sample(bed, sink_dir)
+        if cluster.state(job) != "RUNNING":
+            raise RuntimeError(f"the replay job stopped while measured: {cluster.failure(job)}")
+    finally:
+        cluster.cancel(job)
+    return Interval.between(first, last, bed.rate_mbit)
