@@ -5,9 +5,9 @@ Two measures, each mode timed in the same run (CPU seconds of the step,
 
 - ``--trace``: the online job's loop every ``--every`` (default 30 minutes)
   over ``--days`` of a dataset card, in the library: the window's counts are
-  blended into the statistics (decay per run ``--decay``, default 0.85 per
-  week spread over the runs of a week, min weight 0.1, limited to the sketch
-  capacity, as the job's ``statistics/``), the step reconfigures from the
+  blended into the statistics (the job's decay, 0.85 per week, spread over
+  the runs of a week; min weight 0.1, limited to the sketch capacity, as the
+  job's ``statistics/``), the step reconfigures from the
   version in force, :func:`~locality.reconfiguration.decide` publishes or not
   (min gain 0.1, max imbalance 1.10: the job's defaults), and the rows until
   the next run are routed by the version then in force (next-window
@@ -53,8 +53,6 @@ from locality.reconfiguration import decide, reconfigure  # noqa: E402
 from locality.topology import Topology  # noqa: E402
 
 MODES = {"full": False, "incremental": True}
-#: The trace loop's third schedule: incremental runs, and a full one every ``--full-every``.
-MIXED = "incremental, full daily"
 #: The job's weekly decay, per run of a week at this cadence.
 WEEKLY_DECAY = 0.85
 
@@ -80,7 +78,7 @@ def trace_loop(
     fallbacks = make_fallbacks(topology)
     history = count_keys(frame[(frame.ts >= first - pd.Timedelta(warmup)) & (frame.ts < first)][keys], keys)
     first_config = optimize(history.graph(), topology, fallbacks, alpha=alpha).config
-    schedules = {**MODES, MIXED: None}
+    schedules = {**MODES, f"incremental, full every {full_every}": None}  # None: full every full_period-th run
     full_period = max(1, round(pd.Timedelta(full_every) / step_length))
     in_force = dict.fromkeys(schedules, first_config)
     rows = []
@@ -135,11 +133,12 @@ def trace_summary(rows: list[dict]) -> pd.DataFrame:
         line["state moved / run"] = round(ran["moved"].mean(), 4)
         out.append(line)
     table = pd.DataFrame(out)
-    for name, group in table.groupby("trace", sort=False):
-        full = frame[(frame.trace == name) & (frame["mode"] == "full")].dropna(subset=["cpu"])
-        inc = frame[(frame.trace == name) & (frame["mode"] == "incremental")].dropna(subset=["cpu"])
-        ratio = full["cpu"].to_numpy() / inc["cpu"].to_numpy()
-        table.loc[group.index, "full / incremental cpu (median, p10-p90)"] = (
+    for index, line in table.iterrows():
+        # Run by run (the schedules run the same ticks on the same statistics): the full step's CPU over this one's.
+        ran = frame[frame.trace == line["trace"]].dropna(subset=["cpu"])
+        full = ran[ran["mode"] == "full"]["cpu"].to_numpy()
+        ratio = full / ran[ran["mode"] == line["mode"]]["cpu"].to_numpy()
+        table.loc[index, "full / this cpu (median, p10-p90)"] = (
             f"{np.median(ratio):.1f} ({np.quantile(ratio, 0.1):.1f}-{np.quantile(ratio, 0.9):.1f})"
         )
     return table

@@ -18,19 +18,16 @@ keeps the re-optimization only when the locality it adds pays for the extra
 state it moves, by the same measure as :func:`decide` (``min_gain``).
 
 An incremental step (``incremental=True``) starts from the configuration in
-force instead of partitioning from scratch. METIS's library refines only the
-partitions it computes itself (refining a given partition is ParMETIS's
-adaptive repartitioning, which needs MPI), so the step refines the version
-in force with the placement's own local search: every key of the window's
-graph starts on the server it is on now (a key the tables do not hold, new
-ones included, on its fallback instance's), then
-:func:`~locality.placement.place_keys` repairs the per-operator bound, moving
-the keys that lose the least locality, and moves keys towards the servers
-their edges lead to while the bound allows. Its cost is that of the
-placement (linear in the edges per pass), not METIS's; a window changes
-little of a blended graph, so little moves. The measure of the trade
-(locality against time on the IRA and flights traces, and at 1e6 and 1e7
-edges) is in ``benchmarks/RESULTS.md``, "The online step at the cost of its change".
+force instead of partitioning from scratch
+(:func:`~locality.incremental.repartition_changed`): a key whose server under
+the version in force (its fallback instance's for a key the tables do not
+hold, new ones included) holds at least half of its edge weight stays there;
+METIS cuts only the other keys, beside one contracted vertex per server, and
+:func:`~locality.placement.place_keys` repairs and refines as after a full
+partition. Its cost follows the keys the window moved, not the graph; the
+measure of the trade (locality against time on the IRA and flights traces,
+and at 1e6 and 1e7 edges) is in ``benchmarks/RESULTS.md``, "The online step
+at the cost of its change", and the choice is argued in ``docs/scale.md``.
 
 References
 ----------
@@ -155,11 +152,12 @@ def reconfigure(
         re-optimization must gain over the least change to be kept
         (``math.inf``: always the least change).
     incremental : bool, default False
-        Start from ``current`` instead of a new METIS partition (see the
-        module docstring): every key where it is, then the per-operator
-        repair and refinement. On another topology than ``current``'s the
-        step is the topology change's, as without it. ``unrelabeled_cost``
-        is then None (there are no METIS labels to compare).
+        Start from ``current`` instead of a new METIS partition of the whole
+        graph (see the module docstring): the keys settled on their server
+        stay, METIS re-partitions the others, then the per-operator repair
+        and refinement. On another topology than ``current``'s the step is
+        the topology change's, as without it. ``unrelabeled_cost`` is then
+        None (there are no METIS labels to compare).
     """
     min_gain = check_interval(min_gain, "min_gain", "reconfigure", lower=0.0, upper=math.inf)
     sizes = graph_state_sizes(graph, state)

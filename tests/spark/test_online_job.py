@@ -268,7 +268,7 @@ def test_weekly_runs_schedule_their_versions_and_routers_by_point_follow(spark, 
 
 
 def test_incremental_runs_start_from_the_version_in_force(spark, tmp_path, capsys):
-    """--incremental: no METIS partition, the version in force refined; it moves less than a full run on the window."""
+    """--incremental: the version in force kept where it holds, the rest re-partitioned; it moves less than full."""
     trace = str(trace_path("flights"))
     outcomes = {}
     for flag in ("--full-partition", "--incremental"):
