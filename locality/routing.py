@@ -42,7 +42,7 @@ from locality.engines import FallbackHash, fallback_from_dict
 from locality.engines.keys import key_columns
 from locality.errors import InvalidParameterError, SerializationError
 from locality.graph import KeyGraph
-from locality.placement import Placement, server_connections
+from locality.placement import Placement, connection_to
 from locality.topology import Topology
 
 __all__ = ["RoutingTable", "RoutingConfiguration", "build_routing", "entry_values", "check_fallbacks", "FORMAT_VERSION"]
@@ -616,15 +616,23 @@ def check_fallbacks(topology: Topology, fallbacks: Mapping[str, FallbackHash]) -
 
 
 def entry_values(
-    graph: KeyGraph, topology: Topology, placement: Placement, op: str, fallback_instances: np.ndarray
+    graph: KeyGraph,
+    topology: Topology,
+    placement: Placement,
+    op: str,
+    fallback_instances: np.ndarray,
+    csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Locality each key of ``op`` is worth as a table entry.
 
     The edge weight it keeps on its placed server minus what it would keep on
     its fallback instance's server (0 for keys the fallback already places).
+    Memory follows the operator's edges, not its keys times the servers.
+    ``csr`` is ``graph.to_csr()`` when the caller has it.
     """
     sl = graph.operator_slice(op)
     inst_server = topology.instance_servers(op)
-    keys = np.arange(sl.stop - sl.start)
-    conn = server_connections(graph, keys + sl.start, placement.server_of_vertex, len(topology.servers))
-    return conn[keys, inst_server[placement.instance_of_vertex[sl]]] - conn[keys, inst_server[fallback_instances]]
+    keys = np.arange(sl.start, sl.stop)
+    csr = graph.to_csr() if csr is None else csr
+    placed = connection_to(graph, keys, placement.server_of_vertex, inst_server[placement.instance_of_vertex[sl]], csr)
+    return placed - connection_to(graph, keys, placement.server_of_vertex, inst_server[fallback_instances], csr)

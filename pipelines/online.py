@@ -113,6 +113,8 @@ class OnlineParams:
     ``topology`` names another one: the run then publishes a version for
     that topology, servers added or removed, with a plan that moves little
     state (:func:`locality.reconfiguration.reconfigure`), whatever the gain.
+    ``incremental`` starts a reconfiguration from the version in force
+    instead of a new METIS partition (``reconfigure``'s ``incremental``).
     """
 
     trace: TraceSpec
@@ -138,12 +140,18 @@ class OnlineParams:
     split_share: float | None = None
     split_merge: str = "fold"
     switch_after: str | None = None
+    incremental: bool = False
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 
     def __post_init__(self) -> None:
         owner = "the online job"
         if self.rebalance is not None:
             check_table_method(self.rebalance, "rebalance", owner)
+            if self.incremental:
+                raise InvalidParameterError(
+                    f"incremental in {owner} starts a reconfiguration from the version in force; a rebalancing run "
+                    f"(--rebalance {self.rebalance}) adjusts that version already: give one or the other"
+                )
             check_interval(self.theta_max, "theta_max", owner, lower=0.0)
             check_interval(self.state_weight, "state_weight", owner, lower=0.0)
         if self.horizon is not None:
@@ -223,6 +231,8 @@ class OnlineParams:
     def window_key(self) -> str:
         """Identity of the window and the parameters (input files, time range, parameters)."""
         params = asdict(self)
+        if not self.incremental:  # the windows of runs made before the option existed keep their identity
+            params.pop("incremental")
         params.pop("store")
         params.pop("lock_timeout")
         params["trace"] = self.trace.describe()
@@ -498,6 +508,7 @@ def _reconfigured(params: OnlineParams, current, topology, fallbacks, blended: K
         max_entries=params.max_entries,
         parameters=parameters,
         min_gain=params.min_gain,
+        incremental=params.incremental,
     )
     return step.config, step.plan, step.unrelabeled_cost, step.topology_change
 

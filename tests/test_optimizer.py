@@ -72,3 +72,12 @@ def test_unfitted_and_bad_parameters(topo, geotweets):
         LocalityOptimizer(topo).evaluate(geotweets)
     with pytest.raises(InvalidParameterError, match="'alpha' parameter of LocalityOptimizer"):
         LocalityOptimizer(topo, alpha=0.5).fit(geotweets)
+
+
+def test_the_optimizer_says_where_its_time_goes(in_sample):
+    result = in_sample.optimization_
+    stages = result.summary()["stage_seconds"]
+    assert list(stages) == ["csr", "metis", "fallback", "assign", "repair", "refine", "tables"]
+    assert stages["metis"]["wall"] >= result.partition.metis_seconds
+    assert sum(s["wall"] for s in stages.values()) <= result.seconds
+    assert all(s["cpu"] >= 0 for s in stages.values())
