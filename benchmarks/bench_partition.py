@@ -48,6 +48,11 @@ OPS = ["left", "right"]
 
 
 def power_law_graph(m: int, seed: int = 1):
+    return build_key_graph(OPS, [power_law_pairs(m, seed)])
+
+
+def power_law_pairs(m: int, seed: int = 1) -> pd.DataFrame:
+    """The pair counts of :func:`power_law_graph`: ``m`` distinct (left, right) pairs with their weights."""
     rng = np.random.default_rng(seed)
     n_left, n_right = max(m // 5, 10), max(m // 2, 10)
     p_left, p_right = zipf_weights(n_left, 1.0), zipf_weights(n_right, 0.8)
@@ -64,8 +69,7 @@ def power_law_graph(m: int, seed: int = 1):
     codes = np.sort(codes)
     edges = np.stack([codes // n_right, codes % n_right], axis=1)
     weights = np.minimum(rng.zipf(2.0, size=m), 1000).astype(float)
-    table = pd.DataFrame({"key0": edges[:, 0], "key1": edges[:, 1], "weight": weights})
-    return build_key_graph(OPS, [table])
+    return pd.DataFrame({"key0": edges[:, 0], "key1": edges[:, 1], "weight": weights})
 
 
 def hash_locality(graph, topology, fallbacks) -> float:

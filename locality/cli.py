@@ -506,6 +506,13 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
     "store's schedule up to there even when nothing is published; take more than the time between two runs plus "
     "one run's duration (docs/switch.md).",
 )
+@click.option(
+    "--incremental/--full-partition",
+    default=False,
+    show_default=True,
+    help="Start from the version in force: keys whose server holds at least half of their edge weight stay, METIS "
+    "re-partitions only the others (docs/scale.md). Faster on large graphs at a short period.",
+)
 @split_options
 @optimizer_options
 @output_options
@@ -532,6 +539,7 @@ def reconfigure(
     balance_since,
     balance_until,
     switch_after,
+    incremental,
     split_hot_keys,
     split_share,
     split_merge,
@@ -595,6 +603,7 @@ def reconfigure(
         split_share=split_share,
         split_merge=split_merge,
         switch_after=switch_after,
+        incremental=incremental,
         lock_timeout=lock_timeout,
     )
     if window:
@@ -643,6 +652,11 @@ def reconfigure(
 @click.option("--decay", type=float, help=f"Online: weight of each older window (default {DEFAULT_DECAY}).")
 @click.option("--min-gain", type=float, help="Online: publish only when the gain pays (default: every window).")
 @click.option("--max-imbalance", type=float, help="Online, with --min-gain: publish when in-force tables exceed this.")
+@click.option(
+    "--incremental",
+    is_flag=True,
+    help="Online: start each reconfiguration from the tables in force instead of a new METIS partition.",
+)
 @click.option(
     "--rebalance",
     "rebalance",
@@ -697,6 +711,7 @@ def replay_command(
     decay,
     min_gain,
     max_imbalance,
+    incremental,
     rebalance,
     rebalance_every,
     theta_max,
@@ -767,6 +782,7 @@ def replay_command(
             max_imbalance=max_imbalance,
             rebalance=schedule,
             forecast=forecast,
+            incremental=incremental,
         )
     doc = result.to_dict()
     lines = [f"{mode} replay, {len(result.windows)} windows of {period}:"]

@@ -60,7 +60,7 @@ import pandas as pd
 from locality.defaults import DEFAULT_ALPHA
 from locality.graph import KeyGraph
 from locality.hashing import FallbackHash
-from locality.partition import Partition, cut_vertices, find_hot_keys, metis_weights
+from locality.partition import Partition, cut_vertices, find_hot_keys, metis_weights, partition_of
 from locality.placement import server_connections
 from locality.rebalance.tables import rebalance_configuration
 from locality.routing import RoutingConfiguration
@@ -184,18 +184,9 @@ def rescale_partition(
         parts = cut_vertices(graph, pooled, deficit[receivers], vweights, alpha=_CUT_ALPHA, seed=seed)
         server[pooled] = receivers[_match(graph, pooled, parts, server, receivers, n)][parts]
     seconds = time.perf_counter() - started
-    cut = server[graph.src] != server[graph.dst]
-    total = float(graph.edge_weight.sum())
-    edge_cut = float(graph.edge_weight[cut].sum())
     moved = float(weight[server != np.asarray(held)].sum() / max(weight.sum(), 1.0))
     logger.info("rescaled onto %d servers: %.1f%% of the load moves, %.3f s", n, 100 * moved, seconds)
-    return Partition(
-        server,
-        edge_cut,
-        1.0 - edge_cut / total if total > 0 else 1.0,
-        seconds,
-        find_hot_keys(graph, topology, alpha),
-    )
+    return partition_of(graph, server, seconds, find_hot_keys(graph, topology, alpha))
 
 
 def _match(

@@ -29,7 +29,7 @@ import pandas as pd
 from locality._validation import check_columns
 from locality.errors import InvalidParameterError, TraceError
 
-__all__ = ["KeyGraph", "build_key_graph"]
+__all__ = ["KeyGraph", "build_key_graph", "csr_from_edges"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,16 +90,7 @@ class KeyGraph:
         Neighbours of vertex ``v`` are ``adjncy[xadj[v]:xadj[v+1]]``; each
         undirected edge appears once in each direction.
         """
-        n = self.n_vertices
-        heads = np.concatenate([self.src, self.dst])
-        xadj = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(heads, minlength=n), out=xadj[1:])
-        order = np.argsort(heads, kind="stable")
-        del heads  # at 1e7 edges each of these temporaries is 160 MB: free them as soon as they are used
-        # int64 because pymetis's idx_t is: narrower arrays would be copied on the way into METIS.
-        adjncy = np.concatenate([self.dst, self.src]).astype(np.int64, copy=False)[order]
-        weights = np.concatenate([self.edge_weight, self.edge_weight])[order]
-        return xadj, adjncy, weights
+        return csr_from_edges(self.src, self.dst, self.edge_weight, self.n_vertices)
 
     def vertex_table(self) -> pd.DataFrame:
         """Vertices in GraphFrames' schema: ``id``, ``operator``, ``key``, ``weight``.
@@ -123,6 +114,23 @@ class KeyGraph:
     def edge_table(self) -> pd.DataFrame:
         """Edges in GraphFrames' schema: ``src``, ``dst``, ``weight``."""
         return pd.DataFrame({"src": self.src, "dst": self.dst, "weight": self.edge_weight})
+
+
+def csr_from_edges(
+    src: np.ndarray, dst: np.ndarray, weights: np.ndarray, n_vertices: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The symmetric CSR ``(xadj, adjncy, weights)`` of undirected edges ``src``-``dst`` on ``n_vertices`` vertices.
+
+    ``adjncy`` is int64 because pymetis's ``idx_t`` is: narrower arrays would
+    be copied on the way into METIS.
+    """
+    heads = np.concatenate([src, dst])
+    xadj = np.zeros(n_vertices + 1, dtype=np.int64)
+    np.cumsum(np.bincount(heads, minlength=n_vertices), out=xadj[1:])
+    order = np.argsort(heads, kind="stable")
+    del heads  # at 1e7 edges each of these temporaries is 160 MB: free them as soon as they are used
+    adjncy = np.concatenate([dst, src]).astype(np.int64, copy=False)[order]
+    return xadj, adjncy, np.concatenate([weights, weights])[order]
 
 
 def _keyed_weights(table: pd.DataFrame, key_columns: Sequence[str], what: str) -> pd.DataFrame:

@@ -86,6 +86,7 @@ class OnlineSettings(Protocol):
     split_share: float | None
     split_merge: str
     switch_after: str | None
+    incremental: bool
 
     def balance_window(self) -> tuple[datetime, datetime]: ...
 
@@ -374,6 +375,7 @@ def _reconfigured(
         max_entries=settings.max_entries,
         parameters=parameters,
         min_gain=settings.min_gain,
+        incremental=settings.incremental,
     )
     return step.config, step.plan, step.unrelabeled_cost, step.topology_change
 

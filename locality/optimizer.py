@@ -18,11 +18,12 @@ import functools
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from locality._stopwatch import Stopwatch
 from locality._validation import (
     boundary,
     check_at_most,
@@ -40,7 +41,7 @@ from locality.graph import KeyGraph
 from locality.hashing import ENGINES, FallbackHash, make_fallback
 from locality.migration import relabel_parts
 from locality.partition import MAX_SEED, SEED_LIMIT, Partition, partition_key_graph
-from locality.placement import Placement, place_keys, server_connections
+from locality.placement import Placement, connection_to, place_keys
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.topology import Topology
 
@@ -60,7 +61,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class Optimization:
-    """A configuration and how it was made."""
+    """A configuration and how it was made (``stopwatch``: seconds per stage, see :func:`optimize`)."""
 
     config: RoutingConfiguration
     graph: KeyGraph
@@ -68,6 +69,7 @@ class Optimization:
     placement: Placement
     preferred: np.ndarray
     seconds: float
+    stopwatch: Stopwatch = field(default_factory=Stopwatch)
 
     def summary(self) -> dict:
         """JSON-ready figures on the graph (expected, before replaying any trace)."""
@@ -84,6 +86,7 @@ class Optimization:
             "feasible": self.partition.feasible,
             "hot_keys": [h.to_dict() for h in self.partition.hot_keys],
             "table_entries": self.config.table_sizes(),
+            "stage_seconds": self.stopwatch.to_dict(),
         }
 
 
@@ -177,38 +180,48 @@ def optimize(
     if tuple(topology.operators) != tuple(graph.operators):
         raise ValueError(f"topology operators {topology.operators} differ from the graph's {graph.operators}")
     started = time.perf_counter()
-    csr = graph.to_csr()  # once for METIS and the placement: 0.35 GB and seconds to build at 1e7 edges
+    stopwatch = Stopwatch()
+    with stopwatch.stage("csr"):
+        csr = graph.to_csr()  # once for METIS and the placement: 0.35 GB and seconds to build at 1e7 edges
     if partition is None:
-        partition = partition_key_graph(
-            graph, topology, alpha=alpha, seed=seed, recursive=recursive, n_cuts=n_cuts, csr=csr
-        )
-    fallback = np.concatenate(
-        [fallbacks[op].instances_of(graph.keys[op].to_numpy(dtype=object)) for op in graph.operators]
-    ).astype(np.int64)
-    if current is None:
-        instances = fallback
-    else:
-        instances, held = carried_over(current, graph, topology, fallbacks)
+        with stopwatch.stage("metis"):
+            partition = partition_key_graph(
+                graph, topology, alpha=alpha, seed=seed, recursive=recursive, n_cuts=n_cuts, csr=csr
+            )
+    with stopwatch.stage("fallback"):
+        fallback = np.concatenate(
+            [fallbacks[op].instances_of(graph.keys[op].to_numpy(dtype=object)) for op in graph.operators]
+        ).astype(np.int64)
+        if current is None:
+            instances = fallback
+        else:
+            instances, held = carried_over(current, graph, topology, fallbacks)
     if preferred is None:
         preferred = instances
     state_sizes = graph.vertex_weight if state is None else state
     if current is not None and relabel:
-        mapping = relabel_parts(partition.server_of_vertex, held, state_sizes, len(topology.servers))
-        partition = dataclasses.replace(partition, server_of_vertex=mapping[partition.server_of_vertex])
+        with stopwatch.stage("relabel"):
+            mapping = relabel_parts(partition.server_of_vertex, held, state_sizes, len(topology.servers))
+            partition = dataclasses.replace(partition, server_of_vertex=mapping[partition.server_of_vertex])
     place = functools.partial(place_keys, graph, topology, alpha=alpha, hot_keys=partition.hot_keys, csr=csr)
     placement = place(partition.server_of_vertex, preferred=preferred)
+    stopwatch.merge(placement.stopwatch)
     if max_entries is not None:
         kept_state = None if current is None else np.where(preferred != fallback, state_sizes, 0.0)
-        pinned = _outside_cap(graph, topology, placement, fallback, max_entries, kept_state, preferred)
+        with stopwatch.stage("cap"):
+            pinned = _outside_cap(graph, topology, placement, fallback, max_entries, kept_state, preferred, csr)
         if pinned is not None:
             # Again, with the keys the cap leaves out of the table pinned on their fallback instance.
             pinned_on = np.where(pinned, fallback, preferred)
             placement = place(placement.server_of_vertex, preferred=pinned_on, pinned=pinned)
+            stopwatch.merge(placement.stopwatch)
     del csr  # not needed by the tables: let them use its memory
     params = {"alpha": alpha, "seed": seed, "max_entries": max_entries, "metis": "recursive" if recursive else "kway"}
     params.update(parameters or {})
-    config = build_routing(graph, topology, placement, fallbacks, parameters=params)
-    return Optimization(config, graph, partition, placement, preferred, time.perf_counter() - started)
+    with stopwatch.stage("tables"):
+        config = build_routing(graph, topology, placement, fallbacks, parameters=params)
+    seconds = time.perf_counter() - started
+    return Optimization(config, graph, partition, placement, preferred, seconds, stopwatch)
 
 
 def _outside_cap(
@@ -219,6 +232,7 @@ def _outside_cap(
     max_entries: int,
     kept_state: np.ndarray | None = None,
     current: np.ndarray | None = None,
+    csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray | None:
     """Keys to pin on their fallback instance so that each table keeps at most ``max_entries`` entries.
 
@@ -242,7 +256,7 @@ def _outside_cap(
         keep = differs
         if differs.size > max_entries:
             over = True
-            value = entry_values(graph, topology, placement, op, fallback[sl])[differs]
+            value = entry_values(graph, topology, placement, op, fallback[sl], csr)[differs]
             if kept_state is not None:
                 stays = placement.instance_of_vertex[sl][differs] == current[sl][differs]
                 value = value + np.where(stays, kept_state[sl][differs], 0.0)
@@ -294,18 +308,26 @@ def check_fallbacks(topology: Topology, fallbacks: Mapping[str, FallbackHash]) -
 
 
 def entry_values(
-    graph: KeyGraph, topology: Topology, placement: Placement, op: str, fallback_instances: np.ndarray
+    graph: KeyGraph,
+    topology: Topology,
+    placement: Placement,
+    op: str,
+    fallback_instances: np.ndarray,
+    csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Locality each key of ``op`` is worth as a table entry.
 
     The edge weight it keeps on its placed server minus what it would keep on
     its fallback instance's server (0 for keys the fallback already places).
+    Memory follows the operator's edges, not its keys times the servers.
+    ``csr`` is ``graph.to_csr()`` when the caller has it.
     """
     sl = graph.operator_slice(op)
     inst_server = topology.instance_servers(op)
-    keys = np.arange(sl.stop - sl.start)
-    conn = server_connections(graph, keys + sl.start, placement.server_of_vertex, len(topology.servers))
-    return conn[keys, inst_server[placement.instance_of_vertex[sl]]] - conn[keys, inst_server[fallback_instances]]
+    keys = np.arange(sl.start, sl.stop)
+    csr = graph.to_csr() if csr is None else csr
+    placed = connection_to(graph, keys, placement.server_of_vertex, inst_server[placement.instance_of_vertex[sl]], csr)
+    return placed - connection_to(graph, keys, placement.server_of_vertex, inst_server[fallback_instances], csr)
 
 
 class LocalityOptimizer:

@@ -29,19 +29,23 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from locality._validation import boundary, check_at_most, check_integer, check_interval, outermost
 from locality.defaults import DEFAULT_ALPHA
-from locality.graph import KeyGraph
+from locality.graph import KeyGraph, csr_from_edges
 from locality.imbalance import heavier_than
 from locality.topology import Topology
 
 __all__ = [
     "HotKey",
+    "MetisInput",
     "Partition",
+    "metis_input",
     "partition_key_graph",
+    "partition_of",
     "adaptive_cuts",
     "find_hot_keys",
     "metis_weights",
@@ -61,6 +65,9 @@ SEED_LIMIT = "METIS takes a 32-bit seed"
 
 #: Operator loads are rescaled to this total before rounding to METIS's integer weights.
 METIS_WEIGHT_SCALE = 1 << 30
+
+#: Vertices per chunk when writing METIS's graph file (a few hundred MB of temporaries at the densest).
+_WRITE_CHUNK = 1 << 20
 
 #: Edges x cuts METIS may spend: 8 cuts up to 250,000 edges, then fewer, 1 from 2,000,000.
 CUTS_EDGE_BUDGET = 2_000_000
@@ -168,6 +175,137 @@ def metis_weights(graph: KeyGraph, topology: Topology) -> tuple[np.ndarray, np.n
     return vweights, shares, shares.tolist()
 
 
+@dataclass
+class MetisInput:
+    """Exactly what METIS is given: the graph in CSR form with integer weights, the part targets and the options.
+
+    One object for both ways of running METIS, so that they partition the same
+    graph: :meth:`run` calls the library in this process through pymetis, and
+    :meth:`write` writes METIS's own file format for its ``gpmetis`` program
+    (``bench_metis_floor.py`` times the two side by side). The arrays are
+    ``idx_t``, int64 in pymetis's build, so pymetis passes them to METIS
+    without copying them.
+    """
+
+    xadj: np.ndarray
+    adjncy: np.ndarray
+    vweights: np.ndarray
+    eweights: np.ndarray | None
+    n_parts: int
+    tpwgts: list[float] | None
+    ufactor: int
+    seed: int
+    n_cuts: int
+    recursive: bool
+
+    @classmethod
+    def of(
+        cls,
+        csr: tuple[np.ndarray, np.ndarray, np.ndarray],
+        vweights: np.ndarray,
+        shares: np.ndarray,
+        *,
+        alpha: float,
+        seed: int = 0,
+        n_cuts: int = 1,
+        recursive: bool = False,
+    ) -> MetisInput:
+        """METIS's input for a CSR graph with float edge weights, integer vertex weights and each part's share."""
+        xadj, adjncy, eweights = csr
+        shares = np.asarray(shares, dtype=float) / float(np.sum(shares))
+        # METIS takes ufactor as a C int; an alpha past what it holds bounds nothing anyway (alpha >= the number of
+        # instances lets one instance take everything), so it is clamped rather than overflowing.
+        ufactor = min(max(1, int(round(1000 * (alpha - 1)))), _MAX_UFACTOR)
+        return cls(
+            xadj,
+            adjncy,
+            vweights,
+            _integer_weights(eweights, _edge_factor(eweights)) if eweights.size else None,
+            shares.shape[0],
+            None if np.allclose(shares, 1.0 / shares.shape[0]) else shares.tolist(),
+            ufactor,
+            seed,
+            n_cuts,
+            recursive,
+        )
+
+    def run(self) -> np.ndarray:
+        """METIS's part of every vertex, as int64."""
+        import pymetis
+
+        result = pymetis.part_graph(
+            self.n_parts,
+            adjacency=pymetis.CSRAdjacency(self.xadj, self.adjncy),
+            vweights=self.vweights,
+            eweights=self.eweights,
+            tpwgts=self.tpwgts,
+            recursive=self.recursive,
+            options=pymetis.Options(ufactor=self.ufactor, seed=self.seed, ncuts=self.n_cuts),
+        )
+        return np.asarray(result.vertex_part, dtype=np.int64)  # an int64 array.array: its buffer, not a copy
+
+    def write(self, stem: str | Path) -> list[str]:
+        """Write ``<stem>.graph`` (and ``<stem>.tpwgts`` for unequal parts) in METIS's formats.
+
+        Returns the ``gpmetis`` arguments that partition it as :meth:`run`
+        does: ``["gpmetis", *returned]`` is the command. The graph file is one
+        line per vertex, ``weight neighbour edge-weight ...`` with neighbours
+        numbered from 1 (METIS manual, section 4.1.1); it is written in chunks
+        of vertices, each formatted by Arrow's integer-to-string cast.
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        stem = Path(stem)
+        graph_path = stem.with_name(stem.name + ".graph")
+        n = self.xadj.shape[0] - 1
+        has_edge_weights = self.eweights is not None
+        with open(graph_path, "wb") as out:
+            out.write(f"{n} {self.adjncy.shape[0] // 2} {'011' if has_edge_weights else '010'}\n".encode())
+            for lo in range(0, n, _WRITE_CHUNK):
+                hi = min(n, lo + _WRITE_CHUNK)
+                first, last = int(self.xadj[lo]), int(self.xadj[hi])
+                per_entry = 2 if has_edge_weights else 1
+                starts = np.arange(hi - lo) + per_entry * (self.xadj[lo:hi] - first)  # each line's first token
+                tokens = np.empty(hi - lo + per_entry * (last - first), dtype=np.int64)
+                tokens[starts] = self.vweights[lo:hi]
+                neighbours = np.ones(tokens.shape[0], dtype=bool)
+                neighbours[starts] = False
+                entries = np.empty((last - first, per_entry), dtype=np.int64)
+                entries[:, 0] = self.adjncy[first:last] + 1
+                if has_edge_weights:
+                    entries[:, 1] = self.eweights[first:last]
+                tokens[neighbours] = entries.ravel()
+                separators = np.full(tokens.shape[0], " ", dtype=object)
+                separators[starts + per_entry * np.diff(self.xadj[lo : hi + 1])] = "\n"  # each line's last token
+                text = pc.binary_join_element_wise(pc.cast(pa.array(tokens), pa.string()), pa.array(separators), "")
+                offsets = np.frombuffer(text.buffers()[1], dtype=np.int32, count=len(text) + 1, offset=text.offset * 4)
+                out.write(memoryview(text.buffers()[2])[offsets[0] : offsets[-1]])
+        args = [f"-ptype={'rb' if self.recursive else 'kway'}", f"-ufactor={self.ufactor}", f"-seed={self.seed}"]
+        args.append(f"-ncuts={self.n_cuts}")
+        if self.tpwgts is not None:
+            tpwgts_path = stem.with_name(stem.name + ".tpwgts")
+            tpwgts_path.write_text("".join(f"{i} = {w!r}\n" for i, w in enumerate(self.tpwgts)))
+            args.append(f"-tpwgts={tpwgts_path}")
+        return [*args, str(graph_path), str(self.n_parts)]
+
+
+def metis_input(
+    graph: KeyGraph,
+    topology: Topology,
+    *,
+    alpha: float,
+    seed: int = 0,
+    recursive: bool = False,
+    n_cuts: int = 1,
+    csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> MetisInput:
+    """What :func:`partition_key_graph` gives METIS for ``graph`` (see its parameters); inputs assumed checked."""
+    vweights, shares, _ = metis_weights(graph, topology)
+    csr = graph.to_csr() if csr is None else csr
+    return MetisInput.of(csr, vweights, shares, alpha=alpha, seed=seed, n_cuts=n_cuts, recursive=recursive)
+
+
 @boundary
 def partition_key_graph(
     graph: KeyGraph,
@@ -251,33 +389,21 @@ def partition_key_graph(
     if n_parts == 1 or graph.n_vertices == 0:
         parts = np.zeros(graph.n_vertices, dtype=np.int64)
     else:
-        import pymetis
-
-        vweights, shares, tpwgts = metis_weights(graph, topology)
-        xadj, adjncy, eweights = graph.to_csr() if csr is None else csr
-        # METIS takes ufactor as a C int; an alpha past what it holds bounds nothing anyway (alpha >= the number of
-        # instances lets one instance take everything), so it is clamped rather than overflowing.
-        ufactor = min(max(1, int(round(1000 * (alpha - 1)))), _MAX_UFACTOR)
-        options = pymetis.Options(ufactor=ufactor, seed=seed, ncuts=n_cuts)
-        uniform = np.allclose(shares, 1.0 / n_parts)
-        result = pymetis.part_graph(
-            n_parts,
-            adjacency=pymetis.CSRAdjacency(xadj, adjncy),
-            vweights=vweights,
-            eweights=_integer_weights(eweights, _edge_factor(eweights)),
-            tpwgts=None if uniform else tpwgts,
-            recursive=recursive,
-            options=options,
-        )
-        parts = np.asarray(result.vertex_part, dtype=np.int64)
+        parts = metis_input(graph, topology, alpha=alpha, seed=seed, recursive=recursive, n_cuts=n_cuts, csr=csr).run()
     seconds = time.perf_counter() - started
 
-    cut_mask = parts[graph.src] != parts[graph.dst]
-    cut = float(graph.edge_weight[cut_mask].sum())
+    partition = partition_of(graph, parts, seconds, hot, n_cuts)
+    logger.info("METIS: %d parts, cut %.4g of the edge weight, %.3f s", n_parts, partition.edge_cut, seconds)
+    return partition
+
+
+def partition_of(
+    graph: KeyGraph, server_of_vertex: np.ndarray, seconds: float, hot_keys: list[HotKey], n_cuts: int = 1
+) -> Partition:
+    """A :class:`Partition` of ``graph`` holding ``server_of_vertex`` as it is, with its cut and locality."""
+    cut = float(graph.edge_weight[server_of_vertex[graph.src] != server_of_vertex[graph.dst]].sum())
     total = float(graph.edge_weight.sum())
-    locality = 1.0 - cut / total if total > 0 else 1.0
-    logger.info("METIS: %d parts, cut %.4g of %.4g edge weight, %.3f s", n_parts, cut, total, seconds)
-    return Partition(parts, cut, locality, seconds, hot, n_cuts)
+    return Partition(server_of_vertex, cut, 1.0 - cut / total if total > 0 else 1.0, seconds, hot_keys, n_cuts)
 
 
 def cut_vertices(
@@ -309,24 +435,11 @@ def cut_vertices(
             parts[v] = int(np.argmax(left))
             left[parts[v]] -= weights[v]
         return parts
-    import pymetis
-
     local = np.full(graph.n_vertices, -1, dtype=np.int64)
     local[vertices] = np.arange(vertices.shape[0])
     inside = (local[graph.src] >= 0) & (local[graph.dst] >= 0)
-    src, dst, w = local[graph.src[inside]], local[graph.dst[inside]], graph.edge_weight[inside]
-    heads = np.concatenate([src, dst])
-    order = np.argsort(heads, kind="stable")
-    xadj = np.zeros(vertices.shape[0] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(heads, minlength=vertices.shape[0]), out=xadj[1:])
-    adjncy = np.concatenate([dst, src])[order]
-    eweights = np.concatenate([w, w])[order]
-    result = pymetis.part_graph(
-        k,
-        adjacency=pymetis.CSRAdjacency(xadj, adjncy),
-        vweights=weights,
-        eweights=_integer_weights(eweights, _edge_factor(eweights)) if eweights.size else None,
-        tpwgts=(targets / targets.sum()).tolist(),
-        options=pymetis.Options(ufactor=max(1, int(round(1000 * (alpha - 1)))), seed=seed, ncuts=MAX_CUTS),
+    csr = csr_from_edges(
+        local[graph.src[inside]], local[graph.dst[inside]], graph.edge_weight[inside], vertices.shape[0]
     )
-    return np.asarray(result.vertex_part, dtype=np.int64)
+    # k <= 8: pymetis's default, which the elastic figures were measured with: bisections up to 8 parts
+    return MetisInput.of(csr, weights, targets, alpha=alpha, seed=seed, n_cuts=MAX_CUTS, recursive=k <= 8).run()

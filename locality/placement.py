@@ -28,17 +28,18 @@ References
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from locality._stopwatch import Stopwatch
 from locality.defaults import DEFAULT_ALPHA
 from locality.graph import KeyGraph
 from locality.imbalance import imbalance as imbalance_of
 from locality.partition import HotKey
 from locality.topology import Topology
 
-__all__ = ["Placement", "place_keys", "server_connections"]
+__all__ = ["Placement", "place_keys", "server_connections", "connection_to"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,8 @@ class Placement:
     ``instance_loads[op]`` and ``bounds[op]`` are per instance, on the graph's
     loads plus the hash-routed tail; ``imbalance[op]`` is the largest
     ``load / fair share`` (1 = perfectly balanced; the paper's alpha).
+    ``stopwatch`` holds the seconds of its stages: ``assign`` (keys to the
+    instances of their server), ``repair`` and ``refine``.
     """
 
     instance_of_vertex: np.ndarray
@@ -69,11 +72,21 @@ class Placement:
     imbalance: dict[str, float]
     moves: int
     locality: float
+    stopwatch: Stopwatch = field(default_factory=Stopwatch)
 
     @property
     def balanced(self) -> bool:
         """True when every instance is within its bound (hot keys raise their own instance's bound)."""
         return all(np.all(self.instance_loads[op] <= self.bounds[op] * (1 + 1e-9)) for op in self.instance_loads)
+
+
+def _neighbour_entries(xadj: np.ndarray, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row (position in ``vertices``) and CSR position of every neighbour entry of ``vertices``."""
+    starts, ends = xadj[vertices], xadj[vertices + 1]
+    counts = ends - starts
+    rows = np.repeat(np.arange(len(vertices)), counts)
+    positions = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(starts, counts)
+    return rows, positions
 
 
 def server_connections(
@@ -85,17 +98,32 @@ def server_connections(
 ) -> np.ndarray:
     """Edge weight from each of ``vertices`` to the keys on each server, shape ``(len(vertices), n_servers)``."""
     xadj, adjncy, weights = csr if csr is not None else graph.to_csr()
-    starts, ends = xadj[vertices], xadj[vertices + 1]
-    counts = ends - starts
-    if counts.sum() == 0:
+    rows, positions = _neighbour_entries(xadj, vertices)
+    if positions.size == 0:
         return np.zeros((len(vertices), n_servers))
-    rows = np.repeat(np.arange(len(vertices)), counts)
-    # positions of every neighbour entry of the selected vertices in adjncy
-    positions = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(starts, counts)
     # bincount on flat (row, server) cells: the same sums as np.add.at, ~10x faster on millions of entries
     cells = rows * n_servers + server_of_vertex[adjncy[positions]]
     out = np.bincount(cells, weights=weights[positions], minlength=len(vertices) * n_servers)
     return out.reshape(len(vertices), n_servers)
+
+
+def connection_to(
+    graph: KeyGraph,
+    vertices: np.ndarray,
+    server_of_vertex: np.ndarray,
+    servers: np.ndarray,
+    csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Edge weight from each of ``vertices`` to the keys on ``servers[i]`` (one server per vertex).
+
+    One column of :func:`server_connections` per vertex, without its
+    vertices x servers matrix: memory follows the vertices' edges, whatever
+    the number of servers (the table cap asks this of every key).
+    """
+    xadj, adjncy, weights = csr if csr is not None else graph.to_csr()
+    rows, positions = _neighbour_entries(xadj, vertices)
+    there = server_of_vertex[adjncy[positions]] == np.asarray(servers)[rows]
+    return np.bincount(rows[there], weights=weights[positions[there]], minlength=len(vertices))
 
 
 def _lpt_within_servers(
@@ -149,6 +177,8 @@ class _OperatorState:
         self.loads, self.bounds, self.inst_server = loads, bounds, inst_server
         self.n_servers = int(inst_server.max()) + 1
         self.moves = 0
+        #: Keys whose gain may have changed since this operator's last refinement pass, sorted (None: every key).
+        self.pending: np.ndarray | None = None
 
     def connections(self, keys: np.ndarray) -> np.ndarray:
         return server_connections(self.graph, keys + self.offset, self.server_of_vertex, self.n_servers, self.csr)
@@ -258,15 +288,18 @@ def _overshoot(state: _OperatorState, src: int, cand: np.ndarray, loss: np.ndarr
     return True
 
 
-def _refine(state: _OperatorState) -> int:
+def _refine(state: _OperatorState) -> np.ndarray:
     """One pass of gain moves: each key goes where its edges are, if an instance there has room.
 
     METIS refines under its sum-of-operators constraint; after the
     per-operator repair the slack is different, so keys whose neighbours sit
     on another server can often follow them without breaking any bound.
-    Highest gain first; returns the number of moves.
+    Highest gain first. Only ``state.pending`` keys are weighed (the others'
+    gains have not changed since a pass that left them where they are);
+    afterwards the pending keys are those that wanted to move but found no
+    room. Returns the vertex ids of the keys moved.
     """
-    keys = np.flatnonzero(state.movable)
+    keys = np.flatnonzero(state.movable) if state.pending is None else state.pending[state.movable[state.pending]]
     best = np.empty(keys.shape[0], dtype=np.int64)
     gain = np.empty(keys.shape[0])
     # In chunks: all keys x servers at once is millions x 48 float64 (1.5 GB at 1e7 edges).
@@ -279,14 +312,31 @@ def _refine(state: _OperatorState) -> int:
         gain[lo : lo + step] = (
             conn[rows, best[lo : lo + step]] - conn[rows, state.server_of_vertex[chunk + state.offset]]
         )
-    before = state.moves
+    moved, blocked = [], []
     for r in np.flatnonzero(gain > 0)[np.argsort(-gain[gain > 0], kind="stable")]:
         v = keys[r]
         group = np.flatnonzero(state.inst_server == best[r])
         room = state.bounds[group] - state.loads[group]
         if room.max() + _EPS >= state.weights[v]:
             state.move(v, group[np.argmax(room)])
-    return state.moves - before
+            moved.append(v)
+        else:
+            blocked.append(v)
+    state.pending = np.sort(np.asarray(blocked, dtype=np.int64))
+    return np.asarray(moved, dtype=np.int64) + state.offset
+
+
+def _mark_neighbours(graph: KeyGraph, states: dict, moved: np.ndarray, csr) -> None:
+    """Add the neighbours of the ``moved`` vertices to their operators' pending keys (their gains changed)."""
+    if moved.size == 0:
+        return
+    xadj, adjncy, _ = csr
+    neighbours = np.unique(adjncy[_neighbour_entries(xadj, moved)[1]])
+    for op, state in states.items():
+        if state.pending is not None:
+            sl = graph.operator_slice(op)
+            mine = neighbours[(neighbours >= sl.start) & (neighbours < sl.stop)] - sl.start
+            state.pending = np.union1d(state.pending, mine)
 
 
 def place_keys(
@@ -345,6 +395,7 @@ def place_keys(
     }
     loads_out, bounds_out, imbalance, moves = {}, {}, {}, 0
     states: dict[str, _OperatorState] = {}
+    stopwatch = Stopwatch()
     for op in graph.operators:
         sl = graph.operator_slice(op)
         weights = graph.vertex_weight[sl]
@@ -354,7 +405,8 @@ def place_keys(
         base = graph.residual(op) * shares
         pref = None if preferred is None else preferred[sl]
         pin = None if pinned is None else pinned[sl]
-        instance = _lpt_within_servers(weights, server_of_vertex[sl], pref, inst_server, shares, base, total, pin)
+        with stopwatch.stage("assign"):
+            instance = _lpt_within_servers(weights, server_of_vertex[sl], pref, inst_server, shares, base, total, pin)
         loads = base + np.bincount(instance, weights=weights, minlength=len(shares))
         bounds = alpha * shares * total
         for op_name, i in hot_ids:
@@ -363,11 +415,18 @@ def place_keys(
         movable = np.ones(weights.shape[0], dtype=bool) if pin is None else ~pin
         states[op] = _OperatorState(graph, op, instance, server_of_vertex, loads, bounds, inst_server, csr, movable)
         if repair:
-            _repair(states[op])
+            with stopwatch.stage("repair"):
+                _repair(states[op])
     # Refining one operator changes the gains of its neighbours, so alternate until nothing moves.
-    for _ in range(_REFINE_ROUNDS if repair else 0):
-        if sum(_refine(states[op]) for op in graph.operators) == 0:
-            break
+    with stopwatch.stage("refine"):
+        for _ in range(_REFINE_ROUNDS if repair else 0):
+            moves = 0
+            for op in graph.operators:
+                moved = _refine(states[op])
+                _mark_neighbours(graph, states, moved, csr)
+                moves += moved.size
+            if moves == 0:
+                break
     for op, state in states.items():
         instance_of_vertex[graph.operator_slice(op)] = state.instance
         loads_out[op], bounds_out[op] = state.loads, state.bounds
@@ -377,4 +436,4 @@ def place_keys(
     total_edges = graph.edge_weight.sum()
     locality = float(graph.edge_weight[same].sum() / total_edges) if total_edges > 0 else 1.0
     logger.info("placement: %d repair moves, graph locality %.4f, imbalance %s", moves, locality, imbalance)
-    return Placement(instance_of_vertex, server_of_vertex, loads_out, bounds_out, imbalance, moves, locality)
+    return Placement(instance_of_vertex, server_of_vertex, loads_out, bounds_out, imbalance, moves, locality, stopwatch)

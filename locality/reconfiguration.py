@@ -17,6 +17,18 @@ removed servers) and the full re-optimization relabeled onto the servers. It
 keeps the re-optimization only when the locality it adds pays for the extra
 state it moves, by the same measure as :func:`decide` (``min_gain``).
 
+An incremental step (``incremental=True``) starts from the configuration in
+force instead of partitioning from scratch
+(:func:`~locality.incremental.repartition_changed`): a key whose server under
+the version in force (its fallback instance's for a key the tables do not
+hold, new ones included) holds at least half of its edge weight stays there;
+METIS cuts only the other keys, beside one contracted vertex per server, and
+:func:`~locality.placement.place_keys` repairs and refines as after a full
+partition. Its cost follows the keys the window moved, not the graph; the
+measure of the trade (locality against time on the IRA and flights traces,
+and at 1e6 and 1e7 edges) is in ``benchmarks/RESULTS.md``, "The online step
+at the cost of its change", and the choice is argued in ``docs/scale.md``.
+
 References
 ----------
 .. [1] Caneill, El Rheddane, Leroy, De Palma. "Locality-aware routing in
@@ -40,6 +52,7 @@ from locality.elastic import carried_over, fill_shares, rescale_partition, same_
 from locality.evaluation import Evaluation
 from locality.graph import KeyGraph
 from locality.hashing import FallbackHash
+from locality.incremental import repartition_changed
 from locality.migration import MigrationPlan, plan_migration
 from locality.optimizer import Optimization, check_optimizer_parameters, optimize
 from locality.partition import partition_key_graph
@@ -107,6 +120,7 @@ def reconfigure(
     compare_unrelabeled: bool = True,
     parameters: Mapping | None = None,
     min_gain: float = DEFAULT_MIN_GAIN,
+    incremental: bool = False,
 ) -> Reconfiguration:
     """Tables for the window's ``graph``, relabeled against ``current``, and the migration plan.
 
@@ -133,14 +147,31 @@ def reconfigure(
         the hops each makes) per unit of extra state moved that the full
         re-optimization must gain over the least change to be kept
         (``math.inf``: always the least change).
+    incremental : bool, default False
+        Start from ``current`` instead of a new METIS partition of the whole
+        graph (see the module docstring): the keys settled on their server
+        stay, METIS re-partitions the others, then the per-operator repair
+        and refinement. On another topology than ``current``'s the step is
+        the topology change's, as without it. ``unrelabeled_cost`` is then
+        None (there are no METIS labels to compare).
     """
     if outermost():
         alpha, seed = check_optimizer_parameters("reconfigure", alpha=alpha, seed=seed, max_entries=max_entries)
         min_gain = check_interval(min_gain, "min_gain", "reconfigure", lower=0.0, upper=math.inf)
     sizes = graph_state_sizes(graph, state)
     state_vector = np.concatenate([sizes[op].to_numpy(dtype=float) for op in graph.operators])
-    partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed)
     common = dict(alpha=alpha, max_entries=max_entries, current=current, state=state_vector, seed=seed)
+    if incremental and same_deployment(current, topology, fallbacks):
+        held = carried_over(current, graph, topology, fallbacks)[1]
+        start = repartition_changed(graph, topology, held, alpha=alpha, seed=seed)
+        refined = {**dict(parameters or {}), "start": "in force"}
+        result = optimize(graph, topology, fallbacks, parameters=refined, partition=start, relabel=False, **common)
+        plan = plan_migration(current, result.config, sizes)
+        logger.info(
+            "incremental reconfiguration moves %d keys (%.1f%% of the state)", plan.moved_keys, 100 * plan.cost_share
+        )
+        return Reconfiguration(result, plan)
+    partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed)
     result = optimize(graph, topology, fallbacks, parameters=parameters, partition=partition, **common)
     plan = plan_migration(current, result.config, sizes)
     change = None

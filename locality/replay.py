@@ -281,6 +281,7 @@ def replay_trace(
     table_cap: int | None = None,
     forecast: str | None = None,
     seed: int = 0,
+    incremental: bool = False,
 ) -> ReplayResult:
     """Replay ``trace`` window by window under one routing strategy.
 
@@ -320,6 +321,10 @@ def replay_trace(
         next-window load (:func:`locality.forecast.parse_forecast` form, e.g.
         ``"decay:0.3"``) instead of the blended history; the edges keep the
         blended history.
+    incremental : bool, default False
+        Online: start each reconfiguration from the tables in force (METIS
+        on the keys the window moved only) instead of a new METIS partition
+        of the whole graph (:func:`~locality.reconfiguration.reconfigure`).
 
     Returns
     -------
@@ -364,7 +369,7 @@ def replay_trace(
             if load_forecast is not None:
                 counts = forecast_counts(counts, past, load_forecast[0], **load_forecast[1])
             config, graph, step = _reconfigure(
-                config, graph, counts, past[-1], fallbacks, alpha, seed, min_gain, max_imbalance, table_cap
+                config, graph, counts, past[-1], fallbacks, alpha, seed, min_gain, max_imbalance, table_cap, incremental
             )
         elif mode != "hash" and past and config is hashed:
             graph = past[0].graph()
@@ -469,7 +474,9 @@ def _hot(optimization) -> dict[str, int]:
     return out
 
 
-def _reconfigure(config, graph, counts, latest, fallbacks, alpha, seed, min_gain, max_imbalance, table_cap):
+def _reconfigure(
+    config, graph, counts, latest, fallbacks, alpha, seed, min_gain, max_imbalance, table_cap, incremental
+):
     """The online step: new tables from ``counts`` relabeled against ``config``, kept or published.
 
     Returns the configuration in force afterwards, the key graph it was built
@@ -479,7 +486,15 @@ def _reconfigure(config, graph, counts, latest, fallbacks, alpha, seed, min_gain
     state = {op: latest.key_loads[op].set_index("key")["weight"] for op in topology.operators}
     new_graph = counts.graph()
     step = reconfigure(
-        new_graph, topology, config, fallbacks, alpha=alpha, seed=seed, state=state, max_entries=table_cap
+        new_graph,
+        topology,
+        config,
+        fallbacks,
+        alpha=alpha,
+        seed=seed,
+        state=state,
+        max_entries=table_cap,
+        incremental=incremental,
     )
     hot = _hot(step.optimization)
     if min_gain is None:

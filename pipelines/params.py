@@ -131,6 +131,8 @@ class OnlineParams(JobParams):
     ``topology`` names another one: the run then publishes a version for
     that topology, servers added or removed, with a plan that moves little
     state (:func:`locality.reconfiguration.reconfigure`), whatever the gain.
+    ``incremental`` starts a reconfiguration from the version in force
+    instead of a new METIS partition (``reconfigure``'s ``incremental``).
     The other parameters are :func:`locality.online.run_window`'s.
     """
 
@@ -150,6 +152,7 @@ class OnlineParams(JobParams):
     split_share: float | None = None
     split_merge: str = "fold"
     switch_after: str | None = None
+    incremental: bool = False
 
     _OWNER = "the online job"
 
@@ -157,6 +160,11 @@ class OnlineParams(JobParams):
         owner = self._OWNER
         if self.rebalance is not None:
             check_table_method(self.rebalance, "rebalance", owner)
+            if self.incremental:
+                raise InvalidParameterError(
+                    f"incremental in {owner} starts a reconfiguration from the version in force; a rebalancing run "
+                    f"(--rebalance {self.rebalance}) adjusts that version already: give one or the other"
+                )
             check_interval(self.theta_max, "theta_max", owner, lower=0.0)
             check_interval(self.state_weight, "state_weight", owner, lower=0.0)
         if self.horizon is not None:
@@ -215,6 +223,8 @@ class OnlineParams(JobParams):
     def window_key(self) -> str:
         """Identity of the window and the parameters (input files, time range, parameters)."""
         params = asdict(self)
+        if not self.incremental:  # the windows of runs made before the option existed keep their identity
+            params.pop("incremental")
         params.pop("store")
         params.pop("lock_timeout")
         params["trace"] = self.trace.describe()

@@ -81,3 +81,12 @@ def test_the_hash_and_the_sketch_size_are_named_as_on_the_command_line(geotweets
     assert (fitted.hash, fitted.capacity) == ("spark", 500)
     assert fitted.config_.parameters["hash"] == "spark" and fitted.config_.parameters["capacity"] == 500
     assert {table.fallback.engine for table in fitted.config_.tables.values()} == {"spark"}
+
+
+def test_the_optimizer_says_where_its_time_goes(in_sample):
+    result = in_sample.optimization_
+    stages = result.summary()["stage_seconds"]
+    assert list(stages) == ["csr", "metis", "fallback", "assign", "repair", "refine", "tables"]
+    assert stages["metis"]["wall"] >= result.partition.metis_seconds
+    assert sum(s["wall"] for s in stages.values()) <= result.seconds
+    assert all(s["cpu"] >= 0 for s in stages.values())

@@ -4,7 +4,7 @@ import pytest
 
 from locality.errors import InvalidParameterError
 from locality.graph import build_key_graph
-from locality.partition import adaptive_cuts, partition_key_graph
+from locality.partition import adaptive_cuts, metis_input, partition_key_graph
 from locality.placement import place_keys
 from locality.topology import Topology
 
@@ -134,3 +134,48 @@ def test_cuts_adapt_to_the_graph_size_unless_given():
     assert partition_key_graph(large, topology, alpha=1.5).n_cuts == 5
     assert partition_key_graph(small, topology, alpha=1.5, n_cuts=3).n_cuts == 3  # an explicit count is kept
     assert partition_key_graph(large, topology, alpha=1.5, n_cuts=1).n_cuts == 1
+
+
+def _read_metis_graph(path):
+    """Parse METIS's graph format back: header, then per vertex its weight and (1-based neighbour, weight) pairs."""
+    lines = path.read_text().splitlines()
+    n, m, fmt = lines[0].split()
+    assert fmt == "011" and len(lines) == int(n) + 1
+    xadj, adjncy, vweights, eweights = [0], [], [], []
+    for line in lines[1:]:
+        tokens = [int(t) for t in line.split()]
+        vweights.append(tokens[0])
+        adjncy += [t - 1 for t in tokens[1::2]]
+        eweights += tokens[2::2]
+        xadj.append(len(adjncy))
+    assert len(adjncy) == 2 * int(m)
+    return np.array(xadj), np.array(adjncy), np.array(vweights), np.array(eweights)
+
+
+def test_metis_input_is_what_partition_key_graph_runs_and_its_file_reads_back(tmp_path):
+    """gpmetis partitions the file bench_metis_floor.py writes: it must hold exactly METIS's input."""
+    graph = planted_graph(n_groups=4, tags_per_group=40)
+    topo = Topology.uniform(OPS, 4)
+    given = metis_input(graph, topo, alpha=1.1, seed=3, n_cuts=2)
+    np.testing.assert_array_equal(
+        given.run(), partition_key_graph(graph, topo, alpha=1.1, seed=3, n_cuts=2).server_of_vertex
+    )
+    args = given.write(tmp_path / "planted")
+    assert args == ["-ptype=kway", "-ufactor=100", "-seed=3", "-ncuts=2", str(tmp_path / "planted.graph"), "4"]
+    assert not (tmp_path / "planted.tpwgts").exists()  # equal parts: gpmetis's default
+    for read, written in zip(
+        _read_metis_graph(tmp_path / "planted.graph"), (given.xadj, given.adjncy, given.vweights, given.eweights)
+    ):
+        np.testing.assert_array_equal(read, written)
+    # an isolated key (a load without pairs) is a line holding its weight alone
+    loads = {"region": pd.DataFrame({"key": ["alone"], "weight": [5.0]})}
+    lonely = build_key_graph(OPS, [pd.DataFrame({"key0": ["a"], "key1": ["x"], "weight": [2.0]})], loads)
+    uneven = Topology(["s0", "s1"], OPS, {op: ["s0", "s1"] for op in OPS}, capacities={"s0": 1.0, "s1": 3.0})
+    small = metis_input(lonely, uneven, alpha=1.03, recursive=True)
+    args = small.write(tmp_path / "lonely")
+    assert args[0] == "-ptype=rb" and args[-3] == f"-tpwgts={tmp_path / 'lonely.tpwgts'}"
+    assert (tmp_path / "lonely.tpwgts").read_text() == "0 = 0.25\n1 = 0.75\n"
+    for read, written in zip(
+        _read_metis_graph(tmp_path / "lonely.graph"), (small.xadj, small.adjncy, small.vweights, small.eweights)
+    ):
+        np.testing.assert_array_equal(read, written)

@@ -69,3 +69,36 @@ def test_decide():
     assert not tolerated.publish
     same = decide(figures(0.5, balanced), figures(0.5, balanced), plan(0, moved=0), alpha=1.03)
     assert not same.publish and "as the current ones" in same.reason
+
+
+def test_an_incremental_step_starts_from_the_version_in_force(flights):
+    """Weekly flights: from the tables in force, as much next-week locality as a new METIS partition, far less moved."""
+    from locality.counts import blend
+    from locality.evaluation import evaluate
+    from tests.conftest import trace_keys
+
+    keys = trace_keys("flights")
+    weeks = pd.date_range("2013-03-04", periods=7, freq="7D", tz="UTC")
+    week = [flights[(flights.ts >= a) & (flights.ts < b)].dropna(subset=keys)[keys] for a, b in zip(weeks, weeks[1:])]
+    topo = Topology.uniform(keys, 6)
+    fallbacks = make_fallbacks(topo)
+    history = [count_keys(week[0], keys)]
+    in_force = dict.fromkeys((False, True), optimize(history[0].graph(), topo, fallbacks).config)
+    local, moved = {False: [], True: []}, {False: [], True: []}
+    for i in range(1, 5):
+        history.append(count_keys(week[i], keys))
+        graph = blend(history, windows=None, decay=0.85).graph()
+        for incremental in (False, True):
+            step = reconfigure(graph, topo, in_force[incremental], fallbacks, incremental=incremental)
+            assert step.optimization.placement.balanced
+            assert (step.unrelabeled_cost is None) == incremental
+            assert (step.config.parameters.get("start") == "in force") == incremental
+            moved[incremental].append(step.plan.cost_share)
+            in_force[incremental] = step.config
+            local[incremental].append(evaluate(week[i + 1], step.config).optimized.locality)
+    assert np.mean(local[True]) >= np.mean(local[False]) - 0.01, local
+    assert np.mean(moved[True]) < 0.5 * np.mean(moved[False]), moved
+    # on another topology the step is the topology change's (least change or re-optimization), not a refinement
+    grown = Topology.uniform(keys, 7)
+    step = reconfigure(graph, grown, in_force[True], make_fallbacks(grown), incremental=True)
+    assert step.topology_change is not None and step.unrelabeled_cost is not None

@@ -97,3 +97,34 @@ def test_table_room_and_within_cap():
     assert loads[back].max() <= loads[capped.table].min() + 1e-12
     with pytest.raises(ValueError, match="'ssm' rebalancer's table is its instances' key-group range bounds"):
         rebalance(problem, "ssm")
+
+
+def test_entry_values_need_no_keys_by_servers_matrix(flights):
+    """The cap values every key without a keys x servers matrix: the same values, memory flat in the servers."""
+    import tracemalloc
+
+    from locality.optimizer import entry_values
+    from locality.placement import server_connections
+
+    graph = count_keys(rows(flights, WEEKS[0], WEEKS[4])[KEYS], KEYS).graph()
+    peaks = {}
+    for n_servers in (4, 64):
+        topology = Topology.uniform(KEYS, n_servers)
+        fallbacks = make_fallbacks(topology)
+        placement = optimize(graph, topology, fallbacks).placement
+        for op in KEYS:
+            sl = graph.operator_slice(op)
+            fallback = fallbacks[op].instances_of(graph.keys[op].to_numpy(dtype=object))
+            servers = topology.instance_servers(op)
+            dense = server_connections(graph, np.arange(sl.start, sl.stop), placement.server_of_vertex, n_servers)
+            keys = np.arange(dense.shape[0])
+            expected = dense[keys, servers[placement.instance_of_vertex[sl]]] - dense[keys, servers[fallback]]
+            csr = graph.to_csr()
+            tracemalloc.start()
+            values = entry_values(graph, topology, placement, op, fallback, csr)
+            peaks[n_servers, op] = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            np.testing.assert_allclose(values, expected)
+            assert (values != 0).any()
+    for op in KEYS:  # a dense matrix would take 16 times the memory at 64 servers as at 4
+        assert peaks[64, op] < 1.5 * peaks[4, op], peaks

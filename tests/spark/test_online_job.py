@@ -268,3 +268,26 @@ def test_weekly_runs_schedule_their_versions_and_routers_by_point_follow(spark, 
     assert (
         before.any() and (~before).any() and (routes[~before] != old.route_many("dest", records["dest"][~before])).any()
     )
+
+
+def test_incremental_runs_start_from_the_version_in_force(spark, tmp_path, capsys):
+    """--incremental: the version in force kept where it holds, the rest re-partitioned; it moves less than full."""
+    trace = str(trace_path("flights"))
+    outcomes = {}
+    for flag in ("--full-partition", "--incremental"):
+        base = ["reconfigure", trace, "--keys", ",".join(KEYS), "--ts", "ts", "--store", str(tmp_path / flag)]
+        base += ["--quiet", "--json", "--servers", "6", "--min-gain", "0", "--max-imbalance", "100"]
+        assert main([*base, "--start", WEEKS[0], "--end", WEEKS[1]]) == ExitCode.OK
+        capsys.readouterr()
+        assert main([*base, flag, "--start", WEEKS[1], "--end", "2013-03-12"]) == ExitCode.OK
+        outcomes[flag] = json.loads(capsys.readouterr().out)
+        assert outcomes[flag]["published"], outcomes[flag]["reason"]
+    full, incremental = outcomes["--full-partition"], outcomes["--incremental"]
+    assert "start" not in ConfigStore(tmp_path / "--full-partition").get().config.parameters
+    assert ConfigStore(tmp_path / "--incremental").get().config.parameters["start"] == "in force"
+    assert full["migration_cost_share_without_relabeling"] is not None
+    assert incremental["migration_cost_share_without_relabeling"] is None
+    assert incremental["migration_cost_share"] < 0.5 * full["migration_cost_share"]
+    assert incremental["locality_after"] >= full["locality_after"] - 0.02
+    with pytest.raises(InvalidParameterError, match="incremental in the online job starts a reconfiguration"):
+        week(1, store=str(tmp_path), rebalance="local", incremental=True)
