@@ -100,7 +100,7 @@ def within_week(frame: pd.DataFrame, topology: Topology, period: str, theta_max:
             mode=mode,
             history=None,
             decay=0.85,
-            rebalancer=schedule,
+            rebalance=schedule,
             min_gain=0.1,
             max_imbalance=100.0,
         )

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from locality.engines import ENGINES, FallbackHash, make_fallback
+from locality.hashing import ENGINES, FallbackHash, make_fallback
 
 ALPHABET = list("abcdefghijklmnopqrstuvwxyz0123456789_") + ["é", "ü", "ñ", "中", "🔥"]
 WEIGHTS = np.array([1.0] * 37 + [0.02] * 5)

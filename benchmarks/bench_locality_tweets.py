@@ -45,7 +45,7 @@ def fit(trace, topology, seed, recursive=False, n_cuts=8, refine=True, capacity=
     with mock.patch("locality.optimizer.partition_key_graph", with_cuts):
         rounds = locality.placement._REFINE_ROUNDS if refine else 0
         with mock.patch.object(locality.placement, "_REFINE_ROUNDS", rounds):
-            return LocalityOptimizer(topology, seed=seed, recursive=recursive, sketch_capacity=capacity).fit(trace)
+            return LocalityOptimizer(topology, seed=seed, recursive=recursive, capacity=capacity).fit(trace)
 
 
 def main() -> None:

@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_partition import OPS, _reset_peak, _vm_hwm_mb, power_law_pairs  # noqa: E402
 
+from locality.defaults import DEFAULT_ALPHA  # noqa: E402
 from locality.graph import build_key_graph  # noqa: E402
 from locality.optimizer import make_fallbacks, optimize  # noqa: E402
 from locality.partition import adaptive_cuts, metis_input  # noqa: E402
@@ -170,7 +171,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edges", default="100000,1000000")
     parser.add_argument("--parts", type=int, default=48)
-    parser.add_argument("--alpha", type=float, default=1.03)
+    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--gpmetis", default="gpmetis", help="comma-separated gpmetis programs (first: the floor)")
     parser.add_argument("--json", help="also write every run's figures to this file")

@@ -65,7 +65,8 @@ def session(master: str):
 
 
 def run_job(spark, trace: Path, store: Path, capacity: int) -> dict:
-    from pipelines.offline import OfflineParams, run
+    from pipelines.offline import run
+    from pipelines.params import OfflineParams
     from pipelines.trace import TraceSpec
 
     params = OfflineParams(

@@ -88,10 +88,9 @@ def main() -> None:
     args = parser.parse_args()
     logging.disable(logging.WARNING)
 
-    from pipelines.offline import OfflineParams
     from pipelines.offline import run as run_offline
-    from pipelines.online import OnlineParams
     from pipelines.online import run as run_online
+    from pipelines.params import OfflineParams, OnlineParams
     from pipelines.session import build_session
     from pipelines.trace import TraceSpec
 
@@ -167,7 +166,7 @@ def main() -> None:
         split_merge=args.split_merge,
     )
     inside = frame[(frame["ts"] >= first) & (frame["ts"] < end)]
-    library = replay_trace(inside, topology, ts="ts", period="7D", mode="offline", rebalancer=schedule)
+    library = replay_trace(inside, topology, ts="ts", period="7D", mode="offline", rebalance=schedule)
     judged_weeks = library.windows[1:]
     judged_tuples = sum(w.tuples for w in judged_weeks)
 

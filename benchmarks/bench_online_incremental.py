@@ -46,6 +46,13 @@ from bench_partition import OPS, power_law_pairs  # noqa: E402
 
 from locality.counts import blend, count_keys  # noqa: E402
 from locality.datasets.catalog import load  # noqa: E402
+from locality.defaults import (  # noqa: E402
+    DEFAULT_ALPHA,
+    DEFAULT_CAPACITY,
+    DEFAULT_DECAY,
+    DEFAULT_MAX_IMBALANCE,
+    DEFAULT_MIN_BLENDED_WEIGHT,
+)
 from locality.evaluation import estimate_from_counts, evaluate  # noqa: E402
 from locality.graph import build_key_graph  # noqa: E402
 from locality.optimizer import make_fallbacks, optimize  # noqa: E402
@@ -53,8 +60,6 @@ from locality.reconfiguration import decide, reconfigure  # noqa: E402
 from locality.topology import Topology  # noqa: E402
 
 MODES = {"full": False, "incremental": True}
-#: The job's weekly decay, per run of a week at this cadence.
-WEEKLY_DECAY = 0.85
 
 
 def timed_step(incremental: bool, *args, **kwargs):
@@ -73,7 +78,7 @@ def trace_loop(
     frame = card.frame.dropna(subset=keys).sort_values("ts", kind="stable")
     first = pd.Timestamp(start, tz="UTC")
     step_length = pd.Timedelta(every)
-    decay = WEEKLY_DECAY ** (step_length / pd.Timedelta("7D"))
+    decay = DEFAULT_DECAY ** (step_length / pd.Timedelta("7D"))
     topology = Topology.uniform(keys, servers)
     fallbacks = make_fallbacks(topology)
     history = count_keys(frame[(frame.ts >= first - pd.Timedelta(warmup)) & (frame.ts < first)][keys], keys)
@@ -88,7 +93,13 @@ def trace_loop(
         following = frame[(frame.ts >= tick) & (frame.ts < tick + step_length)][keys]
         if len(window):
             counts = count_keys(window, keys)
-            history = blend([history, counts], windows=None, decay=decay, min_weight=0.1, limit=100_000)
+            history = blend(
+                [history, counts],
+                windows=None,
+                decay=decay,
+                min_weight=DEFAULT_MIN_BLENDED_WEIGHT,
+                limit=DEFAULT_CAPACITY,
+            )
             graph = history.graph()
             state = {op: counts.key_loads[op].set_index("key")["weight"] for op in keys}
         for mode, incremental in schedules.items():
@@ -103,7 +114,7 @@ def trace_loop(
                     estimate_from_counts(step.config, counts, len(window)).optimized,
                     step.plan,
                     alpha=alpha,
-                    max_imbalance=1.10,
+                    max_imbalance=DEFAULT_MAX_IMBALANCE,
                 )
                 row.update(cpu=cpu, wall=wall, published=verdict.publish)
                 row["moved"] = step.plan.cost_share if verdict.publish else 0.0
@@ -204,7 +215,7 @@ def main() -> None:
     parser.add_argument("--edges", help="generated graphs of these sizes (comma-separated)")
     parser.add_argument("--parts", type=int, default=48)
     parser.add_argument("--change", type=float, default=0.02)
-    parser.add_argument("--alpha", type=float, default=1.03)
+    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA)
     parser.add_argument("--json", help="also write every run's figures to this file")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -51,10 +51,9 @@ def main() -> None:
     args = parser.parse_args()
     logging.disable(logging.WARNING)
 
-    from pipelines.offline import OfflineParams
     from pipelines.offline import run as run_offline
-    from pipelines.online import OnlineParams
     from pipelines.online import run as run_online
+    from pipelines.params import OfflineParams, OnlineParams
     from pipelines.session import build_session
     from pipelines.trace import TraceSpec
 

@@ -1,7 +1,7 @@
 """Benchmark Gedik's constructions (Scan, Redist, Readj) against consistent and uniform hashing.
 
 Reproduces the setup of Gedik, VLDB J. 2014, Section 5 / Table 1 (seeds-algorithms.md §2.12):
-a Zipf(z) key domain of |D| keys, resource functions LLL, alpha = 1.2 for every
+a Zipf(z) key domain of |D| keys, resource functions LLL, max/min ratio (Gedik's alpha) = 1.2 for every
 resource, sigma = 0.1, U_APM; the parallelism grows one channel at a time from
 N = 1 to the target N, each construction starting from the previous
 function, and the figures are those of the last step, averaged over runs.
@@ -9,7 +9,7 @@ function, and the figures are those of the last step, averaged over runs.
 distribution fixed): a share of the hottest keys swap frequencies with keys
 drawn from the whole domain.
 
-Figures: relative imbalance b = (prod_k r_k / alpha)^(1/3) with r_k = max/min
+Figures: relative imbalance b = (prod_k r_k / ratio)^(1/3) with r_k = max/min
 channel load of resource k (Eq. 11), relative migration m = migrated memory /
 (total memory / N) (Eq. 12), explicit table size, tracked keys, planning time.
 
@@ -31,11 +31,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from locality.rebalance import RebalanceProblem  # noqa: E402
-from locality.rebalance.hybrid import frequency_threshold, theta_from_alpha, tracked_keys  # noqa: E402
-from locality.rebalance.lossy_counting import SlidingLossyCounter  # noqa: E402
+from locality.rebalance.hybrid import frequency_threshold, theta_from_ratio, tracked_keys  # noqa: E402
 from locality.rebalance.readj import readj  # noqa: E402
 from locality.rebalance.redist import redist  # noqa: E402
 from locality.rebalance.scan import scan  # noqa: E402
+from locality.testing.lossy_counting import SlidingLossyCounter  # noqa: E402
 
 MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -85,12 +85,12 @@ def drift_step(f: np.ndarray, share: float, rng: np.random.Generator, top: int =
 BETA = {"C": lambda f: np.ones_like(f), "L": lambda f: f, "Q": lambda f: f * f}
 
 
-def figures(f: np.ndarray, prev: np.ndarray, new: np.ndarray, n: int, alpha: float, resources: str) -> dict:
+def figures(f: np.ndarray, prev: np.ndarray, new: np.ndarray, n: int, ratio: float, resources: str) -> dict:
     """Paper metrics of the function ``new`` reached from ``prev`` (Eqs. 9-12)."""
     ratios = []
     for letter in resources:
         loads = np.bincount(new, weights=BETA[letter](f), minlength=n)
-        ratios.append(loads.max() / loads.min() / alpha if loads.min() > 0 else math.inf)
+        ratios.append(loads.max() / loads.min() / ratio if loads.min() > 0 else math.inf)
     beta_s = BETA[resources[0]](f)
     migration = beta_s[new != prev].sum() / (beta_s.sum() / n)
     return {"b": float(np.prod(ratios) ** (1 / len(ratios))), "m": float(migration)}
@@ -107,7 +107,7 @@ def run_one(args: argparse.Namespace, seed: int, methods: dict[str, Callable | N
     for n in range(2, args.channels + 1):
         f_prev, f = f, drift_step(f, args.drift, rng)
         fallback = ring(key_pos, n)
-        theta = theta_from_alpha(args.alpha, n)
+        theta = theta_from_ratio(args.ratio, n)
         for name, method in methods.items():
             prev = state[name]
             started = time.perf_counter()
@@ -124,7 +124,7 @@ def run_one(args: argparse.Namespace, seed: int, methods: dict[str, Callable | N
             state[name] = new
             if n == args.channels:
                 out[name] = {
-                    **figures(f, prev, new, n, args.alpha, args.resources),
+                    **figures(f, prev, new, n, args.ratio, args.resources),
                     "table": table,
                     "tracked": n_tracked,
                     "seconds": seconds,
@@ -137,7 +137,7 @@ def lossy_sizes(args: argparse.Namespace, seed: int) -> dict:
     """Size of the sliding lossy counter and of the frequent set it finds, on a sampled stream."""
     rng = np.random.default_rng(seed)
     f = zipf(args.keys, args.skew)
-    theta = theta_from_alpha(args.alpha, args.channels)
+    theta = theta_from_ratio(args.ratio, args.channels)
     delta = frequency_threshold(args.channels, theta, sigma=args.sigma, resources=args.resources, n_domain=args.keys)
     counter = SlidingLossyCounter(0.1 * delta, args.window)
     started = time.perf_counter()
@@ -169,7 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=1_000_000, help="domain size |D| (paper: 1e6)")
     parser.add_argument("--channels", type=int, default=10, help="final number of channels N (paper: 10)")
-    parser.add_argument("--alpha", type=float, default=1.2, help="imbalance tolerance alpha (paper: 1.2)")
+    parser.add_argument(
+        "--ratio", type=float, default=1.2, help="bound on max/min channel load, Gedik's alpha (paper: 1.2)"
+    )
     parser.add_argument("--skew", type=float, default=1.0, help="Zipf exponent z (paper: 1)")
     parser.add_argument("--sigma", type=float, default=0.1, help="threshold scaler sigma (paper: 0.1)")
     parser.add_argument("--resources", default="LLL", help="resource functions s,c,n (paper Fig. 3 anchor: LLL)")
@@ -195,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     runs = [run_one(args, args.seed + r, methods) for r in range(args.runs)]
     print(
-        f"# Gedik constructions: |D|={args.keys}, z={args.skew}, N=1->{args.channels}, alpha={args.alpha}, "
+        f"# Gedik constructions: |D|={args.keys}, z={args.skew}, N=1->{args.channels}, max/min ratio={args.ratio}, "
         f"sigma={args.sigma}, {args.resources}, U_APM, drift={args.drift}, {args.runs} runs, seed={args.seed}"
     )
     print()

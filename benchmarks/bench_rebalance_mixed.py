@@ -27,8 +27,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from locality.datasets.skew import SkewWorkload, skew_workload
+from locality.imbalance import theta
 from locality.rebalance import rebalance
-from locality.rebalance._base import instance_loads, theta
+from locality.rebalance._base import instance_loads
 from locality.rebalance.compact import compress, mixed_compact
 
 

@@ -35,7 +35,7 @@ from locality.topology import Topology  # noqa: E402
 
 def online(schedule: RebalanceSchedule) -> dict:
     """The default online replay (all weeks decayed 0.85) with a rebalancer schedule."""
-    return dict(mode="online", history=None, decay=0.85, rebalancer=schedule)
+    return dict(mode="online", history=None, decay=0.85, rebalance=schedule)
 
 
 STRATEGIES = {
@@ -47,8 +47,8 @@ STRATEGIES = {
     "online-d0.5": dict(mode="online", history=None, decay=0.5),
     "online-d0.85": dict(mode="online", history=None, decay=0.85),
     "online-d0.85-gain0.1": dict(mode="online", history=None, decay=0.85, min_gain=0.1, max_imbalance=1.1),
-    "online-d0.85-mixed": dict(mode="online", history=None, decay=0.85, rebalancer="mixed"),
-    "online-d0.85-mixed-6h": dict(mode="online", history=None, decay=0.85, rebalancer="mixed", rebalance_every="6h"),
+    "online-d0.85-mixed": dict(mode="online", history=None, decay=0.85, rebalance="mixed"),
+    "online-d0.85-mixed-6h": dict(mode="online", history=None, decay=0.85, rebalance="mixed", rebalance_every="6h"),
     "online-d0.85-forecast-decay0.5": dict(mode="online", history=None, decay=0.85, forecast="decay:0.5"),
     # the locality-aware rebalancer (issue 11), every 6 hours: each window's load (served + forecast of the
     # rest from the mean rate of the last 2 days) within 1 + theta_max, moves chosen by the locality they

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from locality.engines import make_fallback
+from locality.hashing import make_fallback
 from locality.router import Router
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore

@@ -37,7 +37,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from locality.datasets.synthetic import zipf_pairs  # noqa: E402
-from locality.engines.spark import SparkHashPartitioning, with_route  # noqa: E402
+from locality.engines.spark import with_route  # noqa: E402
+from locality.hashing.spark import SparkHashPartitioning  # noqa: E402
 from locality.routing import RoutingTable  # noqa: E402
 
 PARTITIONS = 8

@@ -7,9 +7,9 @@ each lives in its own module.
 """
 
 from locality.counts import KeyCounts, blend, count_keys
-from locality.engines import ENGINES, make_fallback
 from locality.evaluation import evaluate
 from locality.graph import KeyGraph, build_key_graph
+from locality.hashing import ENGINES, make_fallback
 from locality.migration import MigrationPlan, plan_migration
 from locality.optimizer import LocalityOptimizer, optimize
 from locality.partition import partition_key_graph

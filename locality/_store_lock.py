@@ -30,12 +30,10 @@ from pathlib import Path
 from locality._store_files import read_json, set_aside
 from locality.errors import StoreBusyError, StoreError
 
-__all__ = ["WriterLock", "DEFAULT_LOCK_TIMEOUT"]
+__all__ = ["WriterLock"]
 
 logger = logging.getLogger(__name__)
 
-#: Seconds a writer waits for another writer to finish before giving up.
-DEFAULT_LOCK_TIMEOUT = 300.0
 _POLL_SECONDS = 0.05
 
 

@@ -1,7 +1,13 @@
 """Parameter checks shared by every public function.
 
 Public functions validate their arguments once, at the boundary, with these
-helpers; private ``_helpers`` assume clean input. Every message has the same
+helpers; private ``_helpers`` assume clean input. A public function that
+others call (``optimize`` inside ``reconfigure``, inside the online job) is
+marked :func:`boundary`: called from another such function, or from a job
+whose parameters were checked when they were built, it trusts its arguments
+(:func:`outermost` is False), as scikit-learn's nested validation does
+(``prefer_skip_nested_validation``); each boundary checks everything the
+functions it calls would. Every message has the same
 shape: ``the 'alpha' parameter of partition_key_graph must be a float >= 1; got 0.9``.
 
 Numbers are checked for finiteness as well as range: NaN never passes, and
@@ -13,13 +19,15 @@ lock accepts would otherwise fail deep inside, after Spark ran.
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import math
 import numbers
 import os
 import threading
 import uuid
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +48,12 @@ __all__ = [
     "check_columns",
     "check_random_state",
     "check_output_path",
+    "boundary",
+    "outermost",
 ]
+
+#: How many :func:`boundary` functions are running in this context (a thread, a task) right now.
+_BOUNDARIES = contextvars.ContextVar("locality_boundaries", default=0)
 
 
 #: The longest wait (seconds) Python's locks and events accept (``threading.TIMEOUT_MAX``, ~292 years on Linux).
@@ -240,3 +253,27 @@ def check_output_path(path: str | os.PathLike, option: str, *, directory: bool =
             f"the output {kind} {target} ({option}) cannot be written: {existing}: {exc.strerror}"
         ) from None
     return target
+
+
+def boundary(func: Callable) -> Callable:
+    """Decorator: ``func`` checks its parameters unless another boundary up the call stack checked them already.
+
+    Inside ``func``, :func:`outermost` says whether to check. A boundary
+    checks every parameter it passes on, so that the functions it calls may
+    trust them.
+    """
+
+    @functools.wraps(func)
+    def call(*args, **kwargs):
+        token = _BOUNDARIES.set(_BOUNDARIES.get() + 1)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            _BOUNDARIES.reset(token)
+
+    return call
+
+
+def outermost() -> bool:
+    """In a :func:`boundary` function: True when no boundary called it, so that it must check its parameters."""
+    return _BOUNDARIES.get() <= 1

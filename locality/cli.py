@@ -41,12 +41,22 @@ import click
 
 from locality import cli_datasets, cli_switch
 from locality._stdout import document_stream, one_document
-from locality._store_lock import DEFAULT_LOCK_TIMEOUT
-from locality.engines import ENGINES
+from locality.defaults import (
+    DEFAULT_ALPHA,
+    DEFAULT_CAPACITY,
+    DEFAULT_DECAY,
+    DEFAULT_HASH,
+    DEFAULT_HORIZON,
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_MAX_IMBALANCE,
+    DEFAULT_MIN_GAIN,
+    DEFAULT_THETA_MAX,
+)
 from locality.errors import JobError, LocalityError, StoreBusyError, StoreError, TopologyError
+from locality.hashing import ENGINES
 from locality.rebalance import TABLE_METHODS
 
-__all__ = ["main", "cli", "ExitCode", "EXIT_OK", "EXIT_FAIL", "EXIT_ERROR", "EXIT_CRASH", "EXIT_BUSY"]
+__all__ = ["main", "cli", "ExitCode"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,12 +71,6 @@ class ExitCode(enum.IntEnum):
     BUSY = 75  # another writer held the store's lock past --lock-timeout: retry later
     INTERRUPTED = 130  # Ctrl-C / SIGINT
 
-
-EXIT_OK = ExitCode.OK
-EXIT_FAIL = ExitCode.INFEASIBLE
-EXIT_ERROR = ExitCode.BAD_INPUT
-EXIT_CRASH = ExitCode.CRASH
-EXIT_BUSY = ExitCode.BUSY
 
 #: Where tracebacks of unexpected failures go (default: the system's temporary directory).
 LOG_DIR_VARIABLE = "LOCALITY_LOG_DIR"
@@ -129,8 +133,8 @@ lock_timeout_option = click.option(
 #: ``--hash``: the engine whose own hash places the keys without a table entry.
 hash_option = click.option(
     "--hash",
-    "hash_engine",
-    default="kafka",
+    "hash",
+    default=DEFAULT_HASH,
     show_default=True,
     # A plain string, checked by the job, so that a wrong engine gets the same message as every
     # other bad parameter (and exit code 2) from the CLI, the library and spark-submit alike.
@@ -204,10 +208,14 @@ def optimizer_options(command: Callable) -> Callable:
             click.option("--servers", type=int, help="Number of servers (instances placed round-robin)."),
             click.option("--instances-per-server", type=int, default=1, show_default=True),
             click.option("--topology", "topology_file", type=click.Path(), help="JSON topology (servers, placement)."),
-            click.option("--alpha", type=float, default=1.03, show_default=True, help="Per-operator bound (>= 1)."),
+            click.option(
+                "--alpha", type=float, default=DEFAULT_ALPHA, show_default=True, help="Per-operator bound (>= 1)."
+            ),
             hash_option,
             click.option("--top-pairs", type=int, help="Keep only the N heaviest key pairs per hop."),
-            click.option("--capacity", type=int, default=100_000, show_default=True, help="Counters per sketch."),
+            click.option(
+                "--capacity", type=int, default=DEFAULT_CAPACITY, show_default=True, help="Counters per sketch."
+            ),
             click.option("--exact", is_flag=True, help="Count exactly with Spark aggregations instead of sketches."),
             click.option("--max-entries", type=int, help="Cap on each operator's routing table."),
             click.option("--seed", type=int, default=0, show_default=True, help="METIS seed."),
@@ -365,7 +373,7 @@ def optimize(
     instances_per_server,
     topology_file,
     alpha,
-    hash_engine,
+    hash,
     top_pairs,
     capacity,
     exact,
@@ -380,7 +388,8 @@ def optimize(
     master,
 ):
     """Learn routing tables from TRACE and publish them as a new version in --store."""
-    from pipelines.offline import OfflineParams, run
+    from pipelines.offline import run
+    from pipelines.params import OfflineParams
     from pipelines.progress import Stages
 
     spec = _trace_spec(trace, keys, weight, ts, start, end, fmt, encoding)
@@ -389,7 +398,7 @@ def optimize(
         topology=_topology(list(spec.keys), servers, instances_per_server, topology_file),
         store=store,
         alpha=alpha,
-        hash=hash_engine,
+        hash=hash,
         top_pairs=top_pairs,
         capacity=capacity,
         exact=exact,
@@ -444,27 +453,31 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
 @click.option(
     "--min-gain",
     type=float,
-    default=0.1,
+    default=DEFAULT_MIN_GAIN,
     show_default=True,
     help="Hops made local over the window per unit of state moved needed to publish.",
 )
 @click.option(
     "--max-imbalance",
     type=float,
-    default=1.10,
+    default=DEFAULT_MAX_IMBALANCE,
     show_default=True,
     help="Publish whatever the gain when the tables in force exceed this imbalance on the window.",
 )
-@click.option("--decay", type=float, default=None, help="Weight of each older window (default 0.85; 0 forgets).")
+@click.option(
+    "--decay", type=float, default=None, help=f"Weight of each older window (default {DEFAULT_DECAY}; 0 forgets)."
+)
 @click.option("--state", "state_column", help="Column whose sum per key is its state size (default: its load).")
 @click.option(
     "--rebalance",
-    "rebalancer",
+    "rebalance",
     help="Rebalance the tables in force on the window's loads instead of reconfiguring: the finer cadence "
     "between two reconfigurations, e.g. follow every 15min with --window 15min. One of "
     f"{', '.join(TABLE_METHODS)} ({_NOT_SSM}).",
 )
-@click.option("--theta-max", type=float, default=0.08, show_default=True, help="With --rebalance: the bound.")
+@click.option(
+    "--theta-max", type=float, default=DEFAULT_THETA_MAX, show_default=True, help="With --rebalance: the bound."
+)
 @click.option(
     "--state-weight",
     type=float,
@@ -475,7 +488,7 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
 @click.option(
     "--horizon",
     help="With --rebalance local or follow: how long the moves serve (until the next reconfiguration); "
-    "a key's window load is scaled to it. [default: 1D]",
+    f"a key's window load is scaled to it. [default: {DEFAULT_HORIZON}]",
 )
 @click.option(
     "--balance-since",
@@ -519,7 +532,7 @@ def reconfigure(
     max_imbalance,
     decay,
     state_column,
-    rebalancer,
+    rebalance,
     theta_max,
     state_weight,
     horizon,
@@ -534,7 +547,7 @@ def reconfigure(
     instances_per_server,
     topology_file,
     alpha,
-    hash_engine,
+    hash,
     top_pairs,
     capacity,
     exact,
@@ -557,7 +570,8 @@ def reconfigure(
     """
     import dataclasses
 
-    from pipelines.online import DEFAULT_DECAY, OnlineParams, run
+    from pipelines.online import run
+    from pipelines.params import OnlineParams
     from pipelines.progress import Stages
     from pipelines.trace import last_window, window_length
 
@@ -570,16 +584,16 @@ def reconfigure(
         store=store,
         topology=topology,
         alpha=alpha,
-        hash=hash_engine,
+        hash=hash,
         capacity=capacity,
         exact=exact,
         top_pairs=top_pairs,
         max_entries=max_entries,
-        decay=DEFAULT_DECAY if decay is None else (decay or None),
+        decay=DEFAULT_DECAY if decay is None else decay,
         min_gain=min_gain,
         max_imbalance=max_imbalance,
         seed=seed,
-        rebalance=rebalancer,
+        rebalance=rebalance,
         theta_max=theta_max,
         state_weight=state_weight,
         horizon=horizon,
@@ -635,7 +649,7 @@ def reconfigure(
     "(with --rebalance, the rebalancer moves keys from the hash).",
 )
 @click.option("--history", type=int, help="Online: build from the last N windows (default: all, decayed).")
-@click.option("--decay", type=float, help="Online: weight of each older window (default 0.85).")
+@click.option("--decay", type=float, help=f"Online: weight of each older window (default {DEFAULT_DECAY}).")
 @click.option("--min-gain", type=float, help="Online: publish only when the gain pays (default: every window).")
 @click.option("--max-imbalance", type=float, help="Online, with --min-gain: publish when in-force tables exceed this.")
 @click.option(
@@ -645,12 +659,12 @@ def reconfigure(
 )
 @click.option(
     "--rebalance",
-    "rebalancer",
+    "rebalance",
     help="Rebalancer run within windows: follow (keys join their neighbours), local (locality-aware balancing), "
     f"or {', '.join(m for m in TABLE_METHODS if m not in ('follow', 'local'))} ({_NOT_SSM}).",
 )
 @click.option("--rebalance-every", default="1D", show_default=True)
-@click.option("--theta-max", type=float, default=0.08, show_default=True)
+@click.option("--theta-max", type=float, default=DEFAULT_THETA_MAX, show_default=True)
 @click.option(
     "--balance-window",
     help="--rebalance local: balance the load of each BALANCE_WINDOW (e.g. 1D) instead of the whole window.",
@@ -676,7 +690,7 @@ def reconfigure(
     callback=_forecast,
     help="Online: balance each reconfiguration on this forecast of next window's key loads (e.g. decay:0.5).",
 )
-@click.option("--alpha", type=float, default=1.03, show_default=True)
+@click.option("--alpha", type=float, default=DEFAULT_ALPHA, show_default=True)
 @hash_option
 @json_option
 @quiet_option
@@ -698,7 +712,7 @@ def replay_command(
     min_gain,
     max_imbalance,
     incremental,
-    rebalancer,
+    rebalance,
     rebalance_every,
     theta_max,
     balance_window,
@@ -710,7 +724,7 @@ def replay_command(
     split_merge,
     forecast,
     alpha,
-    hash_engine,
+    hash,
     as_json,
     quiet,
 ):
@@ -722,7 +736,6 @@ def replay_command(
     from locality.errors import TraceError
     from locality.rebalance.window import RebalanceSchedule
     from locality.replay import check_replay_options, replay_trace, windows_of
-    from pipelines.online import DEFAULT_DECAY
     from pipelines.progress import Stages
     from pipelines.trace import read_trace_frame
 
@@ -732,9 +745,9 @@ def replay_command(
         decay = DEFAULT_DECAY
     check_replay_options(alpha=alpha, history=history, decay=decay, min_gain=min_gain, max_imbalance=max_imbalance)
     schedule = None
-    if rebalancer is not None:
+    if rebalance is not None:
         schedule = RebalanceSchedule(
-            method=rebalancer,
+            method=rebalance,
             every=rebalance_every,
             balance_window=balance_window,
             forecast=rebalance_forecast,
@@ -762,12 +775,12 @@ def replay_command(
             period=period,
             mode=mode,
             alpha=alpha,
-            fallback=hash_engine,
+            hash=hash,
             history=history,
             decay=decay,
             min_gain=min_gain,
             max_imbalance=max_imbalance,
-            rebalancer=schedule,
+            rebalance=schedule,
             forecast=forecast,
             incremental=incremental,
         )
@@ -921,9 +934,10 @@ def _point(value: str | None, option: str) -> int | None:
         return None
     if value.lstrip("-").isdigit():
         return int(value)
-    from pipelines.trace import parse_time
+    from locality.schedule import point_of
+    from locality.time_range import parse_time
 
-    return int(parse_time(value, option).timestamp() * 1000)
+    return point_of(parse_time(value, option))
 
 
 def _point_text(point: int) -> str:
@@ -1002,17 +1016,13 @@ def export(store, operator, out, version, server, as_json):
 
 
 def _export_server(value: str, servers: list[str], version: int) -> str:
-    """The server ``--server`` names: one of ``servers``, or a 0-based position when no server name is a number."""
-    if value in servers:
-        return value
-    numeric = any(s.isascii() and s.isdigit() for s in servers)
-    if value.isascii() and value.isdigit() and not numeric and int(value) < len(servers):
-        return servers[int(value)]
-    how = "no position: a server name is a number" if numeric else f"or a position 0..{len(servers) - 1}"
-    raise click.BadParameter(
-        f"{value!r} is not a server of version {version}; its servers are {servers} (a name, {how})",
-        param_hint="'--server'",
-    )
+    """The server ``--server`` names among the version's ``servers`` (a name, or a 0-based position)."""
+    from locality.engines._source import server_of_text
+
+    try:
+        return server_of_text(value, servers, f"version {version}")
+    except LocalityError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--server'") from None
 
 
 @cli.command()
@@ -1034,7 +1044,8 @@ def demo(workdir, rows, servers, as_json, quiet, master):
     from locality.report import format_evaluation
     from locality.topology import Topology
     from pipelines.evaluate import evaluate_trace
-    from pipelines.offline import OfflineParams, run
+    from pipelines.offline import run
+    from pipelines.params import OfflineParams
     from pipelines.progress import Stages
     from pipelines.trace import TraceSpec, read_trace
 

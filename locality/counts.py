@@ -133,9 +133,10 @@ def blend(
     windows : int or None, default 1
         Use only the last ``windows`` windows (None: all). ``windows=1`` with
         no decay is the paper's reset: only the latest window counts.
-    decay : float in (0, 1], optional
+    decay : float in [0, 1], optional
         Weight of a window ``age`` windows old is ``decay ** age`` (newest:
-        age 0). Without it the windows kept weigh the same.
+        age 0); 0 keeps the newest window alone (forgets the rest). Without
+        it (None) the windows kept weigh the same.
     min_weight : float, default 0
         Drop pairs and keys whose blended weight falls below this (decayed
         history would otherwise grow without bound).
@@ -149,8 +150,10 @@ def blend(
     if windows is not None:
         check_integer(windows, "windows", "blend", lower=1)
     if decay is not None:
-        check_interval(decay, "decay", "blend", lower=0.0, upper=1.0, closed="right")
+        check_interval(decay, "decay", "blend", lower=0.0, upper=1.0)
     kept = list(history)[-windows:] if windows is not None else list(history)
+    if decay == 0:  # 0 ** age: the older windows weigh nothing; leave them out rather than keep their keys at 0
+        kept = kept[-1:]
     ops = kept[-1].operators
     factors = [decay ** (len(kept) - 1 - i) if decay is not None else 1.0 for i in range(len(kept))]
     pairs = [

@@ -57,8 +57,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from locality.engines import FallbackHash
+from locality.defaults import DEFAULT_ALPHA
 from locality.graph import KeyGraph
+from locality.hashing import FallbackHash
 from locality.partition import Partition, cut_vertices, find_hot_keys, metis_weights, partition_of
 from locality.placement import server_connections
 from locality.rebalance.tables import rebalance_configuration
@@ -112,7 +113,7 @@ def carried_over(
 
 
 def rescale_partition(
-    graph: KeyGraph, topology: Topology, held: np.ndarray, *, alpha: float = 1.03, seed: int = 0
+    graph: KeyGraph, topology: Topology, held: np.ndarray, *, alpha: float = DEFAULT_ALPHA, seed: int = 0
 ) -> Partition:
     """A server per key of ``graph`` for ``topology`` that moves the least load from where the keys are.
 
@@ -210,7 +211,7 @@ def fill_shares(
     loads: Mapping[str, pd.Series],
     state: Mapping[str, pd.Series],
     *,
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     max_entries: int | None = None,
 ) -> RoutingConfiguration:
     """``config`` with every instance pulled up to ``(2 - alpha)`` of its fair share, the cheapest keys first.

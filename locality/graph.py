@@ -79,11 +79,6 @@ class KeyGraph:
         start = self.offsets[operator]
         return slice(start, start + len(self.keys[operator]))
 
-    def operator_of_vertex(self) -> np.ndarray:
-        """Operator position (into :attr:`operators`) of every vertex, as int64."""
-        sizes = [len(self.keys[op]) for op in self.operators]
-        return np.repeat(np.arange(len(self.operators), dtype=np.int64), sizes)
-
     def residual(self, operator: str) -> float:
         """Load of ``operator`` carried by keys that are not vertices (routed by the fallback)."""
         return max(self.totals[operator] - float(self.vertex_weight[self.operator_slice(operator)].sum()), 0.0)
@@ -119,19 +114,6 @@ class KeyGraph:
     def edge_table(self) -> pd.DataFrame:
         """Edges in GraphFrames' schema: ``src``, ``dst``, ``weight``."""
         return pd.DataFrame({"src": self.src, "dst": self.dst, "weight": self.edge_weight})
-
-    def to_networkx(self):
-        """An undirected ``networkx.Graph`` with ``operator``, ``key`` and ``weight`` on nodes, ``weight`` on edges."""
-        import networkx as nx
-
-        g = nx.Graph()
-        vertices = self.vertex_table()
-        g.add_nodes_from(
-            (int(row.id), {"operator": row.operator, "key": row.key, "weight": float(row.weight)})
-            for row in vertices.itertuples(index=False)
-        )
-        g.add_weighted_edges_from(zip(self.src.tolist(), self.dst.tolist(), self.edge_weight.tolist()))
-        return g
 
 
 def csr_from_edges(

@@ -13,7 +13,9 @@ this module:
   measure (both sides);
 - :func:`balance_bounds`: the loads ``(1 +/- theta_max) * fair(d)`` an
   instance may carry, nudged so that a load within them passes :func:`theta`
-  in floating point.
+  in floating point;
+- :func:`heavier_than`: the keys too heavy for any instance under a bound
+  (the optimizer's hot keys under alpha, the rebalancers' under theta_max).
 
 ``shares=None`` means equal shares; the figures are then computed from the
 mean exactly as Fang et al. [2]_ write them.
@@ -30,7 +32,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fair_loads", "imbalance", "theta", "balance_bounds", "unequal_shares"]
+__all__ = ["fair_loads", "imbalance", "theta", "balance_bounds", "heavier_than", "unequal_shares"]
+
+#: A load that reaches a bound up to floating-point rounding (sums of floats) is within it.
+_ROUNDING = 1e-9
 
 
 def unequal_shares(shares: np.ndarray | None) -> np.ndarray | None:
@@ -105,3 +110,18 @@ def balance_bounds(fair: np.ndarray | float, theta_max: float) -> tuple[np.ndarr
         hi[over] = np.nextafter(hi[over], -np.inf)
         lo[under] = np.nextafter(lo[under], np.inf)
     return hi, lo
+
+
+def heavier_than(loads: np.ndarray, bound: float) -> np.ndarray:
+    """Positions of the ``loads`` above ``bound``, heaviest first (ties in position order).
+
+    A key heavier than the most any one instance may carry makes the bound
+    unreachable whatever the placement; a load that reaches the bound up to
+    rounding is within it.
+
+    >>> heavier_than(np.array([5.0, 12.0, 10.0, 11.0]), 10.0).tolist()
+    [1, 3]
+    """
+    loads = np.asarray(loads, dtype=float)
+    heavy = np.flatnonzero(loads > bound * (1.0 + _ROUNDING))
+    return heavy[np.argsort(-loads[heavy], kind="stable")]

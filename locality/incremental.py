@@ -53,6 +53,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from locality.defaults import DEFAULT_ALPHA
 from locality.graph import KeyGraph, csr_from_edges
 from locality.migration import relabel_parts
 from locality.partition import MetisInput, Partition, adaptive_cuts, find_hot_keys, metis_weights, partition_of
@@ -72,7 +73,7 @@ def repartition_changed(
     topology: Topology,
     held: np.ndarray,
     *,
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     seed: int = 0,
     csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> Partition:

@@ -2,7 +2,9 @@
 
 :func:`optimize` is the driver-side step shared by the Spark jobs, the CLI and
 the notebooks: it takes a key graph (built from sketches or exact counts) and
-returns the configuration with everything measured on the way.
+returns the configuration with everything measured on the way; the tables
+of a placement are written here too (:func:`build_routing`: an entry for each
+key placed off its fallback instance), beside their only caller.
 :class:`LocalityOptimizer` wraps the whole chain for an in-memory trace
 (pandas / Arrow), following the estimator contract: ``fit`` returns ``self``
 and leaves ``config_``, ``graph_``, ``partition_``, ``placement_`` and
@@ -22,19 +24,37 @@ import numpy as np
 import pandas as pd
 
 from locality._stopwatch import Stopwatch
-from locality._validation import check_integer, check_interval, check_option
+from locality._validation import (
+    boundary,
+    check_at_most,
+    check_integer,
+    check_interval,
+    check_option,
+    outermost,
+)
 from locality.counts import count_keys
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH
 from locality.elastic import carried_over
-from locality.engines import ENGINES, FallbackHash, make_fallback
+from locality.errors import InvalidParameterError
 from locality.evaluation import EvaluationReport, evaluate
 from locality.graph import KeyGraph
+from locality.hashing import ENGINES, FallbackHash, make_fallback
 from locality.migration import relabel_parts
-from locality.partition import Partition, partition_key_graph
-from locality.placement import Placement, place_keys
-from locality.routing import RoutingConfiguration, build_routing, entry_values
+from locality.partition import MAX_SEED, SEED_LIMIT, Partition, partition_key_graph
+from locality.placement import Placement, connection_to, place_keys
+from locality.routing import RoutingConfiguration, RoutingTable
 from locality.topology import Topology
 
-__all__ = ["Optimization", "optimize", "make_fallbacks", "LocalityOptimizer"]
+__all__ = [
+    "Optimization",
+    "optimize",
+    "make_fallbacks",
+    "LocalityOptimizer",
+    "check_optimizer_parameters",
+    "build_routing",
+    "check_fallbacks",
+    "entry_values",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -70,18 +90,35 @@ class Optimization:
         }
 
 
-def make_fallbacks(topology: Topology, engine: str = "kafka", **params) -> dict[str, FallbackHash]:
-    """One fallback hash per operator, sized to its number of instances."""
-    check_option(engine, "hash", "make_fallbacks", ENGINES)
-    return {op: make_fallback(engine, topology.n_instances(op), **params) for op in topology.operators}
+def make_fallbacks(topology: Topology, hash: str = DEFAULT_HASH, **params) -> dict[str, FallbackHash]:
+    """One fallback hash per operator, sized to its number of instances: the hash of engine ``hash``."""
+    check_option(hash, "hash", "make_fallbacks", ENGINES)
+    return {op: make_fallback(hash, topology.n_instances(op), **params) for op in topology.operators}
 
 
+def check_optimizer_parameters(
+    owner: str, *, alpha: float, seed: int, max_entries: int | None = None
+) -> tuple[float, int]:
+    """The optimizer's parameters checked for ``owner``: ``alpha`` >= 1, METIS's ``seed``, ``max_entries`` >= 0.
+
+    Returns ``(alpha, seed)`` as a float and an int. Every boundary that runs
+    the optimizer (:func:`optimize`, :func:`~locality.reconfiguration.reconfigure`,
+    :class:`LocalityOptimizer`, the jobs' parameters) checks them this one way.
+    """
+    alpha = check_interval(alpha, "alpha", owner, lower=1.0)
+    seed = check_at_most(check_integer(seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
+    if max_entries is not None:
+        check_integer(max_entries, "max_entries", owner, lower=0)
+    return alpha, seed
+
+
+@boundary
 def optimize(
     graph: KeyGraph,
     topology: Topology,
     fallbacks: Mapping[str, FallbackHash],
     *,
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     seed: int = 0,
     max_entries: int | None = None,
     recursive: bool = False,
@@ -136,9 +173,10 @@ def optimize(
         METIS partitions to compute and keep the best of; default
         :func:`~locality.partition.adaptive_cuts` of the graph's edges.
     """
-    alpha = check_interval(alpha, "alpha", "optimize", lower=1.0)
-    if max_entries is not None:
-        check_integer(max_entries, "max_entries", "optimize", lower=0)
+    if outermost():
+        alpha, seed = check_optimizer_parameters("optimize", alpha=alpha, seed=seed, max_entries=max_entries)
+        if n_cuts is not None:
+            check_integer(n_cuts, "n_cuts", "optimize", lower=1)
     if tuple(topology.operators) != tuple(graph.operators):
         raise ValueError(f"topology operators {topology.operators} differ from the graph's {graph.operators}")
     started = time.perf_counter()
@@ -199,9 +237,9 @@ def _outside_cap(
     """Keys to pin on their fallback instance so that each table keeps at most ``max_entries`` entries.
 
     Entries are counted as the tables hold them: keys placed off their
-    fallback instance (:func:`~locality.routing.build_routing`). Where a
+    fallback instance (:func:`build_routing`). Where a
     table would exceed the cap, the entries kept are those worth the most:
-    the locality they keep (:func:`~locality.routing.entry_values`) plus,
+    the locality they keep (:func:`entry_values`) plus,
     with ``kept_state``, the state of a key they keep where it is now
     (``current``), which would otherwise move (ties: heavier keys). Every
     other key is pinned, those of operators within the cap included (they
@@ -228,6 +266,70 @@ def _outside_cap(
     return pinned if over else None
 
 
+def build_routing(
+    graph: KeyGraph,
+    topology: Topology,
+    placement: Placement,
+    fallbacks: Mapping[str, FallbackHash],
+    *,
+    parameters: Mapping | None = None,
+) -> RoutingConfiguration:
+    """Routing tables from a placement: an entry for each key whose instance differs from the fallback.
+
+    Parameters
+    ----------
+    graph, topology, placement
+        The key graph and where :func:`~locality.placement.place_keys` put its keys.
+    fallbacks : mapping of operator -> FallbackHash
+        One per operator, with ``n_instances`` equal to the operator's.
+    parameters : mapping, optional
+        Recorded in the configuration (alpha, seed, sketch capacity, ...).
+    """
+    check_fallbacks(topology, fallbacks)
+    tables = {}
+    for op in topology.operators:
+        sl = graph.operator_slice(op)
+        keys = graph.keys[op].to_numpy(dtype=object)
+        chosen = placement.instance_of_vertex[sl]
+        differs = np.flatnonzero(chosen != fallbacks[op].instances_of(keys))
+        entries = pd.Series(chosen[differs], index=pd.Index(keys[differs], dtype=object))
+        tables[op] = RoutingTable(op, fallbacks[op], entries)
+    return RoutingConfiguration(topology, tables, dict(parameters or {}))
+
+
+def check_fallbacks(topology: Topology, fallbacks: Mapping[str, FallbackHash]) -> None:
+    """Raise when a fallback does not route to exactly the operator's instances."""
+    for op in topology.operators:
+        if fallbacks[op].n_instances != topology.n_instances(op):
+            raise InvalidParameterError(
+                f"the fallback of {op!r} routes to {fallbacks[op].n_instances} instances "
+                f"but the topology has {topology.n_instances(op)}"
+            )
+
+
+def entry_values(
+    graph: KeyGraph,
+    topology: Topology,
+    placement: Placement,
+    op: str,
+    fallback_instances: np.ndarray,
+    csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Locality each key of ``op`` is worth as a table entry.
+
+    The edge weight it keeps on its placed server minus what it would keep on
+    its fallback instance's server (0 for keys the fallback already places).
+    Memory follows the operator's edges, not its keys times the servers.
+    ``csr`` is ``graph.to_csr()`` when the caller has it.
+    """
+    sl = graph.operator_slice(op)
+    inst_server = topology.instance_servers(op)
+    keys = np.arange(sl.start, sl.stop)
+    csr = graph.to_csr() if csr is None else csr
+    placed = connection_to(graph, keys, placement.server_of_vertex, inst_server[placement.instance_of_vertex[sl]], csr)
+    return placed - connection_to(graph, keys, placement.server_of_vertex, inst_server[fallback_instances], csr)
+
+
 class LocalityOptimizer:
     """Learn routing tables from an in-memory trace (estimator contract).
 
@@ -237,12 +339,13 @@ class LocalityOptimizer:
         Its operators name the trace's key columns, in pipeline order.
     alpha : float, default 1.03
         Per-operator balance bound.
-    fallback : {"kafka", "storm", "flink", "spark", "ring"}, default "kafka"
-        The engine whose hash routes keys not in the tables.
+    hash : {"kafka", "storm", "flink", "pyflink", "spark", "ring"}, default "kafka"
+        The engine whose hash routes keys not in the tables (``--hash``).
     top_pairs : int, optional
         Keep only the heaviest pairs of each hop in the graph.
-    sketch_capacity : int, optional
-        Count with Space-Saving sketches of this capacity instead of exactly.
+    capacity : int, optional
+        Count with Space-Saving sketches of this capacity instead of exactly
+        (``--capacity``).
     max_entries : int, optional
         Cap on each table.
     seed : int, default 0
@@ -273,43 +376,44 @@ class LocalityOptimizer:
         self,
         topology: Topology,
         *,
-        alpha: float = 1.03,
-        fallback: str = "kafka",
+        alpha: float = DEFAULT_ALPHA,
+        hash: str = DEFAULT_HASH,
         top_pairs: int | None = None,
-        sketch_capacity: int | None = None,
+        capacity: int | None = None,
         max_entries: int | None = None,
         seed: int = 0,
         recursive: bool = False,
     ) -> None:
         self.topology = topology
         self.alpha = alpha
-        self.fallback = fallback
+        self.hash = hash
         self.top_pairs = top_pairs
-        self.sketch_capacity = sketch_capacity
+        self.capacity = capacity
         self.max_entries = max_entries
         self.seed = seed
         self.recursive = recursive
 
+    @boundary
     def fit(self, trace: pd.DataFrame, weight: str | None = None) -> LocalityOptimizer:
         """Count, build the graph, partition, place and route; then evaluate in-sample."""
         owner = "LocalityOptimizer"
-        check_interval(self.alpha, "alpha", owner, lower=1.0)
+        check_optimizer_parameters(owner, alpha=self.alpha, seed=self.seed, max_entries=self.max_entries)
         if self.top_pairs is not None:
             check_integer(self.top_pairs, "top_pairs", owner, lower=1)
-        if self.sketch_capacity is not None:
-            check_integer(self.sketch_capacity, "sketch_capacity", owner, lower=1)
+        if self.capacity is not None:
+            check_integer(self.capacity, "capacity", owner, lower=1)
         operators = list(self.topology.operators)
-        counts = count_keys(trace, operators, weight=weight, capacity=self.sketch_capacity)
+        counts = count_keys(trace, operators, weight=weight, capacity=self.capacity)
         self.graph_ = counts.graph(self.top_pairs)
         result = optimize(
             self.graph_,
             self.topology,
-            make_fallbacks(self.topology, self.fallback),
+            make_fallbacks(self.topology, self.hash),
             alpha=self.alpha,
             seed=self.seed,
             max_entries=self.max_entries,
             recursive=self.recursive,
-            parameters={"hash": self.fallback, "top_pairs": self.top_pairs, "sketch_capacity": self.sketch_capacity},
+            parameters={"hash": self.hash, "top_pairs": self.top_pairs, "capacity": self.capacity},
         )
         self.config_, self.partition_, self.placement_ = result.config, result.partition, result.placement
         self.optimization_ = result

@@ -33,8 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
-from locality._validation import check_at_most, check_integer, check_interval
+from locality._validation import boundary, check_at_most, check_integer, check_interval, outermost
+from locality.defaults import DEFAULT_ALPHA
 from locality.graph import KeyGraph, csr_from_edges
+from locality.imbalance import heavier_than
 from locality.topology import Topology
 
 __all__ = [
@@ -136,7 +138,7 @@ def find_hot_keys(graph: KeyGraph, topology: Topology, alpha: float) -> list[Hot
     for op in graph.operators:
         bound = alpha * float(topology.instance_shares(op).max()) * graph.totals[op]
         weights = graph.vertex_weight[graph.operator_slice(op)]
-        for i in np.flatnonzero(weights > bound * (1 + 1e-12)):
+        for i in heavier_than(weights, bound):
             hot.append(HotKey(op, graph.keys[op][i], float(weights[i]), bound))
     hot.sort(key=lambda h: -h.load)
     return hot
@@ -304,11 +306,12 @@ def metis_input(
     return MetisInput.of(csr, vweights, shares, alpha=alpha, seed=seed, n_cuts=n_cuts, recursive=recursive)
 
 
+@boundary
 def partition_key_graph(
     graph: KeyGraph,
     topology: Topology,
     *,
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     seed: int = 0,
     recursive: bool = False,
     n_cuts: int | None = None,
@@ -370,11 +373,13 @@ def partition_key_graph(
     1.0
     """
     owner = "partition_key_graph"
-    alpha = check_interval(alpha, "alpha", owner, lower=1.0)
-    seed = check_at_most(check_integer(seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
+    if outermost():
+        alpha = check_interval(alpha, "alpha", owner, lower=1.0)
+        seed = check_at_most(check_integer(seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
     if n_cuts is None:
         n_cuts = adaptive_cuts(graph.n_edges)
-    n_cuts = check_integer(n_cuts, "n_cuts", "partition_key_graph", lower=1)
+    elif outermost():
+        n_cuts = check_integer(n_cuts, "n_cuts", owner, lower=1)
     n_parts = len(topology.servers)
     hot = find_hot_keys(graph, topology, alpha)
     for h in hot:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from locality._stopwatch import Stopwatch
+from locality.defaults import DEFAULT_ALPHA
 from locality.graph import KeyGraph
 from locality.imbalance import imbalance as imbalance_of
 from locality.partition import HotKey
@@ -343,7 +344,7 @@ def place_keys(
     topology: Topology,
     server_of_vertex: np.ndarray,
     *,
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     preferred: np.ndarray | None = None,
     hot_keys: list[HotKey] | None = None,
     pinned: np.ndarray | None = None,

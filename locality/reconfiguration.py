@@ -46,25 +46,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_interval
+from locality._validation import boundary, check_interval, outermost
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_MIN_GAIN
 from locality.elastic import carried_over, fill_shares, rescale_partition, same_deployment
-from locality.engines import FallbackHash
 from locality.evaluation import Evaluation
 from locality.graph import KeyGraph
+from locality.hashing import FallbackHash
 from locality.incremental import repartition_changed
 from locality.migration import MigrationPlan, plan_migration
-from locality.optimizer import Optimization, optimize
+from locality.optimizer import Optimization, check_optimizer_parameters, optimize
 from locality.partition import partition_key_graph
 from locality.routing import RoutingConfiguration
 from locality.topology import Topology
 
-__all__ = ["Reconfiguration", "reconfigure", "Decision", "decide", "graph_state_sizes", "DEFAULT_MIN_GAIN"]
-
-#: Hops made local over the window per unit of state moved needed to publish (see :func:`decide`). On the weekly
-#: flights replay (with the online job's DEFAULT_MAX_IMBALANCE) it publishes 27 of 52 weeks and keeps 60.1%
-#: locality (60.4% publishing every week), moving 11.5% of the state per reconfiguration instead of 25.6%
-#: (benchmarks/RESULTS.md).
-DEFAULT_MIN_GAIN = 0.1
+__all__ = ["Reconfiguration", "reconfigure", "Decision", "decide", "graph_state_sizes"]
 
 logger = logging.getLogger(__name__)
 
@@ -111,13 +106,14 @@ def graph_state_sizes(graph: KeyGraph, state: Mapping[str, pd.Series] | None = N
     return out
 
 
+@boundary
 def reconfigure(
     graph: KeyGraph,
     topology: Topology,
     current: RoutingConfiguration,
     fallbacks: Mapping[str, FallbackHash],
     *,
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     seed: int = 0,
     state: Mapping[str, pd.Series] | None = None,
     max_entries: int | None = None,
@@ -159,7 +155,9 @@ def reconfigure(
         the topology change's, as without it. ``unrelabeled_cost`` is then
         None (there are no METIS labels to compare).
     """
-    min_gain = check_interval(min_gain, "min_gain", "reconfigure", lower=0.0, upper=math.inf)
+    if outermost():
+        alpha, seed = check_optimizer_parameters("reconfigure", alpha=alpha, seed=seed, max_entries=max_entries)
+        min_gain = check_interval(min_gain, "min_gain", "reconfigure", lower=0.0, upper=math.inf)
     sizes = graph_state_sizes(graph, state)
     state_vector = np.concatenate([sizes[op].to_numpy(dtype=float) for op in graph.operators])
     common = dict(alpha=alpha, max_entries=max_entries, current=current, state=state_vector, seed=seed)
@@ -221,6 +219,7 @@ class Decision:
     payback: float | None
 
 
+@boundary
 def decide(
     before: Evaluation | None,
     after: Evaluation,
@@ -257,7 +256,8 @@ def decide(
     -------
     Decision
     """
-    min_gain = check_interval(min_gain, "min_gain", "decide", lower=0.0)
+    if outermost():
+        min_gain = check_interval(min_gain, "min_gain", "decide", lower=0.0)
     if before is None:
         return Decision(True, "no configuration is in force yet", after.locality, None)
     gain = after.locality - before.locality

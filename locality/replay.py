@@ -17,7 +17,7 @@ suffers within it). The reconfiguration can balance a *forecast* of next
 window's key loads (``forecast``, :mod:`locality.forecast`) instead of the
 blended history its edges come from.
 
-Between two reconfigurations a rebalancer (``rebalancer``, any of
+Between two reconfigurations a rebalancer (``rebalance``, any of
 :data:`locality.rebalance.METHODS`, or a whole
 :class:`~locality.rebalance.window.RebalanceSchedule`) can run every
 ``rebalance_every`` on each operator (:class:`~locality.rebalance.window.WindowRouter`): the
@@ -42,14 +42,14 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_at_most, check_integer, check_interval, check_option, check_period
+from locality._validation import boundary, check_integer, check_interval, check_option, check_period
 from locality.counts import KeyCounts, blend, count_keys
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH, DEFAULT_MIN_BLENDED_WEIGHT, DEFAULT_THETA_MAX
 from locality.errors import InvalidParameterError, TraceError
 from locality.evaluation import ReplayTotals, estimate_from_counts, hop_name
 from locality.forecast import forecast_counts, parse_forecast
 from locality.imbalance import imbalance
-from locality.optimizer import make_fallbacks, optimize
-from locality.partition import MAX_SEED, SEED_LIMIT
+from locality.optimizer import check_optimizer_parameters, make_fallbacks, optimize
 from locality.rebalance.window import RebalanceSchedule, WindowRouter, WindowRoutes
 from locality.reconfiguration import decide, reconfigure
 from locality.routing import RoutingConfiguration
@@ -61,8 +61,6 @@ __all__ = ["WindowResult", "ReplayResult", "replay_trace", "check_replay_options
 logger = logging.getLogger(__name__)
 
 MODES = ("online", "offline", "hash")
-#: Blended pairs and keys lighter than this are dropped (at decay 0.85 a pair seen once lasts 14 windows).
-_MIN_BLENDED_WEIGHT = 0.1
 
 
 @dataclass
@@ -263,6 +261,7 @@ def _daily_worst(topology: Topology, routes: Mapping[str, np.ndarray], day: np.n
     return out
 
 
+@boundary
 def replay_trace(
     trace: pd.DataFrame,
     topology: Topology,
@@ -270,15 +269,15 @@ def replay_trace(
     ts: str = "ts",
     period: str = "7D",
     mode: str = "online",
-    alpha: float = 1.03,
-    fallback: str = "kafka",
+    alpha: float = DEFAULT_ALPHA,
+    hash: str = DEFAULT_HASH,
     history: int | None = 1,
     decay: float | None = None,
     min_gain: float | None = None,
     max_imbalance: float | None = None,
-    rebalancer: str | RebalanceSchedule | None = None,
+    rebalance: str | RebalanceSchedule | None = None,
     rebalance_every: str = "1D",
-    theta_max: float = 0.08,
+    theta_max: float = DEFAULT_THETA_MAX,
     table_cap: int | None = None,
     forecast: str | None = None,
     seed: int = 0,
@@ -295,18 +294,19 @@ def replay_trace(
         Window length (a pandas offset: ``"7D"``, ``"1D"``, ``"30D"``), or a
         calendar period (``"YS"`` years, ``"QS"`` quarters, ``"MS"`` months).
     mode : {"online", "offline", "hash"}
-    alpha, fallback, seed
+    alpha, hash, seed
         As for :class:`~locality.optimizer.LocalityOptimizer`.
     history : int or None, default 1
         Online: build from the last ``history`` windows (None: all of them).
-    decay : float in (0, 1], optional
-        Online: weigh a window ``age`` windows old by ``decay ** age``.
+    decay : float in [0, 1], optional
+        Online: weigh a window ``age`` windows old by ``decay ** age`` (0:
+        the latest window alone, as the online job's ``decay=0``).
     min_gain, max_imbalance : float, optional
         Online: publish only when :func:`~locality.reconfiguration.decide`
         agrees with these thresholds (default: publish every window).
-    rebalancer : str or RebalanceSchedule, optional
-        A rebalancer run within each window: its name (run every
-        ``rebalance_every`` with ``theta_max`` and ``table_cap``), or a whole
+    rebalance : str or RebalanceSchedule, optional
+        A rebalancer run within each window (``--rebalance``): its name (run
+        every ``rebalance_every`` with ``theta_max`` and ``table_cap``), or a whole
         :class:`~locality.rebalance.window.RebalanceSchedule` (forecast,
         balance window, hot-key splitting...).
     rebalance_every, theta_max
@@ -332,13 +332,14 @@ def replay_trace(
     """
     owner = "replay_trace"
     check_option(mode, "mode", owner, MODES)
-    check_interval(alpha, "alpha", owner, lower=1.0)
     check_replay_options(
         alpha=alpha, history=history, decay=decay, min_gain=min_gain, max_imbalance=max_imbalance, seed=seed
     )
-    schedule = rebalancer
-    if isinstance(rebalancer, str):
-        schedule = RebalanceSchedule(method=rebalancer, every=rebalance_every, theta_max=theta_max, table_cap=table_cap)
+    if table_cap is not None:
+        check_integer(table_cap, "table_cap", owner, lower=0)
+    schedule = rebalance
+    if isinstance(rebalance, str):
+        schedule = RebalanceSchedule(method=rebalance, every=rebalance_every, theta_max=theta_max, table_cap=table_cap)
     load_forecast = parse_forecast(forecast) if forecast is not None else None
     if table_cap is None and schedule is not None:
         table_cap = schedule.table_cap
@@ -355,7 +356,7 @@ def replay_trace(
                 f"the 'rebalance_every' parameter of {owner} must make at most {MAX_REBALANCE_RUNS:,} rebalancing "
                 f"runs; {schedule.every!r} over {len(windows):,} windows of {period} makes {runs:,}"
             )
-    fallbacks = make_fallbacks(topology, fallback)
+    fallbacks = make_fallbacks(topology, hash)
     hashed = RoutingConfiguration.hash_routing(topology, fallbacks, {"mode": "hash"})
     config, graph = hashed, None
     past: list[KeyCounts] = []  # counts of every window so far, oldest first
@@ -364,7 +365,7 @@ def replay_trace(
         window = frame[(frame[ts] >= start) & (frame[ts] < end)]
         step = _Step(0.0, 0, None, False, "hash routing" if mode == "hash" else "first window: no tables yet")
         if mode == "online" and past and config is not hashed:
-            counts = blend(past, windows=history, decay=decay, min_weight=_MIN_BLENDED_WEIGHT)
+            counts = blend(past, windows=history, decay=decay, min_weight=DEFAULT_MIN_BLENDED_WEIGHT)
             if load_forecast is not None:
                 counts = forecast_counts(counts, past, load_forecast[0], **load_forecast[1])
             config, graph, step = _reconfigure(
@@ -398,7 +399,7 @@ def replay_trace(
 
 def check_replay_options(
     *,
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     history: int | None = None,
     decay: float | None = None,
     min_gain: float | None = None,
@@ -411,16 +412,15 @@ def check_replay_options(
     reconfiguration reads them, which a short trace may never reach.
     """
     owner = "replay_trace"
-    check_interval(alpha, "alpha", owner, lower=1.0)
+    check_optimizer_parameters(owner, alpha=alpha, seed=seed)
     if history is not None:
         check_integer(history, "history", owner, lower=1)
     if decay is not None:
-        check_interval(decay, "decay", owner, lower=0.0, upper=1.0, closed="right")
+        check_interval(decay, "decay", owner, lower=0.0, upper=1.0)
     if min_gain is not None:
         check_interval(min_gain, "min_gain", owner, lower=0.0)
     if max_imbalance is not None:
         check_interval(max_imbalance, "max_imbalance", owner, lower=alpha)
-    check_at_most(check_integer(seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
 
 
 def _window_result(start, end, config: RoutingConfiguration, routed: WindowRoutes, ts: pd.Series, step) -> WindowResult:

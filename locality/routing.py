@@ -38,14 +38,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from locality.engines import FallbackHash, fallback_from_dict
-from locality.engines.keys import key_columns
 from locality.errors import InvalidParameterError, SerializationError
-from locality.graph import KeyGraph
-from locality.placement import Placement, connection_to
+from locality.hashing import FallbackHash, fallback_from_dict
+from locality.hashing.keys import key_columns
 from locality.topology import Topology
 
-__all__ = ["RoutingTable", "RoutingConfiguration", "build_routing", "entry_values", "check_fallbacks", "FORMAT_VERSION"]
+__all__ = ["RoutingTable", "RoutingConfiguration", "FORMAT_VERSION"]
 
 logger = logging.getLogger(__name__)
 
@@ -572,67 +570,3 @@ def topology_servers(topology: Topology, operator: str, instances: np.ndarray) -
     """Server names of ``instances`` of ``operator`` as an Arrow string array."""
     hosts = np.array(topology.placement[operator], dtype=object)
     return pa.array(hosts[instances] if len(instances) else [], type=pa.string())
-
-
-def build_routing(
-    graph: KeyGraph,
-    topology: Topology,
-    placement: Placement,
-    fallbacks: Mapping[str, FallbackHash],
-    *,
-    parameters: Mapping | None = None,
-) -> RoutingConfiguration:
-    """Routing tables from a placement: an entry for each key whose instance differs from the fallback.
-
-    Parameters
-    ----------
-    graph, topology, placement
-        The key graph and where :func:`~locality.placement.place_keys` put its keys.
-    fallbacks : mapping of operator -> FallbackHash
-        One per operator, with ``n_instances`` equal to the operator's.
-    parameters : mapping, optional
-        Recorded in the configuration (alpha, seed, sketch capacity, ...).
-    """
-    check_fallbacks(topology, fallbacks)
-    tables = {}
-    for op in topology.operators:
-        sl = graph.operator_slice(op)
-        keys = graph.keys[op].to_numpy(dtype=object)
-        chosen = placement.instance_of_vertex[sl]
-        differs = np.flatnonzero(chosen != fallbacks[op].instances_of(keys))
-        entries = pd.Series(chosen[differs], index=pd.Index(keys[differs], dtype=object))
-        tables[op] = RoutingTable(op, fallbacks[op], entries)
-    return RoutingConfiguration(topology, tables, dict(parameters or {}))
-
-
-def check_fallbacks(topology: Topology, fallbacks: Mapping[str, FallbackHash]) -> None:
-    """Raise when a fallback does not route to exactly the operator's instances."""
-    for op in topology.operators:
-        if fallbacks[op].n_instances != topology.n_instances(op):
-            raise InvalidParameterError(
-                f"the fallback of {op!r} routes to {fallbacks[op].n_instances} instances "
-                f"but the topology has {topology.n_instances(op)}"
-            )
-
-
-def entry_values(
-    graph: KeyGraph,
-    topology: Topology,
-    placement: Placement,
-    op: str,
-    fallback_instances: np.ndarray,
-    csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-) -> np.ndarray:
-    """Locality each key of ``op`` is worth as a table entry.
-
-    The edge weight it keeps on its placed server minus what it would keep on
-    its fallback instance's server (0 for keys the fallback already places).
-    Memory follows the operator's edges, not its keys times the servers.
-    ``csr`` is ``graph.to_csr()`` when the caller has it.
-    """
-    sl = graph.operator_slice(op)
-    inst_server = topology.instance_servers(op)
-    keys = np.arange(sl.start, sl.stop)
-    csr = graph.to_csr() if csr is None else csr
-    placed = connection_to(graph, keys, placement.server_of_vertex, inst_server[placement.instance_of_vertex[sl]], csr)
-    return placed - connection_to(graph, keys, placement.server_of_vertex, inst_server[fallback_instances], csr)

@@ -40,6 +40,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -47,12 +48,17 @@ import numpy as np
 from locality._store_files import read_json
 from locality.errors import InvalidParameterError, SerializationError, StoreDamagedError
 
-__all__ = ["SwitchSchedule", "SCHEDULE_FILE", "BEGINNING"]
+__all__ = ["SwitchSchedule", "SCHEDULE_FILE", "BEGINNING", "point_of"]
 
 SCHEDULE_FILE = "SCHEDULE"
 
 #: The point before every other: where the version in force when scheduling began starts.
 BEGINNING = -(2**63)
+
+
+def point_of(moment: datetime) -> int:
+    """The default point of an instant (aware, as :func:`locality.time_range.parse_time` gives): epoch milliseconds."""
+    return int(moment.timestamp() * 1000)
 
 
 @dataclass(frozen=True)

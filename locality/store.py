@@ -11,7 +11,15 @@ Layout of a store rooted at ``ROOT``::
     ROOT/versions/000007/configuration/     # RoutingConfiguration.write(): header.json,
                                             #   configuration.json, tables/NN.parquet
     ROOT/versions/000007/<artifacts>        # report.json, report.txt, load.png, migration_plan.json ...
-    ROOT/<job state>/...              # e.g. the online job's statistics/ and decisions/ (write_atomically)
+    ROOT/statistics/<window>/         # the online job: blended counts after that window (KeyCounts.write)
+    ROOT/statistics/LATEST            #   the window whose counts the next run blends with
+    ROOT/decisions/<window>.json      #   the outcome of each window (a rerun returns it)
+    ROOT/balance/<since>.json         #   what each instance served since a balance window began
+
+The online job's state is read and written through the methods of
+:class:`ConfigStore` that name it (:meth:`ConfigStore.statistics`,
+:meth:`ConfigStore.decision`, :meth:`ConfigStore.served_loads` and their
+``record_`` twins), under the writers' lock like every write.
 
 **One writer at a time.** Every write happens while holding an exclusive
 ``fcntl.flock`` on ``ROOT/LOCK`` (:mod:`locality._store_lock`): a second writer (another process, or
@@ -76,13 +84,15 @@ from pathlib import Path
 
 from locality._durable import as_bytes, checksums, fsync, fsync_tree, remove, write_bytes
 from locality._store_files import check_fields, damaged, is_directory, read_json, read_text, set_aside
-from locality._store_lock import DEFAULT_LOCK_TIMEOUT, WriterLock
+from locality._store_lock import WriterLock
 from locality._validation import MAX_WAIT_SECONDS, WAIT_LIMIT, check_at_most, check_interval
+from locality.counts import KeyCounts
+from locality.defaults import DEFAULT_LOCK_TIMEOUT
 from locality.errors import InvalidParameterError, LocalityError, StoreDamagedError, StoreError
 from locality.routing import RoutingConfiguration
 from locality.schedule import SCHEDULE_FILE, SwitchSchedule
 
-__all__ = ["ConfigStore", "StoredVersion", "PublishResult", "StoreSurvey", "fingerprint", "DEFAULT_LOCK_TIMEOUT"]
+__all__ = ["ConfigStore", "StoredVersion", "PublishResult", "StoreSurvey", "fingerprint"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +104,12 @@ _MANIFEST = "manifest.json"
 _CONFIG_DIR = "configuration"
 _DIGESTS = "digests.json"
 _TMP = ".tmp-"
+_STATISTICS = "statistics"
+_LATEST = f"{_STATISTICS}/LATEST"
+_DECISIONS = "decisions"
+_BALANCE = "balance"
+#: A window's name in the store (statistics/<name>/, decisions/<name>.json): a file name, never a path.
+_WINDOW_NAME = re.compile(r"(?!\.\.?$)[^/\\\x00]+")
 
 #: A version number as CURRENT and the version directories spell it: ASCII digits (not "٣", not "-1").
 _NUMBER = re.compile(r"[0-9]{1,18}")
@@ -670,6 +686,56 @@ class ConfigStore:
             return read_text(path, what)
         doc = read_json(path, what)
         return None if doc is None else check_fields(doc, fields, what, path)
+
+    # ------------------------------------------------------------------ the online job's state
+    def statistics(self, window: str | None = None) -> KeyCounts | None:
+        """The blended counts stored after ``window`` (default: the latest window's); None when there are none."""
+        window = self.latest_window() if window is None else window
+        path = None if window is None else self.root / _STATISTICS / window
+        return KeyCounts.read(path) if path is not None and path.is_dir() else None
+
+    def latest_window(self) -> str | None:
+        """The window whose blended counts the next online run blends with (None before the first).
+
+        Raises
+        ------
+        StoreDamagedError
+            ``statistics/LATEST`` is not the name of a window.
+        """
+        what = "the online job's statistics/LATEST"
+        latest = self.read_state(_LATEST, what)
+        if latest is not None and not _WINDOW_NAME.fullmatch(latest.strip()):
+            raise StoreDamagedError(f"{what} ({self.root / _LATEST}) is damaged: {latest[:40]!r} names no window")
+        return None if latest is None else latest.strip()
+
+    def record_statistics(self, window: str, counts: KeyCounts) -> None:
+        """Store the blended counts after ``window`` and make it the latest window (under :meth:`lock`)."""
+        self.write_atomically(f"{_STATISTICS}/{window}", counts.write)
+        self.write_atomically(_LATEST, lambda p: p.write_text(window))
+
+    def decision(self, window: str) -> dict | None:
+        """The outcome an online run recorded for ``window``; None when no run decided it."""
+        return self.read_state(f"{_DECISIONS}/{window}.json", f"the decision recorded for window {window}", fields={})
+
+    def record_decision(self, window: str, outcome: Mapping) -> None:
+        """Record the outcome of ``window`` (under :meth:`lock`), so that a rerun returns it."""
+        self.write_atomically(f"{_DECISIONS}/{window}.json", lambda p: p.write_text(json.dumps(outcome, default=str)))
+
+    def served_loads_file(self, since: datetime) -> Path:
+        """Where the ledger of the balance window that began at ``since`` is kept."""
+        return self.root / _BALANCE / f"{since.strftime('%Y%m%dT%H%M%S%z')}.json"
+
+    def served_loads(self, since: datetime) -> dict | None:
+        """The ledger of what each instance served since ``since`` (``loads``, ``until``, ``rows``); None before it."""
+        relative = str(self.served_loads_file(since).relative_to(self.root))
+        what = f"the ledger of what was served since {since.isoformat()}"
+        fields = {"loads": ("a JSON object", True), "until": ("a string", True), "rows": ("an integer", True)}
+        return self.read_state(relative, what, fields=fields)
+
+    def record_served_loads(self, since: datetime, ledger: Mapping) -> None:
+        """Store the ledger of the balance window that began at ``since`` (under :meth:`lock`)."""
+        relative = str(self.served_loads_file(since).relative_to(self.root))
+        self.write_atomically(relative, lambda p: p.write_text(json.dumps(ledger)))
 
     def next_version(self) -> int:
         """The number the next publish takes (one more than any numbered directory, complete or not)."""

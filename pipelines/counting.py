@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from locality.counts import KeyCounts
+from locality.defaults import DEFAULT_CAPACITY
 from locality.errors import TraceError
 from locality.sketch import SpaceSaving
 from pipelines.parquet_scan import ParquetScan
@@ -314,7 +315,7 @@ def sketch_trace(
     keys: Sequence[str],
     *,
     weight: str | None = None,
-    capacity: int = 100_000,
+    capacity: int = DEFAULT_CAPACITY,
     top_pairs: int | None = None,
     on_partition: Callable[[int, int], None] | None = None,
     scan: ParquetScan | None = None,
@@ -461,7 +462,7 @@ def count_trace(
     spec: TraceSpec,
     *,
     exact: bool = False,
-    capacity: int = 100_000,
+    capacity: int = DEFAULT_CAPACITY,
     top_pairs: int | None = None,
     on_partition: Callable[[int, int], None] | None = None,
 ) -> TraceCounts:

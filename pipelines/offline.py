@@ -28,85 +28,25 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from locality._validation import (
-    MAX_WAIT_SECONDS,
-    WAIT_LIMIT,
-    check_at_most,
-    check_integer,
-    check_interval,
-    check_option,
-)
-from locality.engines import ENGINES
+from locality._validation import boundary
 from locality.evaluation import estimate_from_counts
 from locality.optimizer import make_fallbacks, optimize
-from locality.partition import MAX_SEED, SEED_LIMIT
 from locality.plots import figure_png, instance_load_figure
 from locality.reconfiguration import reconfigure
 from locality.report import format_summary
 from locality.routing import RoutingConfiguration
-from locality.store import DEFAULT_LOCK_TIMEOUT, ConfigStore, PublishResult, fingerprint
+from locality.store import ConfigStore, PublishResult, fingerprint
 from locality.topology import Topology
 from pipelines.counting import read_and_count
 from pipelines.evaluate import evaluate_trace
 from pipelines.graph_frames import graph_statistics
+from pipelines.params import OfflineParams
 from pipelines.progress import Stages
-from pipelines.trace import TraceSpec, check_trace, input_identity
+from pipelines.trace import check_trace, input_identity
 
-__all__ = ["OfflineParams", "OfflineResult", "run"]
+__all__ = ["OfflineResult", "run"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class OfflineParams:
-    """Everything the offline job needs; validated on construction (errors name the parameter)."""
-
-    trace: TraceSpec
-    topology: Topology
-    store: str
-    alpha: float = 1.03
-    hash: str = "kafka"
-    top_pairs: int | None = None
-    capacity: int = 100_000
-    exact: bool = False
-    max_entries: int | None = None
-    seed: int = 0
-    graph_stats: bool = True
-    replay: bool = False
-    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
-
-    def __post_init__(self) -> None:
-        owner = "the offline job"
-        check_interval(self.alpha, "alpha", owner, lower=1.0)
-        check_at_most(
-            check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0),
-            MAX_WAIT_SECONDS,
-            "lock_timeout",
-            owner,
-            WAIT_LIMIT,
-        )
-        check_option(self.hash, "hash", owner, ENGINES)
-        check_integer(self.capacity, "capacity", owner, lower=1)
-        check_at_most(check_integer(self.seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
-        for name in ("top_pairs", "max_entries"):
-            if getattr(self, name) is not None:
-                check_integer(getattr(self, name), name, owner, lower=1 if name == "top_pairs" else 0)
-        self.trace.check_operators(self.topology.operators)
-
-    def fingerprint_parameters(self) -> dict:
-        """What, besides the input files, decides the tables (the store's idempotency key)."""
-        trace = {k: v for k, v in self.trace.describe().items() if k != "path"}
-        return {
-            "trace": trace,
-            "topology": self.topology.to_dict(),
-            "alpha": self.alpha,
-            "hash": self.hash,
-            "top_pairs": self.top_pairs,
-            "capacity": None if self.exact else self.capacity,
-            "exact": self.exact,
-            "max_entries": self.max_entries,
-            "seed": self.seed,
-        }
 
 
 @dataclass
@@ -122,6 +62,7 @@ class OfflineResult:
         return format_summary(self.report)
 
 
+@boundary
 def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineResult:
     """Run the offline optimization with ``spark`` and publish into ``params.store``.
 

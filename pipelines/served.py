@@ -8,7 +8,8 @@ the tables in force while the rows passed, which no single window of the
 trace holds (the tables changed at every run). So every run that balances a
 window adds the rows since the previous run (``until``) up to the end of its
 own window, replayed through the version in force (the one the previous run
-left current), and writes the sums back: ``ROOT/balance/<since>.json``.
+left current), and writes the sums back into the store
+(:meth:`~locality.store.ConfigStore.record_served_loads`).
 
 The version in force is right for those rows as long as the runs of a balance
 window are the only writers between reconfigurations; a nightly job that
@@ -21,10 +22,8 @@ the restored tables. Rows are counted once: a run whose window ends before
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 
 import numpy as np
 
@@ -49,10 +48,8 @@ class ServedLoads:
     @classmethod
     def read(cls, store: ConfigStore, since: datetime, config: RoutingConfiguration) -> ServedLoads:
         """The ledger of the balance window that began at ``since``; empty (nothing served) before its first run."""
-        path = _path(store, since)
-        what = f"the ledger of what was served since {since.isoformat()}"
-        fields = {"loads": ("a JSON object", True), "until": ("a string", True), "rows": ("an integer", True)}
-        doc = store.read_state(str(path.relative_to(store.root)), what, fields=fields)
+        doc = store.served_loads(since)
+        path, what = store.served_loads_file(since), f"the ledger of what was served since {since.isoformat()}"
         if doc is None:
             zeros = {op: np.zeros(config.topology.n_instances(op)) for op in config.topology.operators}
             return cls(since, since, zeros)
@@ -84,8 +81,7 @@ class ServedLoads:
 
     def write(self, store: ConfigStore) -> None:
         """Store the ledger (under the store's lock, atomically)."""
-        relative = str(_path(store, self.since).relative_to(store.root))
-        store.write_atomically(relative, lambda p: p.write_text(json.dumps(self.to_dict())))
+        store.record_served_loads(self.since, self.to_dict())
 
     def to_dict(self) -> dict:
         return {
@@ -94,7 +90,3 @@ class ServedLoads:
             "rows": self.rows,
             "loads": {op: v.tolist() for op, v in self.loads.items()},
         }
-
-
-def _path(store: ConfigStore, since: datetime) -> Path:
-    return store.root / "balance" / f"{since.strftime('%Y%m%dT%H%M%S%z')}.json"

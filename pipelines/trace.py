@@ -66,7 +66,6 @@ __all__ = [
     "input_files",
     "input_identity",
     "spark_read_errors",
-    "parse_time",
     "FORMATS",
     "ENCODINGS",
     "PREFIX_BYTES",

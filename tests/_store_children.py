@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from locality.datasets.catalog import card
-from locality.engines import make_fallback
 from locality.errors import StoreError
+from locality.hashing import make_fallback
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore
 from locality.topology import Topology

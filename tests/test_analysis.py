@@ -8,8 +8,9 @@ import pytest
 
 from locality import analysis
 from locality.errors import InvalidParameterError, TraceError
+from locality.imbalance import theta
 from locality.optimizer import LocalityOptimizer
-from locality.rebalance._base import instance_loads, theta
+from locality.rebalance._base import instance_loads
 from locality.replay import replay_trace
 from locality.topology import Topology
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from locality.cli import EXIT_CRASH, EXIT_ERROR, EXIT_OK, ExitCode, main
+from locality.cli import ExitCode, main
 from locality.store import ConfigStore
 from tests._store_children import make_config
 from tests.conftest import REPO
@@ -39,7 +39,7 @@ def test_an_unexpected_failure_is_one_line_naming_its_log(store, tmp_path, capsy
         raise KeyError("a bug")
 
     monkeypatch.setattr(ConfigStore, "survey", broken)
-    assert main(["show", "--store", str(store)]) == EXIT_CRASH
+    assert main(["show", "--store", str(store)]) == ExitCode.CRASH
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("locality: unexpected failure: KeyError: 'a bug' (traceback in ")
@@ -48,16 +48,16 @@ def test_an_unexpected_failure_is_one_line_naming_its_log(store, tmp_path, capsy
     text = open(log).read()
     assert "Traceback (most recent call last)" in text and "KeyError: 'a bug'" in text
     # --debug prints the traceback instead of writing a log
-    assert main(["show", "--store", str(store), "--debug"]) == EXIT_CRASH
+    assert main(["show", "--store", str(store), "--debug"]) == ExitCode.CRASH
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err and "traceback in " not in err
 
 
 def test_bad_input_is_one_line_without_traceback_and_with_debug_a_traceback(tmp_path, capsys):
     (tmp_path / "file").write_text("x")
-    assert main(["show", "--store", str(tmp_path / "file")]) == EXIT_ERROR
+    assert main(["show", "--store", str(tmp_path / "file")]) == ExitCode.BAD_INPUT
     assert capsys.readouterr().err == f"error: there is no store at {tmp_path / 'file'}: it is a file\n"
-    assert main(["show", "--store", str(tmp_path / "file"), "--debug"]) == EXIT_ERROR
+    assert main(["show", "--store", str(tmp_path / "file"), "--debug"]) == ExitCode.BAD_INPUT
     assert "Traceback" in capsys.readouterr().err
 
 
@@ -72,7 +72,7 @@ def test_interrupted(store, capsys, monkeypatch):
 
 def test_every_command_takes_debug_and_json(store, capsys):
     for command in ("optimize", "evaluate", "reconfigure", "replay", "show", "rollback", "demo"):
-        assert main([command, "--help"]) == EXIT_OK
+        assert main([command, "--help"]) == ExitCode.OK
         usage = capsys.readouterr().out
         assert "--debug" in usage and "--json" in usage, command
         if command not in ("show", "rollback"):
@@ -110,13 +110,13 @@ def test_the_spark_submit_script_runs_the_one_parser(store):
         cwd=REPO,
         timeout=120,
     )
-    assert done.returncode == EXIT_ERROR and "has no version 4" in done.stderr
+    assert done.returncode == ExitCode.BAD_INPUT and "has no version 4" in done.stderr
 
 
 def test_a_check_that_finds_a_problem_does_not_exit_0(tmp_path, capsys, monkeypatch):
     """``locality datasets`` lists every card; a shared trace missing or altered makes it exit 2, naming the card."""
     monkeypatch.setenv("LOCALITY_SHARED_DATA", str(tmp_path))  # no shared trace here
-    assert main(["datasets", "--json"]) == EXIT_ERROR
+    assert main(["datasets", "--json"]) == ExitCode.BAD_INPUT
     out, err = capsys.readouterr()
     rows = {row["name"]: row["status"] for row in json.loads(out)}
     assert rows["ira_troll_hashtags"].startswith("NOT OK") and rows["twitter_like"].startswith("recipes")

@@ -7,9 +7,9 @@ import json
 import pandas as pd
 import pytest
 
-from locality.cli import EXIT_ERROR, EXIT_OK, main
-from locality.engines import make_fallback
+from locality.cli import ExitCode, main
 from locality.engines.flink import read_routing_file
+from locality.hashing import make_fallback
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore
 from locality.topology import Topology
@@ -34,7 +34,7 @@ def test_flink_tables_export_as_the_routing_file(tmp_path, engine, capsys):
     config = publish(tmp_path / "store", engine, max_parallelism=128)
     out = tmp_path / "hashtag.jsonl"
     args = ["export", "--store", str(tmp_path / "store"), "--operator", "hashtag", "--out", str(out), "--json"]
-    assert main(args) == EXIT_OK
+    assert main(args) == ExitCode.OK
     document = json.loads(capsys.readouterr().out)
     assert document["engine"] == engine and document["entries"] == len(config.tables["hashtag"]) > 0
     selector = read_routing_file(out)
@@ -46,9 +46,9 @@ def test_flink_tables_export_as_the_routing_file(tmp_path, engine, capsys):
 def test_tables_a_job_reads_from_the_store_are_not_exported(tmp_path, capsys, engine):
     publish(tmp_path / "store", engine)
     args = ["export", "--store", str(tmp_path / "store"), "--out", str(tmp_path / "x")]
-    assert main([*args, "--operator", "hashtag"]) == EXIT_ERROR
+    assert main([*args, "--operator", "hashtag"]) == ExitCode.BAD_INPUT
     error = capsys.readouterr().err
     assert f"fall back to {engine!r}" in error and "LocalityGrouping of jvm/locality-storm" in error
-    assert main([*args, "--operator", "tags"]) == EXIT_ERROR
+    assert main([*args, "--operator", "tags"]) == ExitCode.BAD_INPUT
     assert "--operator" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()

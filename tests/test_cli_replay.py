@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from locality.cli import EXIT_ERROR, EXIT_OK, main
+from locality.cli import ExitCode, main
 from locality.datasets.synthetic import twitter_like
 
 
@@ -21,7 +21,7 @@ def test_replay_with_the_local_rebalancer_prints_daily_and_state_figures(trace_f
     window = ["--start", "2015-06-01", "--end", "2015-06-15"]
     rebalanced = ["--rebalance", "local", "--rebalance-every", "6h", "--forecast", "decay:0.5"]
     rebalanced += ["--split-hot-keys", "--split-share", "0.5"]
-    assert main([*args, *window, *rebalanced]) == EXIT_OK
+    assert main([*args, *window, *rebalanced]) == ExitCode.OK
     doc = json.loads(capsys.readouterr().out)
     assert len(doc["windows"]) == 2  # --end cut the third week
     second = doc["windows"][1]
@@ -31,7 +31,7 @@ def test_replay_with_the_local_rebalancer_prints_daily_and_state_figures(trace_f
     assert doc["mean_state_moved"] == pytest.approx(moved)
     assert doc["mean_daily_worst_imbalance"] >= 1.0 and doc["mean_hash_daily_worst_imbalance"] >= 1.0
     # the same run with the split keys' partials merged downstream: the same moves, no fold
-    assert main([*args, *window, *rebalanced, "--split-merge", "downstream"]) == EXIT_OK
+    assert main([*args, *window, *rebalanced, "--split-merge", "downstream"]) == ExitCode.OK
     merged = json.loads(capsys.readouterr().out)["windows"][1]
     assert merged["fold_cost"] == 0 and merged["rebalance_cost"] == second["rebalance_cost"]
     assert merged["locality"] == second["locality"] and merged["imbalance"] == second["imbalance"]
@@ -42,13 +42,13 @@ def test_replay_with_the_local_rebalancer_prints_daily_and_state_figures(trace_f
     [
         (["--rebalance", "local", "--rebalance-forecast", "median"], "'forecast' parameter of parse_forecast"),
         (["--forecast", "decay:2"], "'decay' parameter of the decay forecast"),
-        (["--rebalance", "mixed", "--split-hot-keys"], "split_hot_keys needs a base-aware rebalancer"),
+        (["--rebalance", "mixed", "--split-hot-keys"], "split_hot_keys needs a locality-aware rebalancer"),
         (["--rebalance", "local", "--split-merge", "later"], "'later' is not one of 'fold', 'downstream'"),
     ],
 )
 def test_bad_rebalancer_options_exit_2_with_a_message(trace_file, capsys, extra, message):
     code = main(["replay", trace_file, "--keys", "location,hashtag", "--servers", "6", *extra])
-    assert code == EXIT_ERROR
+    assert code == ExitCode.BAD_INPUT
     assert message in capsys.readouterr().err
 
 
@@ -60,10 +60,10 @@ def test_trace_may_be_a_dataset_cards_name(capsys):
     common += ["--start", "2017-01-02", "--end", "2017-01-30"]
     docs = []
     for trace in ("ira_troll_hashtags", str(card("ira_troll_hashtags").path)):
-        assert main(["replay", trace, *common]) == EXIT_OK
+        assert main(["replay", trace, *common]) == ExitCode.OK
         docs.append(json.loads(capsys.readouterr().out))
     assert docs[0] == docs[1] and len(docs[0]["windows"]) == 4
-    assert main(["replay", "no_such_card", *common]) == EXIT_ERROR
+    assert main(["replay", "no_such_card", *common]) == ExitCode.BAD_INPUT
     assert "no_such_card" in capsys.readouterr().err
 
 
@@ -73,7 +73,7 @@ def test_following_hourly_lifts_next_week_locality_on_the_ira_tweets(capsys):
     common += ["--start", "2016-09-05", "--end", "2016-10-17"]
     docs = {}
     for name, extra in (("online", []), ("follow", ["--rebalance", "follow", "--rebalance-every", "1h"])):
-        assert main(["replay", *common, *extra]) == EXIT_OK
+        assert main(["replay", *common, *extra]) == ExitCode.OK
         docs[name] = json.loads(capsys.readouterr().out)
     online, follow = docs["online"], docs["follow"]
     assert follow["mean_locality"] > online["mean_locality"] + 0.05  # measured 38.0% -> 47.0%
@@ -94,7 +94,7 @@ def test_hot_keys_split_by_neighbour_server_balance_the_ira_bursts(capsys):
         ("fold", [*split, "--split-merge", "fold"]),
         ("downstream", [*split, "--split-merge", "downstream"]),
     ):
-        assert main(["replay", *common, *extra]) == EXIT_OK
+        assert main(["replay", *common, *extra]) == ExitCode.OK
         docs[name] = json.loads(capsys.readouterr().out)
     online, fold, downstream = docs["online"], docs["fold"], docs["downstream"]
     assert downstream["mean_worst_imbalance"] < 1.2 < online["mean_worst_imbalance"]  # measured 2.075 -> 1.126
@@ -121,14 +121,14 @@ def test_replay_reads_every_format_as_the_jobs_do_and_zoned_bounds_on_naive_time
     common += ["--start", "2015-06-01T02:00:00+02:00", "--end", "2015-06-15"]  # 00:00 UTC
     docs = {}
     for name in (trace_file, tmp_path / "t.csv", tmp_path / "t.csv.gz", tmp_path / "t.jsonl"):
-        assert main(["replay", str(name), *common]) == EXIT_OK, capsys.readouterr().err
+        assert main(["replay", str(name), *common]) == ExitCode.OK, capsys.readouterr().err
         docs[Path(name).name] = json.loads(capsys.readouterr().out)
     first = next(iter(docs.values()))
     assert len(first["windows"]) == 2 and sum(w["tuples"] for w in first["windows"]) > 0
     assert all(doc == first for doc in docs.values())
     # --format names the format of files whose names do not
     (tmp_path / "t.csv").rename(tmp_path / "trace.txt")
-    assert main(["replay", str(tmp_path / "trace.txt"), "--format", "csv", *common]) == EXIT_OK
+    assert main(["replay", str(tmp_path / "trace.txt"), "--format", "csv", *common]) == ExitCode.OK
     assert json.loads(capsys.readouterr().out) == first
 
 
@@ -136,9 +136,9 @@ def test_replay_reads_latin1_text_with_its_encoding(tmp_path, capsys):
     rows = "".join(f"Z\xfcrich{i % 3},tag{i % 5},2024-01-{1 + i % 14:02d}T10:00:00\n" for i in range(300))
     (tmp_path / "t.csv").write_bytes(("location,hashtag,ts\n" + rows).encode("latin-1"))
     args = ["replay", str(tmp_path / "t.csv"), "--keys", "location,hashtag", "--servers", "2", "--period", "3D", "-q"]
-    assert main([*args, "--json"]) == EXIT_ERROR
+    assert main([*args, "--json"]) == ExitCode.BAD_INPUT
     assert "--encoding" in capsys.readouterr().err
-    assert main([*args, "--json", "--encoding", "latin-1"]) == EXIT_OK
+    assert main([*args, "--json", "--encoding", "latin-1"]) == ExitCode.OK
     assert sum(w["tuples"] for w in json.loads(capsys.readouterr().out)["windows"]) == 300
 
 
@@ -146,10 +146,10 @@ def test_a_replay_by_calendar_year_on_the_flickr_photos(capsys):
     """``--period YS``: one window per calendar year (a year is no fixed length); learned on earlier years, it pays."""
     common = ["flickr_dresden_tags", "--keys", "user,tag", "--servers", "6", "--json", "-q"]
     common += ["--start", "2006-01-01", "--end", "2019-01-01"]
-    assert main(["replay", *common, "--period", "YS"]) == EXIT_OK
+    assert main(["replay", *common, "--period", "YS"]) == ExitCode.OK
     doc = json.loads(capsys.readouterr().out)
     assert [w["start"][:10] for w in doc["windows"]] == [f"{year}-01-01" for year in range(2006, 2019)]
     assert doc["windows"][-1]["end"][:10] == "2019-01-01" and doc["windows"][2]["tuples"] == 7_847  # 2008
     assert doc["mean_locality"] > 1.5 * doc["mean_hash_locality"]  # measured 27.4% against 14.3%
-    assert main(["replay", *common, "--period", "1Y"]) == EXIT_ERROR
+    assert main(["replay", *common, "--period", "1Y"]) == ExitCode.BAD_INPUT
     assert "a calendar period 'YS', 'QS' or 'MS'" in capsys.readouterr().err

@@ -11,7 +11,7 @@ import socket
 
 import pytest
 
-from locality.cli import EXIT_ERROR, main
+from locality.cli import ExitCode, main
 from locality.store import ConfigStore
 from tests._store_children import make_config
 
@@ -30,13 +30,13 @@ def switch_args(tmp_path):
 
 
 def test_a_rest_endpoint_nobody_serves_is_named(switch_args, capsys):
-    assert main([*switch_args, "--to", "1", "--", "--version", "{version}"]) == EXIT_ERROR
+    assert main([*switch_args, "--to", "1", "--", "--version", "{version}"]) == ExitCode.BAD_INPUT
     err = capsys.readouterr().err
     assert f"cannot reach Flink's REST API at {switch_args[3]}" in err and "Traceback" not in err
 
 
 def test_the_job_jar_is_given_once(switch_args, capsys):
-    assert main([*switch_args, "--jar-id", "x_job.jar", "--to", "1"]) == EXIT_ERROR
+    assert main([*switch_args, "--jar-id", "x_job.jar", "--to", "1"]) == ExitCode.BAD_INPUT
     assert "exactly one of --jar and --jar-id" in capsys.readouterr().err
 
 
@@ -45,5 +45,5 @@ def test_an_empty_store_needs_a_version_to_switch_to(switch_args, tmp_path, caps
     empty.mkdir()
     args = [*switch_args]
     args[args.index("--store") + 1] = str(empty)
-    assert main(args) == EXIT_ERROR
+    assert main(args) == ExitCode.BAD_INPUT
     assert "has no current version: give --to" in capsys.readouterr().err

@@ -31,6 +31,9 @@ def test_blend_reset_history_and_decay():
     decayed = blend([old, mid, new], windows=None, decay=0.5)
     assert pair_weights(decayed) == {("a", "x"): 1.0, ("a", "y"): 1.0, ("b", "y"): 1.0}
     assert decayed.totals["user"] == pytest.approx(4 * 0.25 + 2 * 0.5 + 1)
+    forgotten = blend([old, mid, new], windows=None, decay=0)  # decay 0 forgets: the reset, whatever the windows
+    assert pair_weights(forgotten) == {("b", "y"): 1.0} and forgotten.totals == blend([old, mid, new]).totals
+    assert forgotten.key_loads["user"]["key"].tolist() == ["b"]  # no key of the older windows left at weight 0
 
 
 def test_write_read_round_trip_keeps_key_types(tmp_path):

@@ -3,9 +3,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from locality.engines import make_fallback
 from locality.errors import TraceError
 from locality.evaluation import evaluate, replay, report_from_totals
+from locality.hashing import make_fallback
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.topology import Topology
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from locality.cli import EXIT_ERROR, EXIT_OK, cli
-from locality.engines import make_fallback
+from locality.cli import ExitCode, cli
 from locality.engines.flink import read_routing_file
+from locality.hashing import make_fallback
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore
 from locality.topology import Topology
@@ -41,7 +41,7 @@ def publish(root, engine: str, seed: int = 0) -> RoutingConfiguration:
     return config
 
 
-def export(root, out, *args: str, code: int = EXIT_OK):
+def export(root, out, *args: str, code: int = ExitCode.OK):
     """Run ``locality export`` in-process on the hashtag table; check its exit code."""
     command = ["export", "--store", str(root), "--operator", "hashtag", "--out", str(out), *args]
     result = CliRunner().invoke(cli, command)
@@ -92,7 +92,7 @@ def test_a_table_without_split_keys_routes_alike_from_every_server(tmp_path):
     args = ["export", "--store", str(tmp_path / "store"), "--operator", "location", "--json"]
     whole = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "whole")])
     seen = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "s2"), "--server", "s2"])
-    assert whole.exit_code == seen.exit_code == EXIT_OK
+    assert whole.exit_code == seen.exit_code == ExitCode.OK
     assert json.loads(seen.stdout)["split_keys"] == 0 and json.loads(seen.stdout)["server"] == "s2"
     assert json.loads(whole.stdout)["warning"] is None and "warning" not in whole.stderr
     cities = [f"city{i}" for i in range(40)]
@@ -104,7 +104,7 @@ def test_a_table_without_split_keys_routes_alike_from_every_server(tmp_path):
 def test_a_server_not_in_the_topology_is_refused(tmp_path, engine):
     publish(tmp_path / "store", engine)
     for bad in ("s9", "3", "-1", "S1"):
-        result = export(tmp_path / "store", tmp_path / "x", "--server", bad, code=EXIT_ERROR)
+        result = export(tmp_path / "store", tmp_path / "x", "--server", bad, code=ExitCode.BAD_INPUT)
         assert "--server" in result.output and "['s0', 's1', 's2']" in result.output
         assert f"{bad!r} is not a server of version 1" in result.output
     assert not (tmp_path / "x").exists()
@@ -120,5 +120,5 @@ def test_numeric_server_names_are_taken_as_names_only(tmp_path):
     )
     export(tmp_path / "store", tmp_path / "one", "--server", "1")  # the name "1": position 0
     assert instances("flink", tmp_path / "one", ["hot"]) == [0]
-    result = export(tmp_path / "store", tmp_path / "x", "--server", "2", code=EXIT_ERROR)
+    result = export(tmp_path / "store", tmp_path / "x", "--server", "2", code=ExitCode.BAD_INPUT)
     assert "(a name, no position: a server name is a number)" in result.output

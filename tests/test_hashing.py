@@ -1,4 +1,4 @@
-"""Tests of locality.engines (fallback hashes): engine vectors, oracles, vectorized == scalar, round trips, errors."""
+"""Tests of locality.hashing: engine vectors, oracles, vectorized == scalar, round trips, errors."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from locality.engines import (
+from locality.errors import InvalidParameterError, SerializationError
+from locality.hashing import (
     ENGINES,
     ConsistentHashRing,
     FallbackHash,
@@ -28,7 +29,6 @@ from locality.engines import (
     kafka_murmur2,
     make_fallback,
 )
-from locality.errors import InvalidParameterError, SerializationError
 
 with warnings.catch_warnings():  # kafka-python's import warns about importlib.resources
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -261,7 +261,7 @@ PROBE_FALLBACKS = [
 ]
 PROBE_SCRIPT = """
 import json, sys
-from locality.engines import fallback_from_dict
+from locality.hashing import fallback_from_dict
 keys, dicts = json.loads(sys.stdin.read())
 print(json.dumps([fallback_from_dict(d).instances_of(keys).tolist() for d in dicts]
                  + [[fallback_from_dict(d).instance_of(k) for k in keys] for d in dicts]))
@@ -527,3 +527,12 @@ def test_ring_spreads_keys_evenly():
     loads = np.bincount(ConsistentHashRing(10).instances_of(keys), minlength=10)
     assert loads.max() / loads.mean() < 1.3
     assert ConsistentHashRing(1).instances_of(keys[:100]).tolist() == [0] * 100
+
+
+@pytest.mark.parametrize("module", ["base", "kafka", "storm", "flink", "spark", "ring", "jvm"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    results = doctest.testmod(importlib.import_module(f"locality.hashing.{module}"))
+    assert results.attempted > 0 and results.failed == 0

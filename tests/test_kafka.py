@@ -24,9 +24,9 @@ with warnings.catch_warnings():  # kafka-python's import warns about importlib.r
     from kafka.protocol.metadata import MetadataResponse
     from kafka.serializer import DefaultSerializer
 
-from locality.engines import make_fallback
 from locality.engines.kafka import KafkaTablePartitioner
 from locality.errors import InvalidParameterError
+from locality.hashing import make_fallback
 from locality.router import Router
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore

@@ -21,9 +21,9 @@ with warnings.catch_warnings():  # kafka-python's import warns about importlib.r
     from kafka.serializer import DefaultSerializer
 
 import locality.engines.kafka as kafka_module
-from locality.engines import make_fallback
 from locality.engines.kafka import KafkaTablePartitioner
 from locality.errors import InvalidParameterError
+from locality.hashing import make_fallback
 from locality.router import Router, RoutingSnapshot
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore

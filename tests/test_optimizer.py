@@ -43,9 +43,9 @@ def test_next_half_locality(geotweets, topo):
 
 def test_sketched_graph_close_to_exact(geotweets, topo, in_sample):
     # 65,536 pair counters (about 3.5 MB serialized) per sketch
-    sketched = LocalityOptimizer(topo, alpha=ALPHA, sketch_capacity=1 << 16).fit(geotweets)
+    sketched = LocalityOptimizer(topo, alpha=ALPHA, capacity=1 << 16).fit(geotweets)
     assert sketched.report_.optimized.locality >= 0.95 * in_sample.report_.optimized.locality
-    smaller = LocalityOptimizer(topo, alpha=ALPHA, sketch_capacity=10_000).fit(geotweets)
+    smaller = LocalityOptimizer(topo, alpha=ALPHA, capacity=10_000).fit(geotweets)
     assert smaller.report_.optimized.locality < sketched.report_.optimized.locality
 
 
@@ -72,6 +72,15 @@ def test_unfitted_and_bad_parameters(topo, geotweets):
         LocalityOptimizer(topo).evaluate(geotweets)
     with pytest.raises(InvalidParameterError, match="'alpha' parameter of LocalityOptimizer"):
         LocalityOptimizer(topo, alpha=0.5).fit(geotweets)
+
+
+def test_the_hash_and_the_sketch_size_are_named_as_on_the_command_line(geotweets, topo):
+    """``hash`` and ``capacity`` (``--hash``, ``--capacity``) take effect and are recorded under those names."""
+    rows = geotweets.iloc[:3_000]
+    fitted = LocalityOptimizer(topo, hash="spark", capacity=500).fit(rows)
+    assert (fitted.hash, fitted.capacity) == ("spark", 500)
+    assert fitted.config_.parameters["hash"] == "spark" and fitted.config_.parameters["capacity"] == 500
+    assert {table.fallback.engine for table in fitted.config_.tables.values()} == {"spark"}
 
 
 def test_the_optimizer_says_where_its_time_goes(in_sample):

@@ -12,17 +12,17 @@ from locality.errors import InvalidParameterError
 from locality.rebalance import METHODS, RebalanceProblem, rebalance
 from locality.rebalance._base import instance_loads
 from locality.rebalance.hybrid import (
-    alpha_from_theta,
     frequency_threshold,
+    ratio_from_theta,
     refine_threshold,
     resource_costs,
-    theta_from_alpha,
+    theta_from_ratio,
     tracked_keys,
 )
-from locality.rebalance.lossy_counting import LossyCounter, SlidingLossyCounter
 from locality.rebalance.readj import readj
 from locality.rebalance.redist import redist
 from locality.rebalance.scan import scan
+from locality.testing.lossy_counting import LossyCounter, SlidingLossyCounter
 
 GEDIK = {"scan": scan, "redist": redist, "readj": readj}
 
@@ -138,9 +138,9 @@ def test_sliding_lossy_counter_reads_the_latest_window():
 
 
 def test_threshold_anchor_of_seeds_section_2_5():
-    theta = theta_from_alpha(1.2, 10)
+    theta = theta_from_ratio(1.2, 10)
     assert theta == pytest.approx(0.17647, abs=1e-5)
-    assert alpha_from_theta(theta, 10) == pytest.approx(1.2)
+    assert ratio_from_theta(theta, 10) == pytest.approx(1.2)
     delta = frequency_threshold(10, theta, sigma=0.1, resources="LCL")
     assert delta == pytest.approx(1.765e-3, rel=1e-3)
     f = 1.0 / np.arange(1, 1_000_001)

@@ -47,7 +47,10 @@ def test_base_loads_count_in_every_figure():
     assert result.assignment.tolist() == [1, 1, 1, 1]
     assert result.imbalance_before == pytest.approx(14 / 7) and result.imbalance_after == pytest.approx(10 / 7)
     assert not result.feasible
-    with pytest.raises(InvalidParameterError, match="'mixed' rebalancer does not take base_loads"):
+    with pytest.raises(
+        InvalidParameterError,
+        match="base_loads needs a locality-aware rebalancer: the 'method' parameter of rebalance must be one of",
+    ):
         rebalance(problem, "mixed")
     with pytest.raises(InvalidParameterError, match="'base_loads' parameter of RebalanceProblem"):
         RebalanceProblem([1.0], [1.0], [0], [0], 2, base_loads=[1.0])

@@ -13,8 +13,9 @@ import pytest
 
 from locality.datasets.skew import skew_workload
 from locality.errors import InvalidParameterError
+from locality.imbalance import theta
 from locality.rebalance import RebalanceProblem, RebalanceResult, rebalance
-from locality.rebalance._base import instance_loads, theta
+from locality.rebalance._base import instance_loads
 from locality.rebalance.compact import compress, hlhe, hlhe_levels, mixed_compact
 from locality.rebalance.llfd import llfd
 from locality.rebalance.minmig import minmig

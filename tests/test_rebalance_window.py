@@ -119,5 +119,5 @@ def test_schedule_checks_its_parameters():
             RebalanceSchedule(every=bad)
     with pytest.raises(ValueError, match="must cover at least one interval"):
         RebalanceSchedule(every="1D", history="6h")
-    with pytest.raises(ValueError, match="split_hot_keys needs a base-aware rebalancer"):
+    with pytest.raises(ValueError, match="split_hot_keys needs a locality-aware rebalancer"):
         RebalanceSchedule(method="mixed", split_hot_keys=True)

@@ -58,6 +58,14 @@ def test_min_gain_keeps_the_tables_when_the_gain_does_not_pay(flights):
     assert all("does not pay" in w.reason or "balance is broken" in w.reason for w in lazy.windows[2:])
 
 
+def test_the_hash_and_the_rebalancer_are_named_as_on_the_command_line(flights):
+    """``hash`` and ``rebalance`` (``--hash``, ``--rebalance``) take effect: keys move, Spark's hash differs."""
+    spring = flights[(flights.ts >= "2013-03-01") & (flights.ts < "2013-03-22")]
+    spark = replay_trace(spring, TOPO, period="7D", mode="hash", hash="spark", rebalance="mixed")
+    assert len(spark.windows) == 3 and sum(w.rebalance_moved_keys for w in spark.windows) > 0
+    assert not spark.frame().equals(replay_trace(spring, TOPO, period="7D", mode="hash", rebalance="mixed").frame())
+
+
 def test_windows_cover_the_trace():
     ts = pd.Series(pd.to_datetime(["2013-01-01 10:00:00", "2013-01-09 00:00:00", "2013-01-15 23:59:00"], utc=True))
     bounds = windows_of(ts, "7D")
@@ -77,6 +85,18 @@ def test_calendar_windows_are_whole_years_quarters_or_months():
     for bad in ("1Y", "YE", "M", "-7D", "weekly"):
         with pytest.raises(InvalidParameterError, match=f"'period' parameter of windows_of .*; got '{bad}'"):
             windows_of(ts, bad)
+
+
+def test_decay_0_forgets_as_in_the_online_job():
+    """``decay=0`` is the latest window alone, in the replay as in ``locality reconfigure --decay 0``."""
+    from locality.datasets.synthetic import twitter_like
+
+    trace = twitter_like(20_000, n_locations=60, n_hashtags=1_000, days=21, drift=0.5, seed=3)
+    topo = Topology.uniform(["location", "hashtag"], 4)
+    forgetting = replay_trace(trace, topo, period="7D", mode="online", history=None, decay=0)
+    latest = replay_trace(trace, topo, period="7D", mode="online", history=1)
+    assert len(forgetting.windows) == 3
+    assert forgetting.frame().equals(latest.frame())
 
 
 def test_daily_figures_and_state_moved_on_a_generated_trace():
@@ -99,7 +119,7 @@ def test_daily_figures_and_state_moved_on_a_generated_trace():
     assert hashed.windows[1].hash_daily_worst_imbalance == pytest.approx(manual)
     online = replay_trace(trace, topo, period="7D", mode="online", decay=0.85, history=None)
     local = replay_trace(
-        trace, topo, period="7D", mode="online", decay=0.85, history=None, rebalancer="local", rebalance_every="6h"
+        trace, topo, period="7D", mode="online", decay=0.85, history=None, rebalance="local", rebalance_every="6h"
     )
     doc = local.to_dict()
     assert {"mean_daily_worst_imbalance", "mean_hash_daily_worst_imbalance", "mean_state_moved"} <= set(doc)
@@ -123,7 +143,7 @@ def test_a_rebalancer_runs_over_hash_routing_too():
     trace = twitter_like(30_000, n_locations=120, n_hashtags=3_000, days=21, skew=1.4, seed=7)
     topo = Topology.uniform(["location", "hashtag"], 6)
     hashed = replay_trace(trace, topo, period="7D", mode="hash")
-    rebalanced = replay_trace(trace, topo, period="7D", mode="hash", rebalancer="local", rebalance_every="6h")
+    rebalanced = replay_trace(trace, topo, period="7D", mode="hash", rebalance="local", rebalance_every="6h")
     assert all(w.rebalance_cost == 0 and w.table_entries == {op: 0 for op in topo.operators} for w in hashed.windows)
     assert all(w.rebalance_moved_keys > 0 for w in rebalanced.windows)
     assert rebalanced.mean_worst_imbalance() < hashed.mean_worst_imbalance()

@@ -13,8 +13,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from locality.engines import make_fallback
 from locality.errors import InvalidParameterError, StoreError
+from locality.hashing import make_fallback
 from locality.migration import plan_migration
 from locality.optimizer import LocalityOptimizer
 from locality.router import Router

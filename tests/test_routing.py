@@ -5,8 +5,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from locality.engines import make_fallback
 from locality.errors import InvalidParameterError, SerializationError
+from locality.hashing import make_fallback
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.topology import Topology
 

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from locality.engines.kafka import KafkaPartitioner
 from locality.errors import InvalidParameterError, SerializationError
 from locality.evaluation import evaluate
 from locality.graph import build_key_graph
+from locality.hashing.kafka import KafkaPartitioner
 from locality.migration import plan_migration
 from locality.rebalance.tables import rebalance_configuration
 from locality.router import Router
@@ -150,5 +150,7 @@ def test_rebalancing_splits_the_hot_key_locally_and_keeps_it_split_while_seen():
     quiet = {op: rows[op].value_counts().astype(float) for op in OPS}
     done, _, _ = rebalance_configuration(new, quiet, **options, split_hot_keys=True)
     assert "burst" not in done.tables["tag"].splits
-    with pytest.raises(InvalidParameterError, match="split_hot_keys in rebalance_configuration"):
+    with pytest.raises(
+        InvalidParameterError, match="locality-aware rebalancer: the .method. parameter of rebalance_configuration"
+    ):
         rebalance_configuration(config, loads, method="mixed", split_hot_keys=True)

@@ -166,3 +166,23 @@ def test_concurrent_routers_route_every_record_alike_while_versions_switch(tmp_p
     expected = [expected_instance(version_in_force(p), k) for k, p in (by_record[i] for i in range(RECORDS))]
     assert results[1] == results[2] == results[3] == expected
     assert len({version_in_force(p) for _, p in by_record.values()}) == LAST_VERSION  # every version served
+
+
+def test_the_command_line_takes_a_point_as_a_utc_time_or_an_integer(tmp_path, capsys):
+    """``seal --until`` and ``rollback --at``: an ISO time (UTC unless it names a zone) is its epoch milliseconds."""
+    from locality.cli import ExitCode, main
+
+    store = ConfigStore(tmp_path / "store")
+    publish(store, 1)
+    publish(store, 2)
+    june = 1_370_044_800_000  # 2013-06-01T00:00:00Z
+    assert main(["seal", "--store", str(store.root), "--until", "2013-06-01"]) == ExitCode.OK
+    assert store.schedule().sealed_until == june
+    back = ["rollback", "--store", str(store.root), "--to", "1", "--at", "2013-06-01T03:00+02:00"]
+    assert main(back) == ExitCode.OK
+    assert store.schedule().starts[-1] == june + 3_600_000 and store.schedule().versions[-1] == 1
+    assert main(["seal", "--store", str(store.root), "--until", str(june + 7_200_000)]) == ExitCode.OK
+    assert store.schedule().sealed_until == june + 7_200_000
+    capsys.readouterr()
+    assert main(["seal", "--store", str(store.root), "--until", "yesterday"]) == ExitCode.BAD_INPUT
+    assert "the --until time 'yesterday' is not an ISO 8601" in capsys.readouterr().err

@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from locality.engines import make_fallback
 from locality.errors import InvalidParameterError, TraceError
+from locality.hashing import make_fallback
 from locality.migration import plan_migration
 from locality.optimizer import LocalityOptimizer
 from locality.routing import RoutingConfiguration, RoutingTable
-from locality.simulation import SimulatedCluster, SimulationResult, verify
+from locality.testing.simulation import SimulatedCluster, SimulationResult, verify
 from locality.topology import Topology
 from tests.conftest import trace_keys
 

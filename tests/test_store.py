@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from locality.engines import make_fallback
 from locality.errors import StoreBusyError, StoreError
+from locality.hashing import make_fallback
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore, fingerprint
 from locality.topology import Topology

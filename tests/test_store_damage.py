@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from locality.cli import EXIT_ERROR, EXIT_OK, main
+from locality.cli import ExitCode, main
 from locality.errors import StoreError
 from locality.router import Router
 from locality.store import ConfigStore
@@ -135,14 +135,14 @@ def damaged(request, tmp_path):
 
 def test_show_lists_what_it_can_and_names_the_damage(damaged, capsys):
     root, culprit, current_usable, first_usable = damaged
-    assert main(["show", "--store", str(root), "--json"]) == EXIT_ERROR
+    assert main(["show", "--store", str(root), "--json"]) == ExitCode.BAD_INPUT
     out, err = capsys.readouterr()
     document = json.loads(out)  # one JSON document on stdout, even so
     assert "Traceback" not in err and err.count("\n") == 1 and culprit in err, err
     assert any(culprit in problem for problem in document["damage"]), document["damage"]
     assert document["current"] == (2 if current_usable else None)
     assert (1 in [v.get("version") for v in document["versions"]]) == first_usable
-    assert main(["show", "--store", str(root)]) == EXIT_ERROR
+    assert main(["show", "--store", str(root)]) == ExitCode.BAD_INPUT
     out, _ = capsys.readouterr()
     assert out.startswith(f"store {root}: ") and "! " in out and culprit in out
 
@@ -152,9 +152,9 @@ def test_rollback_repairs_the_store_or_names_the_damaged_version(damaged, capsys
     code = main(["rollback", "--store", str(root), "--to", "1", "--reason", "repair"])
     err = capsys.readouterr().err
     if not first_usable:
-        assert code == EXIT_ERROR and culprit in err and "Traceback" not in err, err
+        assert code == ExitCode.BAD_INPUT and culprit in err and "Traceback" not in err, err
         return
-    assert code == EXIT_OK, err
+    assert code == ExitCode.OK, err
     with Router(root) as router:
         assert router.version == 1
     assert ConfigStore(root).history()[-1]["action"] == "rollback"
@@ -183,7 +183,7 @@ def test_a_publish_goes_through_and_the_router_follows(damaged):
 def test_a_manifest_missing_display_fields_is_not_damage(tmp_path, capsys):
     root = _store(tmp_path / "store")
     _rewrite_manifest(root, V2, version=_DROP, created=_DROP, summary={"locality": "high"})
-    assert main(["show", "--store", str(root), "--json"]) == EXIT_OK
+    assert main(["show", "--store", str(root), "--json"]) == ExitCode.OK
     document = json.loads(capsys.readouterr().out)
     assert document["current"] == 2 and document["damage"] == []
     with Router(root) as router:
@@ -194,9 +194,9 @@ def test_a_versions_file_is_named_by_every_reader_and_writer(tmp_path, capsys):
     root = _store(tmp_path / "store")
     shutil.rmtree(root / "versions")
     (root / "versions").write_text("x")
-    assert main(["show", "--store", str(root)]) == EXIT_ERROR
+    assert main(["show", "--store", str(root)]) == ExitCode.BAD_INPUT
     assert str(root / "versions") in capsys.readouterr().err
     with pytest.raises(StoreError, match="versions"):
         ConfigStore(root).publish(make_config(3, 10), fingerprint="f3")
-    assert main(["rollback", "--store", str(root), "--to", "1"]) == EXIT_ERROR
+    assert main(["rollback", "--store", str(root), "--to", "1"]) == ExitCode.BAD_INPUT
     assert str(root / "versions") in capsys.readouterr().err

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from locality.cli import EXIT_BUSY, EXIT_ERROR, main
+from locality.cli import ExitCode, main
 from locality.errors import SerializationError, StoreBusyError, StoreError
 from locality.store import ConfigStore
 from tests._store_children import (
@@ -126,7 +126,7 @@ def test_a_writer_in_another_process_makes_the_next_wait_then_fail(ctx, tmp_path
     with pytest.raises(StoreBusyError, match=busy):
         store.publish(make_config(1, 100), fingerprint="f1")
     assert time.monotonic() - started >= 0.5  # it waited for the timeout
-    assert main(["rollback", "--store", str(tmp_path), "--to", "1", "--lock-timeout", "0"]) == EXIT_BUSY
+    assert main(["rollback", "--store", str(tmp_path), "--to", "1", "--lock-timeout", "0"]) == ExitCode.BUSY
     assert f"store busy: held by pid {child.pid}" in capsys.readouterr().err
     assert store.get().config.tables == make_config(0, 100).tables  # readers never wait
     release.set()
@@ -177,7 +177,9 @@ def test_a_read_only_store_fails_clearly_and_stays_readable(ctx, open_dir):
     child.join()
     assert check_kind == "StoreError" and f"the store {root} is not writable" in check_message
     assert publish_kind == "StoreError" and str(root) in publish_message
-    assert code == EXIT_ERROR and f"the store {root} is not writable" in stderr and "Traceback" not in stderr, stderr
+    assert code == ExitCode.BAD_INPUT and f"the store {root} is not writable" in stderr and "Traceback" not in stderr, (
+        stderr
+    )
     assert store.versions() == [1] and store.get().config.tables == make_config(0, 100).tables
     for path in (root, root / "versions"):
         path.chmod(0o755)
@@ -192,7 +194,7 @@ def test_current_holding_garbage_or_a_missing_version(tmp_path, capsys, content)
     expected = "is not a version number" if content != "7\n" else "names version 7, which the store does not have"
     with pytest.raises(StoreError, match=expected):
         store.get()
-    assert main(["show", "--store", str(tmp_path)]) == EXIT_ERROR
+    assert main(["show", "--store", str(tmp_path)]) == ExitCode.BAD_INPUT
     out, err = capsys.readouterr()
     assert expected in err and str(tmp_path / "CURRENT") in err and "current DAMAGED" in out
     assert "Traceback" not in err
@@ -210,12 +212,12 @@ def test_a_truncated_table_in_the_current_version_is_named(tmp_path, capsys):
     table.write_bytes(table.read_bytes()[:300])
     with pytest.raises(SerializationError, match=f"{table}.*truncated"):
         _ = store.get().config  # what the Router reads
-    assert main(["show", "--store", str(tmp_path)]) == EXIT_ERROR
+    assert main(["show", "--store", str(tmp_path)]) == ExitCode.BAD_INPUT
     _, err = capsys.readouterr()
     assert str(table) in err and "Traceback" not in err
     keys = ",".join(trace_keys("flights"))
     args = ["evaluate", str(trace_path("flights")), "--keys", keys, "--store", str(tmp_path), "-q"]
-    assert main(args) == EXIT_ERROR  # fails before Spark starts
+    assert main(args) == ExitCode.BAD_INPUT  # fails before Spark starts
     _, err = capsys.readouterr()
     assert str(table) in err
     # a damaged version cannot be made current, the previous one can, explicitly

@@ -103,8 +103,8 @@ def test_entry_values_need_no_keys_by_servers_matrix(flights):
     """The cap values every key without a keys x servers matrix: the same values, memory flat in the servers."""
     import tracemalloc
 
+    from locality.optimizer import entry_values
     from locality.placement import server_connections
-    from locality.routing import entry_values
 
     graph = count_keys(rows(flights, WEEKS[0], WEEKS[4])[KEYS], KEYS).graph()
     peaks = {}

@@ -61,3 +61,54 @@ def test_output_paths_are_checked_before_any_work(tmp_path):
         check_output_path(tmp_path / "file" / "out.txt", "--out")
     with pytest.raises(InvalidParameterError, match=r"output directory .* \(--workdir\) is a file"):
         check_output_path(tmp_path / "file", "--workdir", directory=True)
+
+
+def test_parameters_are_checked_at_the_outermost_boundary_only():
+    """scikit-learn's nested validation: a boundary called by another trusts what that one checked."""
+    from locality._validation import boundary, outermost
+
+    checked = []
+
+    @boundary
+    def inner(alpha):
+        if outermost():
+            checked.append("inner")
+            check_interval(alpha, "alpha", "inner", lower=1.0)
+        return alpha
+
+    @boundary
+    def outer(alpha):
+        if outermost():
+            checked.append("outer")
+            check_interval(alpha, "alpha", "outer", lower=1.0)
+        return inner(alpha)
+
+    assert outer(1.1) == 1.1 and checked == ["outer"]  # inner trusted outer's check
+    assert inner(1.1) == 1.1 and checked == ["outer", "inner"]  # alone, inner checks
+    with pytest.raises(InvalidParameterError, match="'alpha' parameter of outer"):
+        outer(0.5)
+    assert outer(2.0) == 2.0  # the count went back down after the error: inner called alone checks again
+    with pytest.raises(InvalidParameterError, match="'alpha' parameter of inner"):
+        inner(0.5)
+
+
+def test_each_boundary_checks_what_the_functions_it_calls_trust(flights):
+    """A boundary checks every parameter it passes on: bad ones are named with the function the user called."""
+    from locality.counts import count_keys
+    from locality.optimizer import LocalityOptimizer, make_fallbacks, optimize
+    from locality.reconfiguration import reconfigure
+
+    keys = ["tailnum", "dest"]
+    topology = Topology.uniform(keys, 3)
+    graph = count_keys(flights.iloc[:2_000], keys).graph()
+    fallbacks = make_fallbacks(topology)
+    current = optimize(graph, topology, fallbacks).config
+    with pytest.raises(InvalidParameterError, match="'max_entries' parameter of LocalityOptimizer must be an int"):
+        LocalityOptimizer(topology, max_entries=-1).fit(flights.iloc[:2_000])
+    with pytest.raises(InvalidParameterError, match="'seed' parameter of LocalityOptimizer must be an int"):
+        LocalityOptimizer(topology, seed=-1).fit(flights.iloc[:2_000])
+    for bad, name in ((dict(alpha=0.5), "alpha"), (dict(seed=2**40), "seed"), (dict(max_entries=-1), "max_entries")):
+        with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of reconfigure must be"):
+            reconfigure(graph, topology, current, fallbacks, **bad)
+        with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of optimize must be"):
+            optimize(graph, topology, fallbacks, **bad)

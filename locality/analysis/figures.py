@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from locality.defaults import DEFAULT_ALPHA
 from locality.plots import locality_figure, new_figure
 from locality.replay import ReplayResult
 
@@ -106,7 +107,7 @@ def server_sweep_figure(
     sweeps: Mapping[str, pd.DataFrame],
     *,
     title: str,
-    alpha: float = 1.03,
+    alpha: float = DEFAULT_ALPHA,
     in_sample: str = "in-sample",
     next_window: str = "next window",
 ):
@@ -234,7 +235,11 @@ def _window_x(result: ReplayResult) -> pd.DatetimeIndex:
 
 
 def window_figure(
-    results: Mapping[str, ReplayResult], *, title: str, in_sample: pd.DataFrame | None = None, alpha: float = 1.03
+    results: Mapping[str, ReplayResult],
+    *,
+    title: str,
+    in_sample: pd.DataFrame | None = None,
+    alpha: float = DEFAULT_ALPHA,
 ):
     """The paper's Figure 11 a/b: locality and worst imbalance per window, hash baseline beside each strategy."""
     fig = new_figure((11, 6.5))
@@ -300,7 +305,7 @@ def migration_figure(results: Mapping[str, ReplayResult], *, title: str):
     return fig
 
 
-def period_figure(summary: pd.DataFrame, *, title: str, alpha: float = 1.03):
+def period_figure(summary: pd.DataFrame, *, title: str, alpha: float = DEFAULT_ALPHA):
     """Mean locality and worst imbalance per reconfiguration period and strategy, hash beside each.
 
     ``summary`` has a ``period`` and a ``strategy`` column and the columns of :func:`replay_summary`.

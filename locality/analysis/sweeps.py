@@ -21,11 +21,13 @@ import pandas as pd
 
 from locality._validation import check_integer
 from locality.analysis.traces import rank_frequency
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH, DEFAULT_THETA_MAX
 from locality.graph import KeyGraph
+from locality.imbalance import theta
 from locality.optimizer import LocalityOptimizer
 from locality.placement import place_keys
 from locality.rebalance import rebalance
-from locality.rebalance._base import RebalanceProblem, instance_loads, theta
+from locality.rebalance._base import RebalanceProblem, instance_loads
 from locality.replay import ReplayResult, replay_trace, windows_of
 from locality.routing import RoutingConfiguration
 from locality.topology import Topology
@@ -80,8 +82,8 @@ def server_sweep(
     keys: Sequence[str],
     servers: Sequence[int],
     *,
-    alpha: float = 1.03,
-    fallback: str = "kafka",
+    alpha: float = DEFAULT_ALPHA,
+    hash: str = DEFAULT_HASH,
     top_pairs: int | None = None,
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -104,7 +106,7 @@ def server_sweep(
         n = check_integer(n, "servers", "server_sweep", lower=1)
         started = time.perf_counter()
         opt = LocalityOptimizer(
-            Topology.uniform(list(keys), n), alpha=alpha, fallback=fallback, top_pairs=top_pairs, seed=seed
+            Topology.uniform(list(keys), n), alpha=alpha, hash=hash, top_pairs=top_pairs, seed=seed
         ).fit(train)
         seconds = time.perf_counter() - started
         rows.append({"n_servers": n, **_fit_figures(opt, test), "fit_seconds": seconds})
@@ -138,8 +140,8 @@ def replay_server_sweep(
     period: str = "7D",
     history: int | None = None,
     decay: float | None = None,
-    alpha: float = 1.03,
-    fallback: str = "kafka",
+    alpha: float = DEFAULT_ALPHA,
+    hash: str = DEFAULT_HASH,
     seed: int = 0,
 ) -> pd.DataFrame:
     """:func:`server_sweep` on a timed trace: every window judged with tables learned on the windows before it.
@@ -165,7 +167,7 @@ def replay_server_sweep(
     for n in servers:
         n = check_integer(n, "servers", "replay_server_sweep", lower=1)
         topology = Topology.uniform(keys, n)
-        options = {"ts": ts, "period": period, "alpha": alpha, "fallback": fallback, "seed": seed}
+        options = {"ts": ts, "period": period, "alpha": alpha, "hash": hash, "seed": seed}
         online = replay_trace(trace, topology, mode="online", history=history, decay=decay, **options)
         inside = in_sample_by_window(trace, topology, **options)
         judged = inside[inside["start"].isin([w.start for w in online.windows[1:]])]
@@ -194,8 +196,8 @@ def top_pairs_sweep(
     n_servers: int,
     top_pairs: Sequence[int | None],
     *,
-    alpha: float = 1.03,
-    fallback: str = "kafka",
+    alpha: float = DEFAULT_ALPHA,
+    hash: str = DEFAULT_HASH,
     seed: int = 0,
 ) -> pd.DataFrame:
     """Locality against the number of key pairs kept in the graph (the paper's Figure 12).
@@ -215,7 +217,7 @@ def top_pairs_sweep(
         n_kept = most if kept is None else min(int(kept), most)
         share = float(np.mean([h[:n_kept].sum() / h.sum() for h in hops]))
         opt = LocalityOptimizer(
-            Topology.uniform(keys, n_servers), alpha=alpha, fallback=fallback, top_pairs=kept, seed=seed
+            Topology.uniform(keys, n_servers), alpha=alpha, hash=hash, top_pairs=kept, seed=seed
         ).fit(train)
         rows.append({"top_pairs": n_kept, "pair_share": share, **_fit_figures(opt, test)})
     return pd.DataFrame(rows).drop_duplicates("top_pairs", keep="last").reset_index(drop=True)
@@ -228,8 +230,8 @@ def sketch_capacity_sweep(
     servers: Sequence[int],
     capacities: Sequence[int | None],
     *,
-    alpha: float = 1.03,
-    fallback: str = "kafka",
+    alpha: float = DEFAULT_ALPHA,
+    hash: str = DEFAULT_HASH,
     seed: int = 0,
 ) -> pd.DataFrame:
     """Locality against the Space-Saving sketch's capacity, per server count (the paper's Figure 12).
@@ -258,7 +260,7 @@ def sketch_capacity_sweep(
             if capacity is not None:
                 check_integer(capacity, "capacities", "sketch_capacity_sweep", lower=1)
             opt = LocalityOptimizer(
-                Topology.uniform(keys, n), alpha=alpha, fallback=fallback, sketch_capacity=capacity, seed=seed
+                Topology.uniform(keys, n), alpha=alpha, hash=hash, capacity=capacity, seed=seed
             ).fit(train)
             rows.append(
                 {
@@ -327,8 +329,8 @@ def in_sample_by_window(
     *,
     ts: str = "ts",
     period: str = "7D",
-    alpha: float = 1.03,
-    fallback: str = "kafka",
+    alpha: float = DEFAULT_ALPHA,
+    hash: str = DEFAULT_HASH,
     seed: int = 0,
 ) -> pd.DataFrame:
     """Tables built on each window and judged on that same window: the upper bound of the online curve.
@@ -344,7 +346,7 @@ def in_sample_by_window(
         window = frame[(frame[ts] >= start) & (frame[ts] < end)]
         if window.empty:
             continue
-        report = LocalityOptimizer(topology, alpha=alpha, fallback=fallback, seed=seed).fit(window[ops]).report_
+        report = LocalityOptimizer(topology, alpha=alpha, hash=hash, seed=seed).fit(window[ops]).report_
         rows.append(
             {
                 "start": str(start),
@@ -399,7 +401,7 @@ def rebalance_chain(
     n_instances: int,
     *,
     method: str = "mixed",
-    theta_max: float = 0.08,
+    theta_max: float = DEFAULT_THETA_MAX,
     table_cap: int | None = None,
     state_sizes: np.ndarray | None = None,
     **options,

@@ -11,12 +11,13 @@ hash routing on the same rows (:func:`locality.analysis.server_sweep`).
 from __future__ import annotations
 
 from locality.datasets.catalog import Trace
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH
 
 __all__ = ["card_figures", "format_figures"]
 
 
 def card_figures(
-    trace: Trace, *, n_servers: int = 6, alpha: float = 1.03, fallback: str = "kafka", seed: int = 0
+    trace: Trace, *, n_servers: int = 6, alpha: float = DEFAULT_ALPHA, hash: str = DEFAULT_HASH, seed: int = 0
 ) -> dict:
     """Counts, time range and (with two keys or more) next-half locality and imbalance of ``trace``.
 
@@ -28,7 +29,7 @@ def card_figures(
         Servers, one instance of each operator per server.
     alpha : float, default 1.03
         Per-operator balance bound of the optimizer.
-    fallback : str, default "kafka"
+    hash : str, default "kafka"
         The engine whose hash routes the keys missing from the tables (and the hash baseline).
     seed : int, default 0
 
@@ -38,7 +39,7 @@ def card_figures(
         ``rows``, ``distinct`` (per key), ``pairs`` (distinct pairs per hop ``"a -> b"``),
         ``weight_total`` (when the trace has a weight), ``first`` / ``last`` (when it has a
         timestamp), and ``routing`` (when it has a hop): ``n_servers``, ``alpha``,
-        ``fallback``, ``train_rows``, ``test_rows``, ``hash_locality``,
+        ``hash``, ``train_rows``, ``test_rows``, ``hash_locality``,
         ``next_locality``, ``in_sample_locality``, ``hash_imbalance``,
         ``next_imbalance`` (worst operator, max instance load / mean) and ``entries``.
     """
@@ -58,11 +59,11 @@ def card_figures(
         figures["first"], figures["last"] = str(frame[trace.ts].min()), str(frame[trace.ts].max())
     if len(keys) >= 2:
         train, test = split_trace(frame, 0.5)
-        sweep = server_sweep(train, test, keys, [n_servers], alpha=alpha, fallback=fallback, seed=seed).iloc[0]
+        sweep = server_sweep(train, test, keys, [n_servers], alpha=alpha, hash=hash, seed=seed).iloc[0]
         figures["routing"] = {
             "n_servers": n_servers,
             "alpha": alpha,
-            "fallback": fallback,
+            "hash": hash,
             "train_rows": len(train),
             "test_rows": len(test),
             "hash_locality": float(sweep["hash_locality"]),
@@ -91,7 +92,7 @@ def format_figures(figures: dict) -> str:
     routing = figures.get("routing")
     if routing:
         lines += [
-            f"- routing, {routing['n_servers']} servers, alpha {routing['alpha']}, {routing['fallback']} hash; "
+            f"- routing, {routing['n_servers']} servers, alpha {routing['alpha']}, {routing['hash']} hash; "
             f"tables learned on the first {routing['train_rows']:,} rows, judged on the next {routing['test_rows']:,}:",
             f"  - locality: hash {routing['hash_locality']:.1%}, tables {routing['next_locality']:.1%} "
             f"(in-sample {routing['in_sample_locality']:.1%})",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from locality._validation import check_integer, check_interval, check_random_state
+from locality.defaults import DEFAULT_THETA_MAX
 from locality.errors import InvalidParameterError
 from locality.rebalance._base import RebalanceProblem
 
@@ -107,7 +108,7 @@ class SkewWorkload:
         interval: int,
         current: np.ndarray | None = None,
         *,
-        theta_max: float = 0.08,
+        theta_max: float = DEFAULT_THETA_MAX,
         table_cap: int | None = None,
     ) -> RebalanceProblem:
         """The rebalancing problem posed by the statistics of ``interval``.

@@ -1,38 +1,21 @@
-"""Stream engines: each one's own key -> instance hash, and how a routing table takes effect in it.
+"""Stream engines: how a routing table takes effect in each one (the top layer, beside the router).
 
-One module per engine (``kafka``, ``storm``, ``flink`` (with ``pyflink``), ``spark``, ``ring``)
-holds that engine's fallback hash, reproduced bit for bit, and what a job on
-that engine needs to follow a routing table. The modules share the hash rounds
-of :mod:`locality.engines.primitives`, the key conversion of
-:mod:`locality.engines.keys` and, for JVM engines, :mod:`locality.engines.jvm`.
-Adding an engine is adding a module whose :class:`FallbackHash` subclass sets
-``engine = "name"`` and listing it below.
+One module per engine a Python job runs on, each the counterpart of a
+``jvm/`` module for Java jobs:
+
+- :mod:`locality.engines.kafka`: :class:`~locality.engines.kafka.KafkaTablePartitioner`,
+  a producer's partitioner that follows the tables (``jvm/locality-kafka-streams``:
+  ``TableStreamPartitioner``);
+- :mod:`locality.engines.flink`: :class:`~locality.engines.flink.FlinkKeySelector`,
+  PyFlink's key selector on surrogates, and the routing file of a Java job
+  (``jvm/locality-flink``: ``RoutingKeySelector``, which reads the store);
+- :mod:`locality.engines.spark`: :func:`~locality.engines.spark.with_route`, the
+  route column of a Structured Streaming query, with per-key state and the
+  hand-over of moved keys (no JVM module: Spark jobs follow the store through
+  :class:`locality.Router`).
+
+Storm takes the tables in Java only (``jvm/locality-storm``: ``LocalityGrouping``).
+Each engine's own hash, which the tables are built on, is a layer below, in
+:mod:`locality.hashing`, and is imported from there only: this package holds
+adapters, so that an import says which layer it reaches into.
 """
-
-from locality.engines import flink, kafka, ring, spark, storm  # noqa: F401  (each registers its engine)
-from locality.engines.base import FallbackHash, fallback_from_dict, make_fallback, registered_engines
-from locality.engines.flink import FlinkKeyGroups, PyFlinkKeyGroups
-from locality.engines.jvm import java_hash_code
-from locality.engines.kafka import KafkaPartitioner, kafka_murmur2
-from locality.engines.ring import ConsistentHashRing
-from locality.engines.spark import SparkHashPartitioning
-from locality.engines.storm import StormFieldsGrouping
-
-#: Names accepted by :func:`make_fallback`, one per engine.
-ENGINES = registered_engines()
-
-__all__ = [
-    "ENGINES",
-    "FallbackHash",
-    "KafkaPartitioner",
-    "StormFieldsGrouping",
-    "FlinkKeyGroups",
-    "PyFlinkKeyGroups",
-    "SparkHashPartitioning",
-    "ConsistentHashRing",
-    "make_fallback",
-    "fallback_from_dict",
-    "registered_engines",
-    "java_hash_code",
-    "kafka_murmur2",
-]

@@ -1,14 +1,13 @@
-"""Apache Spark: SQL hash partitioning, and routing tables inside Structured Streaming's stateful operators.
+"""Apache Spark: routing tables inside Structured Streaming's stateful operators.
 
-Shuffles and every stateful streaming operator (streaming aggregation,
-``dropDuplicates``, stream-stream joins, ``applyInPandasWithState``,
-``transformWithStateInPandas``) place a row in partition
-``pmod(murmur3(grouping columns, seed 42), spark.sql.shuffle.partitions)``:
-:class:`SparkHashPartitioning` reproduces it bit for bit. A routing table
+Every stateful streaming operator places a row in the partition Spark's hash
+gives its grouping columns
+(:class:`~locality.hashing.spark.SparkHashPartitioning`). A routing table
 cannot replace that placement, so it takes effect through the grouping column
 instead: :func:`with_route` adds a *route* column equal to the key for keys
 without an entry and, for a key whose entry names partition ``i``, to the
-*surrogate* of ``i`` (:meth:`SparkHashPartitioning.surrogates`), a reserved
+*surrogate* of ``i``
+(:meth:`~locality.hashing.spark.SparkHashPartitioning.surrogates`), a reserved
 value that Spark's own hash puts in ``i``. A stateful operator grouped by the
 route keeps each table key in its table's partition and every other key where
 Spark puts it. Because the surrogate of ``i`` is shared by all the table keys
@@ -22,18 +21,16 @@ their new group. A split key's rows get the route of the part on their
 neighbouring key's server, given by a column (``server_column``).
 ``docs/engines/spark.md`` shows a whole job.
 
-Why one module of about 1,000 lines: the layout is one engine per module
-(adding an engine is adding a file), and everything Spark-specific is here:
-the hash, the surrogates, the route column, per-key state inside grouped
-state and the hand-over all rest on the same partitioning contract.
+Why one module of about 800 lines: the route column, per-key state inside
+grouped state and the hand-over rest on one contract (a routed group holds
+several real keys, whose state moves when their route does) and are used
+together by a job (``examples/spark_streaming_job.py``).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,11 +40,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from locality._validation import check_columns, check_option
-from locality.engines.jvm import JavaEngine
-from locality.engines.keys import INT_RANGE, LONG_RANGE
-from locality.engines.primitives import M32, Words, murmur3_final, murmur3_step, sign_extend_byte, signed32
+from locality._validation import check_columns
 from locality.errors import InvalidParameterError, SerializationError
+from locality.hashing.spark import SparkHashPartitioning
+from locality.routing import RoutingTable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -55,9 +51,6 @@ if TYPE_CHECKING:
     from pyspark.sql.types import DataType, StructType
 
 __all__ = [
-    "SparkHashPartitioning",
-    "SURROGATE_PREFIX",
-    "SURROGATE_CANDIDATES",
     "route_values",
     "with_route",
     "checkpoint_partitions",
@@ -72,200 +65,39 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_SPARK_SEED = 42
-
-#: Reserved form of string surrogates: ``SURROGATE_PREFIX + str(j)``, j = 0, 1, 2, ...
-#: (U+0000 first: no text key a user types starts with it).
-SURROGATE_PREFIX = "\x00route:"
-#: Size of each surrogate family: candidates ``j`` run over ``0 .. SURROGATE_CANDIDATES - 1``.
-#: Integer surrogates are ``MIN + j`` with ``MIN`` the smallest Java ``long`` (or ``int``).
-SURROGATE_CANDIDATES = 2**24
-
 _SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 #: Default name of the binary column that carries handed-over states (:func:`with_handover`).
 HANDOVER = "handover"
 
 
-def _spark_hash_bytes(data: bytes) -> int:
-    """Spark's legacy ``Murmur3_x86_32.hashUnsafeBytes``: each tail byte is a whole block."""
-    n = len(data)
-    h = _SPARK_SEED
-    for (k,) in struct.iter_unpack("<I", data[: n & ~3]):
-        h = murmur3_step(h, k)
-    for byte in data[n & ~3 :]:
-        h = murmur3_step(h, sign_extend_byte(byte))
-    return murmur3_final(h, n)
-
-
-class SparkHashPartitioning(JavaEngine):
-    """Spark SQL hash partitioning of one key column (shuffles and stateful streaming).
-
-    Parameters
-    ----------
-    n_instances : int
-        Number of shuffle partitions (``spark.sql.shuffle.partitions``, frozen in
-        a streaming checkpoint), >= 1.
-    int_type : {"long", "int"}, default "long"
-        Spark type of int keys: ``LongType`` (``hashLong``) or ``IntegerType`` (``hashInt``).
-
-    Raises
-    ------
-    InvalidParameterError
-        If ``n_instances`` is not an int >= 1 or ``int_type`` is unknown.
-
-    Notes
-    -----
-    ``partition = pmod(Murmur3Hash(key, seed = 42), numPartitions)``. Strings hash
-    their UTF-8 bytes with the *legacy* ``Murmur3_x86_32.hashUnsafeBytes``: whole
-    4-byte little-endian blocks as in MurmurHash3, then each remaining byte,
-    sign-extended, mixed as a block of its own (standard MurmurHash3 differs for
-    lengths not divisible by 4), then ``fmix(h ^ numBytes)``. Longs use
-    ``hashLong`` (low word, then high word, length 8); ints use ``hashInt``.
-    Only single-column keys with the default ``UTF8_BINARY`` collation.
-
-    Sources in apache/spark:
-
-    - ``sql/catalyst/src/main/scala/org/apache/spark/sql/catalyst/plans/physical/partitioning.scala``
-      (``HashPartitioning.partitionIdExpression``)
-    - ``sql/catalyst/src/main/scala/org/apache/spark/sql/catalyst/expressions/hash.scala``
-      (``Murmur3Hash``, seed 42)
-    - ``common/unsafe/src/main/java/org/apache/spark/unsafe/hash/Murmur3_x86_32.java``
-      (``hashUnsafeBytes``, ``hashLong``, ``hashInt``)
-
-    References
-    ----------
-    .. [1] Apache Spark, ``pyspark.sql.functions.hash``,
-       https://spark.apache.org/docs/latest/api/python/reference/pyspark.sql/api/pyspark.sql.functions.hash.html
-
-    Examples
-    --------
-    >>> SparkHashPartitioning(200).instances_of(["hello", 42]).tolist()
-    [48, 168]
-    """
-
-    engine = "spark"
-
-    def _hash_str(self, key: str) -> int:
-        return _spark_hash_bytes(key.encode("utf-8"))
-
-    def _hash_strs(self, keys: pa.LargeStringArray) -> np.ndarray:
-        w = Words.cut(keys, 4)
-        h = w.run(np.full(w.order.size, _SPARK_SEED, dtype=np.uint32), murmur3_step)
-        for i in range(3):
-            some = w.rem > i
-            h[some] = murmur3_step(h[some], sign_extend_byte((w.tail[some] >> (8 * i)) & 0xFF))
-        return w.unsort(murmur3_final(h, w.lengths))
-
-    def _hash_int(self, u: Any) -> Any:
-        h = murmur3_step(_SPARK_SEED, u & M32)
-        if self.int_type == "int":
-            return murmur3_final(h, 4)
-        return murmur3_final(murmur3_step(h, u >> 32), 8)
-
-    def _place(self, h: Any) -> Any:
-        return signed32(h) % self.n_instances
-
-    def surrogates(self, kind: str = "string") -> tuple[str, ...] | tuple[int, ...]:
-        """The route value of each partition: a reserved key that Spark's hash puts there.
-
-        Surrogate ``i`` is the first candidate of a fixed family whose partition
-        is ``i``. The families are reserved forms a real key does not take:
-
-        - ``"string"``: ``SURROGATE_PREFIX + str(j)`` = ``"\\x00route:0"``,
-          ``"\\x00route:1"``, ... (strings starting with U+0000);
-        - ``"integer"``: ``MIN + j``, where ``MIN`` is ``-2**63`` (``int_type="long"``)
-          or ``-2**31`` (``"int"``): the most negative values of the type,
-
-        for ``j = 0, 1, ... < SURROGATE_CANDIDATES``. The search is deterministic,
-        so every process computes the same surrogates, and needs about
-        ``n ln n`` candidates (the coupon collector's bound).
-
-        Parameters
-        ----------
-        kind : {"string", "integer"}, default "string"
-            Type of the key column: a string, or an integer of this fallback's
-            ``int_type``.
-
-        Returns
-        -------
-        tuple of str or tuple of int, length ``n_instances``
-            ``surrogates[i]`` is the route value of partition ``i``.
-
-        Raises
-        ------
-        InvalidParameterError
-            If ``kind`` is unknown, or the family has no candidate for some
-            partition (more than about a million partitions).
-
-        Examples
-        --------
-        >>> spark = SparkHashPartitioning(4)
-        >>> spark.surrogates()
-        ('\\x00route:2', '\\x00route:3', '\\x00route:0', '\\x00route:9')
-        >>> spark.instances_of(spark.surrogates()).tolist()
-        [0, 1, 2, 3]
-        """
-        kind = check_option(kind, "kind", "SparkHashPartitioning.surrogates", ("string", "integer"))
-        return _surrogates(self.n_instances, kind, self.int_type)
-
-
-@functools.lru_cache(maxsize=32)
-def _surrogates(n: int, kind: str, int_type: str) -> tuple:
-    spark = SparkHashPartitioning(n, int_type=int_type)
-    low = (INT_RANGE if int_type == "int" else LONG_RANGE)[0]
-    first = np.full(n, -1, dtype=np.int64)
-    step = max(4096, 4 * n)
-    for start in range(0, SURROGATE_CANDIDATES, step):
-        j = np.arange(start, min(start + step, SURROGATE_CANDIDATES), dtype=np.int64)
-        candidates = [f"{SURROGATE_PREFIX}{x}" for x in j.tolist()] if kind == "string" else j + low
-        parts, where = np.unique(spark.instances_of(candidates), return_index=True)
-        new = first[parts] < 0
-        first[parts[new]] = j[where[new]]
-        if (first >= 0).all():
-            break
-    else:
+def _table_parts(table: RoutingTable, owner: str) -> tuple[SparkHashPartitioning, pd.Series, str]:
+    """The Spark fallback, the entries (key -> instance) and the key kind of a routing table."""
+    if not isinstance(table, RoutingTable):
         raise InvalidParameterError(
-            f"the {SURROGATE_CANDIDATES} {kind} surrogate candidates miss partition {int(np.argmin(first))} "
-            f"of {n}; Spark's hash cannot be steered to that many partitions"
+            f"the 'table' parameter of {owner} must be a routing table (locality.RoutingTable, e.g. "
+            f"configuration.tables[operator]); got {type(table).__name__}"
         )
-    if kind == "string":
-        return tuple(f"{SURROGATE_PREFIX}{x}" for x in first.tolist())
-    return tuple((first + low).tolist())
-
-
-# ------------------------------------------------------------------------------------------
-# The route column
-# ------------------------------------------------------------------------------------------
-
-
-def _table_parts(table: Any, owner: str) -> tuple[SparkHashPartitioning, pd.Series, str]:
-    """The Spark fallback, the entries (key -> instance) and the key kind of a RoutingTable-like object."""
-    fallback, entries = getattr(table, "fallback", None), getattr(table, "entries", None)
-    if fallback is None or entries is None:
-        raise InvalidParameterError(
-            f"the 'table' parameter of {owner} must be a routing table with 'entries' (key -> instance) and "
-            f"'fallback' attributes, such as locality.RoutingTable; got {type(table).__name__}"
-        )
+    fallback, entries = table.fallback, table.entries
     if not isinstance(fallback, SparkHashPartitioning):
         raise InvalidParameterError(
             f"the 'table' parameter of {owner} must route its other keys with Spark's hash (fallback engine "
-            f"'spark'); got engine {getattr(fallback, 'engine', type(fallback).__name__)!r}: learn the table "
-            f"with --hash spark"
+            f"'spark'); got engine {fallback.engine!r}: learn the table with --hash spark"
         )
-    entries = entries if isinstance(entries, pd.Series) else pd.Series(dict(entries), dtype="int64")
-    keys = entries.index if len(entries) else list(getattr(table, "splits", None) or ())
+    keys = entries.index if len(entries) else list(table.splits)
     kind = "integer" if len(keys) and not isinstance(keys[0], str) else "string"
     return fallback, entries, kind
 
 
-def _split_parts(table: Any, fallback: SparkHashPartitioning, entries: pd.Series, kind: str) -> tuple[list, np.ndarray]:
+def _split_parts(
+    table: RoutingTable, fallback: SparkHashPartitioning, entries: pd.Series, kind: str
+) -> tuple[list, np.ndarray]:
     """The split keys, and the route value of each one's part per server position (object array, key x server).
 
     A part on partition ``i`` has the route an entry for ``i`` would give: the
     surrogate of ``i``, or the key itself where Spark's hash puts a key
     without an entry (its home group).
     """
-    splits = getattr(table, "splits", None) or {}
+    splits = table.splits
     if not splits:
         return [], np.empty((0, 0), dtype=object)
     keys = list(splits)
@@ -279,7 +111,9 @@ def _split_parts(table: Any, fallback: SparkHashPartitioning, entries: pd.Series
 
 
 def route_values(
-    table: Any, keys: Iterable[str | int] | np.ndarray | pd.Series, servers: Iterable[int] | np.ndarray | None = None
+    table: RoutingTable,
+    keys: Iterable[str | int] | np.ndarray | pd.Series,
+    servers: Iterable[int] | np.ndarray | None = None,
 ) -> np.ndarray:
     """The route value of each key, as :func:`with_route` computes it in Spark.
 
@@ -291,11 +125,11 @@ def route_values(
 
     Parameters
     ----------
-    table : RoutingTable or alike
-        An object with ``entries`` (pandas Series, key -> instance) and a
-        :class:`SparkHashPartitioning` ``fallback``, such as the table of one
-        operator that :class:`~locality.routing.RoutingConfiguration` (or a
-        router serving the current version) holds.
+    table : RoutingTable
+        A table with a Spark fallback
+        (:class:`~locality.hashing.spark.SparkHashPartitioning`), such as the
+        table of one operator that :class:`~locality.routing.RoutingConfiguration`
+        (or a router serving the current version) holds.
     keys : sequence of str or int
         Keys of the table's kind.
     servers : sequence of int, optional
@@ -346,7 +180,7 @@ def route_values(
 
 def with_route(
     frame: DataFrame,
-    table: Any,
+    table: RoutingTable,
     key: str,
     *,
     route: str = "route",
@@ -386,7 +220,7 @@ def with_route(
     ----------
     frame : pyspark.sql.DataFrame
         The records, streaming or batch.
-    table : RoutingTable or alike
+    table : RoutingTable
         The operator's table: ``entries`` (key -> instance) and a
         :class:`SparkHashPartitioning` ``fallback`` with as many instances as the
         query's shuffle partitions.
@@ -958,8 +792,8 @@ def with_handover(frame: DataFrame, directory: str | Path, key: str, *, column: 
 def write_handover(
     spark: Any,
     checkpoint: str | Path,
-    old: Any,
-    new: Any,
+    old: RoutingTable,
+    new: RoutingTable,
     key: str,
     directory: str | Path,
     *,
@@ -988,7 +822,7 @@ def write_handover(
     spark : SparkSession
     checkpoint : str or Path
         Checkpoint of the stopped query (a local path).
-    old, new : RoutingTable or alike
+    old, new : RoutingTable
         The table the query ran with and the one it restarts with (same Spark
         fallback: the partition count is frozen in the checkpoint).
     key : str

@@ -82,6 +82,20 @@ def check_table_method(method: object, name: str, owner: str) -> str:
     return check_option(method, name, owner, TABLE_METHODS)
 
 
+def check_locality_aware(method: object, name: str, owner: str, needs: str) -> None:
+    """Raise unless ``method`` is a locality-aware rebalancer (:data:`BASE_AWARE`), which ``needs`` requires.
+
+    Hot-key splitting, a balance window and base loads all need one: they
+    take the keys' neighbours and the load instances carry whatever the keys
+    do, which only those rebalancers read.
+    """
+    if method not in BASE_AWARE:
+        raise InvalidParameterError(
+            f"{needs} needs a locality-aware rebalancer: the {name!r} parameter of {owner} must be one of "
+            f"{sorted(BASE_AWARE)}; got {method!r}"
+        )
+
+
 def rebalance(problem: RebalanceProblem, method: str = DEFAULT_METHOD, **options) -> RebalanceResult:
     """Rebalance one operator with the rebalancer named ``method``.
 
@@ -106,9 +120,7 @@ def rebalance(problem: RebalanceProblem, method: str = DEFAULT_METHOD, **options
         raise InvalidParameterError(
             "the 'ssm' rebalancer's table is its instances' key-group range bounds: a table_cap does not apply"
         )
-    if getattr(problem, "base_loads", None) is not None and method not in BASE_AWARE:
-        raise InvalidParameterError(
-            f"the {method!r} rebalancer does not take base_loads; use one of {sorted(BASE_AWARE)}"
-        )
+    if getattr(problem, "base_loads", None) is not None:
+        check_locality_aware(method, "method", "rebalance", "base_loads")
     module, function = METHODS[method].split(":")
     return getattr(importlib.import_module(module), function)(problem, **options)

@@ -25,15 +25,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from locality._validation import check_integer, check_interval
+from locality.defaults import DEFAULT_THETA_MAX
 from locality.errors import InvalidParameterError
-from locality.imbalance import balance_bounds, fair_loads, imbalance, theta, unequal_shares
+from locality.imbalance import balance_bounds, fair_loads, heavier_than, imbalance, theta, unequal_shares
 
 __all__ = [
     "RebalanceProblem",
     "RebalanceResult",
     "instance_loads",
-    "theta",
-    "imbalance",
     "finish",
     "within_cap",
     "table_room",
@@ -81,7 +80,7 @@ class RebalanceProblem:
     current: np.ndarray
     fallback: np.ndarray
     n_instances: int
-    theta_max: float = 0.08
+    theta_max: float = DEFAULT_THETA_MAX
     table_cap: int | None = None
     base_loads: np.ndarray | None = None
     shares: np.ndarray | None = None
@@ -162,6 +161,14 @@ class RebalanceProblem:
     def hot_bound(self) -> float:
         """A key heavier than this fits on no instance: ``(1 + theta_max)`` times the largest fair share."""
         return (1.0 + self.theta_max) * float(self.fair_loads.max())
+
+    def hot_keys(self) -> np.ndarray:
+        """Keys whose load alone exceeds :meth:`hot_bound`, heaviest first (:func:`locality.imbalance.heavier_than`).
+
+        >>> RebalanceProblem(np.array([9.0, 1, 1, 1]), np.ones(4), np.zeros(4, int), np.zeros(4, int), 2).hot_keys()
+        array([0])
+        """
+        return heavier_than(self.loads, self.hot_bound())
 
     def theta(self, per_instance: np.ndarray) -> float:
         """:func:`locality.imbalance.theta` of ``per_instance`` on this problem's shares."""

@@ -29,7 +29,6 @@ from locality._validation import check_interval
 from locality.errors import InvalidParameterError
 from locality.rebalance._base import RebalanceProblem, RebalanceResult, finish
 from locality.rebalance.hybrid import _select_tracked, check_resources, key_frequencies, resource_costs
-from locality.rebalance.split import find_hot_keys
 
 __all__ = ["UTILITIES", "Construction", "GedikOptions", "setup"]
 
@@ -165,7 +164,7 @@ class Construction:
         problem = self.problem
         assignment = problem.fallback.copy()
         assignment[self.keys] = self.placed
-        hot = find_hot_keys(problem)
+        hot = problem.hot_keys()
         logger.debug(
             "%s: %d tracked keys, rho %.4g, gamma %.4g", method, self.keys.shape[0], self.rho(), self.gamma(0.0)
         )

@@ -788,7 +788,7 @@ def conclude(
     ``hot_keys`` lists the keys whose cost alone exceeds ``(1 + theta_max)`` times the largest
     fair share (:meth:`RebalanceProblem.hot_bound`); any one of them makes the first bound unreachable.
     """
-    hot = np.flatnonzero(problem.loads > problem.hot_bound())
+    hot = np.sort(problem.hot_keys())
     if hot.size:
         logger.info("%s: %d hot key(s) make theta_max=%g unreachable", method, hot.size, problem.theta_max)
     result = finish(problem, assignment, method, started, hot_keys=hot, **extra)

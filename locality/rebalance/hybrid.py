@@ -49,8 +49,8 @@ from locality.rebalance._base import RebalanceProblem
 __all__ = [
     "RESOURCE_LETTERS",
     "check_resources",
-    "theta_from_alpha",
-    "alpha_from_theta",
+    "theta_from_ratio",
+    "ratio_from_theta",
     "frequency_threshold",
     "refine_threshold",
     "key_frequencies",
@@ -74,24 +74,25 @@ def check_resources(resources: object, owner: str) -> str:
     return resources
 
 
-def theta_from_alpha(alpha: float, n_channels: int) -> float:
-    """Deviation bound ``theta`` implied by a max/min ratio ``alpha`` on ``n_channels`` (Eq. 15 of [1]_).
+def theta_from_ratio(ratio: float, n_channels: int) -> float:
+    """Deviation bound ``theta`` implied by a bound ``ratio`` on max / min channel load (Eq. 15 of [1]_, its alpha).
 
-    The worst case under ``max / min <= alpha`` is one channel at ``alpha * x``
-    and the others at ``x``, so ``theta = (alpha - 1)(N - 1) / (alpha + N - 1)``.
+    The worst case under ``max / min <= ratio`` is one channel at ``ratio * x``
+    and the others at ``x``, so ``theta = (ratio - 1)(N - 1) / (ratio + N - 1)``.
+    (Gedik calls the ratio alpha; in the rest of locality alpha bounds max / fair.)
 
-    >>> round(theta_from_alpha(1.2, 10), 4)
+    >>> round(theta_from_ratio(1.2, 10), 4)
     0.1765
     """
-    alpha = check_interval(alpha, "alpha", "theta_from_alpha", lower=1.0)
-    n = check_integer(n_channels, "n_channels", "theta_from_alpha", lower=2)
-    return (alpha - 1.0) * (n - 1) / (alpha + n - 1)
+    ratio = check_interval(ratio, "ratio", "theta_from_ratio", lower=1.0)
+    n = check_integer(n_channels, "n_channels", "theta_from_ratio", lower=2)
+    return (ratio - 1.0) * (n - 1) / (ratio + n - 1)
 
 
-def alpha_from_theta(theta: float, n_channels: int) -> float:
-    """Inverse of :func:`theta_from_alpha`: ``alpha = (N - 1)(1 + theta) / (N - 1 - theta)``."""
-    n = check_integer(n_channels, "n_channels", "alpha_from_theta", lower=2)
-    theta = check_interval(theta, "theta", "alpha_from_theta", lower=0.0, upper=n - 1.0, closed="left")
+def ratio_from_theta(theta: float, n_channels: int) -> float:
+    """Inverse of :func:`theta_from_ratio`: ``ratio = (N - 1)(1 + theta) / (N - 1 - theta)``."""
+    n = check_integer(n_channels, "n_channels", "ratio_from_theta", lower=2)
+    theta = check_interval(theta, "theta", "ratio_from_theta", lower=0.0, upper=n - 1.0, closed="left")
     return (n - 1) * (1.0 + theta) / (n - 1 - theta)
 
 
@@ -127,7 +128,7 @@ def frequency_threshold(
     n_channels : int
         Number of channels (instances) ``N`` of the next period.
     theta : float
-        Tolerated relative deviation from the mean load (see :func:`theta_from_alpha`).
+        Tolerated relative deviation from the mean load (see :func:`theta_from_ratio`).
     sigma : float
         Share of the tolerated deviation given to untracked keys, in ``(0, 1]`` (paper: 0.1).
     resources : str

@@ -51,7 +51,7 @@ def scan(
         Track the keys with frequency ``>= delta`` instead of the threshold rule.
     frequencies : ndarray, optional
         Frequency of each key in ``[0, 1]`` (e.g. from a
-        :class:`~locality.rebalance.lossy_counting.SlidingLossyCounter`);
+        :class:`~locality.testing.lossy_counting.SlidingLossyCounter`);
         default the load share.
     tracked_before : ndarray of int, optional
         Keys tracked in the previous period, ``D_p^(t)``; default the keys

@@ -37,24 +37,12 @@ from locality._validation import check_integer
 from locality.errors import InvalidParameterError
 from locality.rebalance._base import RebalanceProblem, RebalanceResult, instance_loads
 
-__all__ = ["find_hot_keys", "split_hot_keys", "LocalSplit", "split_locally", "plan_local_splits"]
+__all__ = ["split_hot_keys", "LocalSplit", "split_locally", "plan_local_splits"]
 
 logger = logging.getLogger(__name__)
 
 # Loads are sums of floats; a share that reaches the bound up to rounding is within it.
 _REL_TOL = 1e-9
-
-
-def find_hot_keys(problem: RebalanceProblem) -> np.ndarray:
-    """Keys whose load alone exceeds ``(1 + theta_max)`` times the largest fair share, heaviest first.
-
-    >>> import numpy as np
-    >>> p = RebalanceProblem(np.array([9.0, 1, 1, 1]), np.ones(4), np.zeros(4, int), np.zeros(4, int), 2)
-    >>> find_hot_keys(p)
-    array([0])
-    """
-    hot = np.flatnonzero(problem.loads > problem.hot_bound() * (1.0 + _REL_TOL))
-    return hot[np.argsort(-problem.loads[hot], kind="stable")]
 
 
 def _water_fill(base: np.ndarray, load: float) -> float:
@@ -138,7 +126,7 @@ def split_hot_keys(
             f"the 'result' parameter of {owner} must assign the problem's {problem.n_keys} keys; "
             f"got an assignment of shape {assignment.shape}"
         )
-    hot = find_hot_keys(problem)
+    hot = problem.hot_keys()
     if hot.shape[0] == 0 or ways < 2:
         return result
     bound = problem.hot_bound()
@@ -206,12 +194,6 @@ class LocalSplit:
     def route_rows(self, neighbour_servers: np.ndarray) -> np.ndarray:
         """Instance of each tuple of the key, from the server of its neighbouring key."""
         return self.route[neighbour_servers]
-
-    def local_share(self, instance_servers: np.ndarray) -> float:
-        """Share of the key's expected load whose hop stays on one server."""
-        total = float(self.flows.sum())
-        local = instance_servers[self.route] == np.arange(self.route.shape[0])
-        return float(self.flows[local].sum() / total) if total > 0 else 1.0
 
     def to_dict(self) -> dict:
         return {"route": self.route.tolist(), "parts": self.parts, "load": self.load}

@@ -33,7 +33,6 @@ import numpy as np
 from locality._validation import check_integer, check_interval, check_option
 from locality.errors import InvalidParameterError
 from locality.rebalance._base import RebalanceProblem, RebalanceResult, finish
-from locality.rebalance.split import find_hot_keys
 
 __all__ = ["ContiguousPlan", "optimal_single_step", "oms", "min_max_load", "ssm", "ALGORITHMS"]
 
@@ -171,12 +170,12 @@ def _solve_reference(inst: _Instance, n_new: int) -> tuple[float, list[tuple[int
 def _solve_lemmas(inst: _Instance, n_new: int) -> tuple[float, list[tuple[int, int, int]]] | None:
     """The paper's SSM (Figs. 6-7, Lemmas 4.2-4.5), bottom-up, vectorised over the split point ``x``.
 
-    Sub-problem ``(alpha, gamma, k)``: cover tasks ``[alpha, m)`` with ``k``
-    ranges using old ranges ``gamma..n-1``; only two ``gamma`` per ``alpha``
-    matter (the range holding ``alpha`` and the next, Lemma 4.3). The first
+    Sub-problem ``(start, gamma, k)``: cover tasks ``[start, m)`` with ``k``
+    ranges using old ranges ``gamma..n-1``; only two ``gamma`` per ``start``
+    matter (the range holding ``start`` and the next, Lemma 4.3). The first
     matched range is the longest feasible ``[lb, x)`` ending at ``x``
     (Lemma 4.2), preceded by the fewest free ranges covering
-    ``[alpha, lb)`` (Lemma 4.4), and goes to the old range holding ``x - 1``
+    ``[start, lb)`` (Lemma 4.4), and goes to the old range holding ``x - 1``
     or to the best one not holding ``x`` (Lemma 4.5). With the two verified
     fixes of seeds-algorithms.md §1.3.2: ``x`` may equal ``m``, and a
     sub-problem coverable by ``k`` free ranges starts at gain 0, not -inf.
@@ -187,33 +186,33 @@ def _solve_lemmas(inst: _Instance, n_new: int) -> tuple[float, list[tuple[int, i
     node_of = np.append(np.repeat(np.arange(n), inst.ub - inst.lb), n)  # old range holding each task; n past the end
     g = np.full((m + 1, 2, n_new + 1), -np.inf)
     g[m] = 0.0
-    # choice[alpha, c, k] = (kind, x, y, nmin); kind 0: infeasible, 1: free cover, 2: one range, 3: split at x
+    # choice[start, c, k] = (kind, x, y, nmin); kind 0: infeasible, 1: free cover, 2: one range, 3: split at x
     choice = np.zeros((m + 1, 2, n_new + 1, 4), dtype=np.int64)
     ks = np.arange(2, n_new + 1)
-    for alpha in range(m - 1, -1, -1):
-        cover = np.full(m - alpha + 1, _NO_COVER, dtype=np.int64)  # cover[b - alpha] = fewest ranges for [alpha, b)
-        cover[0], a, count = 0, alpha, 0
+    for start in range(m - 1, -1, -1):
+        cover = np.full(m - start + 1, _NO_COVER, dtype=np.int64)  # cover[b - start] = fewest ranges for [start, b)
+        cover[0], a, count = 0, start, 0
         while a < m and reach[a] > a:
-            cover[a + 1 - alpha : reach[a] + 1 - alpha] = count + 1
+            cover[a + 1 - start : reach[a] + 1 - start] = count + 1
             a, count = int(reach[a]), count + 1
-        xs = np.arange(alpha + 1, m + 1)
+        xs = np.arange(start + 1, m + 1)
         rows = np.arange(xs.shape[0])
-        lb = np.maximum(alpha, left[xs])
-        nmin = 1 + cover[lb - alpha]
+        lb = np.maximum(start, left[xs])
+        nmin = 1 + cover[lb - start]
         s = inst.overlap(lb, xs)  # (X, n)
         y1 = node_of[xs - 1]
         holds_x = node_of[xs]
-        whole = inst.overlap(np.asarray(alpha), np.asarray(m))  # base case: [alpha, m) on one old range
+        whole = inst.overlap(np.asarray(start), np.asarray(m))  # base case: [start, m) on one old range
         for c in (0, 1):
-            gamma = int(node_of[alpha]) + c
+            gamma = int(node_of[start]) + c
             if gamma > n:
                 continue
-            if whole.shape[0] and cover[m - alpha] <= 1:
+            if whole.shape[0] and cover[m - start] <= 1:
                 j = gamma + int(np.argmax(whole[gamma:])) if gamma < n else -1
                 if j >= 0 and whole[j] > 0:
-                    g[alpha, c, 1], choice[alpha, c, 1] = whole[j], (2, m, j, 1)
+                    g[start, c, 1], choice[start, c, 1] = whole[j], (2, m, j, 1)
                 else:
-                    g[alpha, c, 1], choice[alpha, c, 1] = 0.0, (1, 0, 0, 0)
+                    g[start, c, 1], choice[start, c, 1] = 0.0, (1, 0, 0, 0)
             if n_new < 2:
                 continue
             sz = s.copy()
@@ -222,7 +221,7 @@ def _solve_lemmas(inst: _Instance, n_new: int) -> tuple[float, list[tuple[int, i
             sz[rows[inside], holds_x[inside]] = 0.0  # Lemma 4.5 (ii): a range not holding x
             z = np.argmax(sz, axis=1)
             cands = [(y1, np.where(y1 >= gamma, s[rows, y1], 0.0)), (z, sz[rows, z])]
-            best = np.where(cover[m - alpha] <= ks, 0.0, -np.inf)
+            best = np.where(cover[m - start] <= ks, 0.0, -np.inf)
             kind = np.where(best == 0.0, 1, 0)
             bx = np.zeros(ks.shape[0], dtype=np.int64)
             by, bn = bx.copy(), bx.copy()
@@ -239,25 +238,25 @@ def _solve_lemmas(inst: _Instance, n_new: int) -> tuple[float, list[tuple[int, i
                 bx = np.where(better, xs[at], bx)
                 by = np.where(better, y[at], by)
                 bn = np.where(better, nmin[at], bn)
-            g[alpha, c, 2:] = best
-            choice[alpha, c, 2:] = np.stack([kind, bx, by, bn], axis=1)
+            g[start, c, 2:] = best
+            choice[start, c, 2:] = np.stack([kind, bx, by, bn], axis=1)
     if g[0, 0, n_new] == -np.inf:
         return None
     ranges: list[tuple[int, int, int]] = []
-    alpha, c, k = 0, 0, n_new
-    while alpha < m:
-        kind, x, y, nmin = (int(v) for v in choice[alpha, c, k])
+    start, c, k = 0, 0, n_new
+    while start < m:
+        kind, x, y, nmin = (int(v) for v in choice[start, c, k])
         if kind == 1:
-            ranges += [(a, b, -1) for a, b in _greedy_cover(reach, alpha, m)]
+            ranges += [(a, b, -1) for a, b in _greedy_cover(reach, start, m)]
             break
         if kind == 2:
-            ranges.append((alpha, m, y))
+            ranges.append((start, m, y))
             break
-        lb = max(alpha, int(left[x]))
-        ranges += [(a, b, -1) for a, b in _greedy_cover(reach, alpha, lb)]
+        lb = max(start, int(left[x]))
+        ranges += [(a, b, -1) for a, b in _greedy_cover(reach, start, lb)]
         ranges.append((lb, x, y))
         c = int(np.clip(y + 1 - node_of[x], 0, 1)) if x < m else 0
-        alpha, k = x, k - nmin
+        start, k = x, k - nmin
     return float(g[0, 0, n_new]), ranges
 
 
@@ -796,7 +795,7 @@ def ssm(problem: RebalanceProblem, *, algorithm: str = "reference") -> Rebalance
     bounds = np.append(starts, k).astype(np.int64)
     spare = iter(np.setdiff1d(np.arange(n), run_nodes).tolist())
     cap = (1.0 + problem.theta_max) * float(problem.loads.sum()) / n
-    hot = find_hot_keys(problem)
+    hot = problem.hot_keys()
     plan = _single_step(problem.loads, problem.state_sizes, bounds, run_nodes, spare, n, cap, algorithm)
     feasible = plan is not None
     if plan is None:

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from locality._validation import check_interval
+from locality.defaults import DEFAULT_THETA_MAX
 from locality.errors import InvalidParameterError
 from locality.graph import KeyGraph
 from locality.imbalance import unequal_shares
@@ -30,6 +31,7 @@ from locality.rebalance import (
     BASE_AWARE,
     DEFAULT_METHOD,
     RebalanceProblem,
+    check_locality_aware,
     check_table_method,
     rebalance,
     table_room,
@@ -74,7 +76,7 @@ def rebalance_configuration(
     state: Mapping[str, pd.Series] | None = None,
     graph: KeyGraph | None = None,
     method: str = DEFAULT_METHOD,
-    theta_max: float = 0.08,
+    theta_max: float = DEFAULT_THETA_MAX,
     table_cap: int | None = None,
     horizon: float = 1.0,
     split_hot_keys: bool = False,
@@ -131,17 +133,14 @@ def rebalance_configuration(
     owner = "rebalance_configuration"
     check_table_method(method, "method", owner)
     horizon = check_interval(horizon, "horizon", owner, lower=0.0)
-    if split_hot_keys and (method not in BASE_AWARE or graph is None):
-        raise InvalidParameterError(
-            f"split_hot_keys in {owner} needs a locality-aware rebalancer ({sorted(BASE_AWARE)}) and the key graph; "
-            f"got method {method!r}{' without a graph' if graph is None else ''}"
-        )
+    if split_hot_keys:
+        check_locality_aware(method, "method", owner, "split_hot_keys")
+        if graph is None:
+            raise InvalidParameterError(f"split_hot_keys in {owner} needs the key graph (the 'graph' parameter)")
     if split_share is not None:
         check_interval(split_share, "split_share", owner, lower=0.0, closed="neither")
-    if base_loads is not None and method not in BASE_AWARE:
-        raise InvalidParameterError(
-            f"base_loads in {owner} needs a locality-aware rebalancer ({sorted(BASE_AWARE)}); got method {method!r}"
-        )
+    if base_loads is not None:
+        check_locality_aware(method, "method", owner, "base_loads")
     tables, moved, total, seconds = {}, 0.0, 0.0, 0.0
     operators = list(config.topology.operators)
     for position, op in enumerate(operators):
@@ -211,7 +210,7 @@ def rebalance_tables(
     seen: pd.DataFrame,
     *,
     method: str = DEFAULT_METHOD,
-    theta_max: float = 0.08,
+    theta_max: float = DEFAULT_THETA_MAX,
     table_cap: int | None = None,
 ) -> tuple[RoutingConfiguration, float, float]:
     """Rebalance every operator's table on the key loads of the tuples ``seen`` (each row weighs 1).

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from locality._validation import check_duration, check_interval, check_option
+from locality.defaults import DEFAULT_THETA_MAX
 from locality.errors import InvalidParameterError
 from locality.forecast import forecast_matrix, parse_forecast
 from locality.graph import KeyGraph
@@ -49,6 +50,7 @@ from locality.imbalance import unequal_shares
 from locality.rebalance import (
     BASE_AWARE,
     RebalanceProblem,
+    check_locality_aware,
     check_table_method,
     rebalance,
     table_room,
@@ -115,7 +117,7 @@ class RebalanceSchedule:
     balance_window: str | None = None
     forecast: str = "mean"
     history: str = "2D"
-    theta_max: float = 0.08
+    theta_max: float = DEFAULT_THETA_MAX
     table_cap: int | None = None
     state_weight: float = 1.0
     split_hot_keys: bool = False
@@ -139,10 +141,8 @@ class RebalanceSchedule:
             raise InvalidParameterError(
                 f"the 'history' of {owner} ({self.history}) must cover at least one interval ({self.every})"
             )
-        if self.split_hot_keys and self.method not in BASE_AWARE:
-            raise InvalidParameterError(
-                f"split_hot_keys needs a base-aware rebalancer ({sorted(BASE_AWARE)}); got {self.method!r}"
-            )
+        if self.split_hot_keys:
+            check_locality_aware(self.method, "method", owner, "split_hot_keys")
 
     @property
     def memory(self) -> int:

@@ -14,13 +14,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from locality.engines import PyFlinkKeyGroups, make_fallback
-from locality.engines.flink import SURROGATE_PREFIX, FlinkKeySelector, read_routing_file, write_routing_file
+from locality.engines.flink import FlinkKeySelector, read_routing_file, write_routing_file
 from locality.errors import InvalidParameterError
+from locality.hashing import PyFlinkKeyGroups, make_fallback
+from locality.hashing.flink import SURROGATE_PREFIX
 from locality.router import Router
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore
 from locality.topology import Topology
+from tests.engines import key_group_range
 
 TAGS = [f"tag{i}" for i in range(600)]
 TOPOLOGY = Topology.uniform(["location", "hashtag"], 3, 2)  # 6 subtasks, subtask i on server s{i mod 3}
@@ -59,7 +61,7 @@ def test_a_split_key_gets_the_routing_key_of_its_part_on_the_selecting_server():
                 raw_parts += 1
                 continue
             assert route.startswith(SURROGATE_PREFIX)
-            groups = fallback.key_group_range(plan[position])  # the entries' rule: spread by the key's own group
+            groups = key_group_range(fallback, plan[position])  # the entries' rule: spread by the key's own group
             assert fallback.key_group(route) == groups.start + fallback.key_group(key) % len(groups)
             if entries.get(key) == plan[position]:  # the part on the key's home subtask is its home state
                 assert route == by_name.routes[key]

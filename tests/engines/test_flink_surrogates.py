@@ -12,22 +12,17 @@ import pandas as pd
 import pytest
 
 import locality.engines.flink as flink_module
-from locality.engines import FlinkKeyGroups, PyFlinkKeyGroups, fallback_from_dict, java_hash_code, make_fallback
-from locality.engines.flink import (
-    RESERVED_INTS,
-    RESERVED_LONGS,
-    SURROGATE_PREFIX,
-    FlinkKeySelector,
-    flink_surrogates,
-    read_routing_file,
-    write_routing_file,
-)
+import locality.hashing.flink as flink_hash
+from locality.engines.flink import FlinkKeySelector, read_routing_file, write_routing_file
 from locality.errors import InvalidParameterError, SerializationError
+from locality.hashing import FlinkKeyGroups, PyFlinkKeyGroups, fallback_from_dict, java_hash_code, make_fallback
+from locality.hashing.flink import RESERVED_INTS, RESERVED_LONGS, SURROGATE_PREFIX, flink_surrogates
 from locality.migration import plan_migration
 from locality.router import Router
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore
 from locality.topology import Topology
+from tests.engines import key_group_range
 
 # Subtask at max parallelism 128, parallelism 6, printed by a javac-compiled probe against the 2.3.0 jars:
 # KeyGroupRangeAssignment.assignKeyToParallelOperator on the key itself (plain) and on
@@ -71,18 +66,6 @@ def test_pyflink_engine_is_registered_and_round_trips():
     assert fallback.key_groups(keys).tolist() == [fallback.key_group(k) for k in keys]
 
 
-@pytest.mark.parametrize(("p", "m"), [(6, 128), (7, 7), (5, 100), (300, 512), (1, 1)])
-def test_key_group_ranges_partition_the_key_groups(p, m):
-    fallback = FlinkKeyGroups(p, m)
-    ranges = [fallback.key_group_range(i) for i in range(p)]
-    assert [g for r in ranges for g in r] == list(range(m))
-    assert all(len(r) >= 1 and all(g * p // m == i for g in r) for i, r in enumerate(ranges))
-    with pytest.raises(
-        InvalidParameterError, match=rf"'subtask' parameter of FlinkKeyGroups.key_group_range .* <= {p - 1}"
-    ):
-        fallback.key_group_range(p)
-
-
 @pytest.mark.parametrize("engine", ["flink", "pyflink"])
 @pytest.mark.parametrize(
     ("key_type", "p", "m"), [("string", 6, 128), ("long", 7, 7), ("int", 5, 100), ("string", 300, 512)]
@@ -102,7 +85,7 @@ def test_surrogates_land_on_their_key_group_and_subtask(engine, key_type, p, m):
         assert all(isinstance(s, int) and low <= s < high for s in surrogates)
         numbers = [s - low for s in surrogates]
     # each is the first candidate of its key group: no smaller candidate lands there
-    candidates = flink_module._candidates(key_type, 0, max(numbers) + 1)
+    candidates = flink_hash._candidates(key_type, 0, max(numbers) + 1)
     first = pd.Series(fallback.key_groups(candidates)).drop_duplicates()
     assert dict(zip(first.to_numpy(), first.index)) == dict(zip(range(m), numbers))
 
@@ -147,13 +130,13 @@ def test_selector_routes_table_keys_to_their_subtask_and_others_to_themselves():
     # a table key goes to key group start + (its own key group mod size) of its subtask's range
     fallback = table.fallback
     for k in keys:
-        groups = fallback.key_group_range(int(table.entries[k]))
+        groups = key_group_range(fallback, int(table.entries[k]))
         expected = groups.start + fallback.key_group(k) % len(groups)
         assert fallback.key_group(select.routing_key(k)) == expected
     # so a subtask's ~80 table keys spread over its 21 or 22 key groups
     for i in range(6):
         used = {select.routes[k] for k in keys if table.entries[k] == i}
-        assert len(used) >= 0.75 * len(fallback.key_group_range(i))
+        assert len(used) >= 0.75 * len(key_group_range(fallback, i))
 
 
 @pytest.mark.parametrize(("field", "record"), [(None, "tag3"), (0, ("tag3", 1)), ("tag", {"tag": "tag3"})])
@@ -298,4 +281,4 @@ def test_selector_pickles_as_pyflink_ships_it():
 
 
 def test_docstring_examples():
-    assert doctest.testmod(flink_module).failed == 0
+    assert doctest.testmod(flink_module).failed == doctest.testmod(flink_hash).failed == 0

@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from locality.engines import make_fallback
-from locality.engines.flink import RESERVED_INTS, RESERVED_LONGS, flink_surrogates, write_routing_file
+from locality.engines.flink import write_routing_file
+from locality.hashing import make_fallback
+from locality.hashing.flink import RESERVED_INTS, RESERVED_LONGS, flink_surrogates
 from locality.routing import RoutingTable
 
 HERE = Path(__file__).parent

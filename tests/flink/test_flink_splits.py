@@ -12,8 +12,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from locality.engines import make_fallback
 from locality.engines.flink import FlinkKeySelector, write_routing_file
+from locality.hashing import make_fallback
 from locality.routing import RoutingTable
 
 from . import test_flink_harness

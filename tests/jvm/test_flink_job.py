@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from locality.engines import FlinkKeyGroups
 from locality.evaluation import evaluate
+from locality.hashing import FlinkKeyGroups
 from locality.store import ConfigStore
 from tests.jvm.conftest import TWEET_MAX_PARALLELISM, run_java
 

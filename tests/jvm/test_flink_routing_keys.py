@@ -13,9 +13,10 @@ import json
 
 import pytest
 
-from locality.engines import FlinkKeyGroups, make_fallback
-from locality.engines.flink import FlinkKeySelector, flink_surrogates
+from locality.engines.flink import FlinkKeySelector
 from locality.errors import InvalidParameterError
+from locality.hashing import FlinkKeyGroups, make_fallback
+from locality.hashing.flink import flink_surrogates
 from locality.store import ConfigStore
 from tests.engines.test_flink_splits import TAGS, split_config
 from tests.jvm.conftest import run_java

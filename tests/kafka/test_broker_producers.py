@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from confluent_kafka import Producer
 
-from locality.engines import KafkaPartitioner
 from locality.engines.kafka import KafkaTablePartitioner
+from locality.hashing import KafkaPartitioner
 from locality.router import Router
 
 from .conftest import read_topic, tweet_values

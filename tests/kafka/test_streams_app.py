@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 from confluent_kafka import Producer
 
-from locality.engines import KafkaPartitioner
 from locality.engines.kafka import KafkaTablePartitioner
 from locality.evaluation import evaluate
+from locality.hashing import KafkaPartitioner
 from locality.router import Router
 
 from .conftest import read_topic, tweet_values

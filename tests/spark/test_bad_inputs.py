@@ -20,12 +20,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import locality.cli as cli
-from locality.cli import EXIT_ERROR, EXIT_OK, main
+from locality.cli import ExitCode, main
 from locality.errors import InvalidParameterError, SerializationError, StoreError, TraceError
 from locality.store import ConfigStore
 from pipelines.counting import sketch_trace
-from pipelines.offline import OfflineParams
-from pipelines.online import OnlineParams
+from pipelines.params import OfflineParams, OnlineParams
 from pipelines.trace import TraceSpec, check_trace, read_trace
 
 Case = Callable[[Path], tuple[list[str], int, list[str]]]
@@ -71,24 +70,24 @@ LATIN1_CSV = "user,tag\nZ\xfcrich,alps\nBern,alps\nGen\xe8ve,lac\n".encode("lati
 # ---------------------------------------------------------------------- trace files
 @before_spark
 def missing_trace(tmp):
-    return optimize(str(tmp / "nope.parquet"), tmp), EXIT_ERROR, [f"no trace file at '{tmp / 'nope.parquet'}'"]
+    return optimize(str(tmp / "nope.parquet"), tmp), ExitCode.BAD_INPUT, [f"no trace file at '{tmp / 'nope.parquet'}'"]
 
 
 @before_spark
 def empty_directory(tmp):
     (tmp / "trace").mkdir()
-    return optimize(str(tmp / "trace"), tmp), EXIT_ERROR, [f"no trace file at '{tmp / 'trace'}'"]
+    return optimize(str(tmp / "trace"), tmp), ExitCode.BAD_INPUT, [f"no trace file at '{tmp / 'trace'}'"]
 
 
 @before_spark
 def glob_matching_nothing(tmp):
-    return optimize(str(tmp / "*.parquet"), tmp), EXIT_ERROR, ["no trace file at", "*.parquet"]
+    return optimize(str(tmp / "*.parquet"), tmp), ExitCode.BAD_INPUT, ["no trace file at", "*.parquet"]
 
 
 @before_spark
 def zero_byte_parquet(tmp):
     (tmp / "t.parquet").write_bytes(b"")
-    return optimize(str(tmp / "t.parquet"), tmp), EXIT_ERROR, [str(tmp / "t.parquet"), "is empty (0 bytes)"]
+    return optimize(str(tmp / "t.parquet"), tmp), ExitCode.BAD_INPUT, [str(tmp / "t.parquet"), "is empty (0 bytes)"]
 
 
 @before_spark
@@ -97,13 +96,13 @@ def zero_byte_file_among_good_ones(tmp):
     parquet(tmp / "trace", frame(), "part-0.parquet")
     (tmp / "trace" / "part-1.parquet").write_bytes(b"")
     path = tmp / "trace" / "part-1.parquet"
-    return optimize(str(tmp / "trace"), tmp), EXIT_ERROR, [str(path), "is empty"]
+    return optimize(str(tmp / "trace"), tmp), ExitCode.BAD_INPUT, [str(path), "is empty"]
 
 
 @before_spark
 def corrupt_parquet(tmp):
     (tmp / "t.parquet").write_bytes(b"PAR1" + bytes(range(256)) * 4)
-    return optimize(str(tmp / "t.parquet"), tmp), EXIT_ERROR, [str(tmp / "t.parquet"), "not a Parquet file"]
+    return optimize(str(tmp / "t.parquet"), tmp), ExitCode.BAD_INPUT, [str(tmp / "t.parquet"), "not a Parquet file"]
 
 
 @before_spark
@@ -111,63 +110,63 @@ def truncated_parquet(tmp):
     path = parquet(tmp, frame(500))
     data = Path(path).read_bytes()
     Path(path).write_bytes(data[: len(data) // 2])
-    return optimize(path, tmp), EXIT_ERROR, [path, "truncated"]
+    return optimize(path, tmp), ExitCode.BAD_INPUT, [path, "truncated"]
 
 
 @before_spark
 def unknown_extension(tmp):
     (tmp / "trace.txt").write_text("user,tag\na,b\n")
-    return optimize(str(tmp / "trace.txt"), tmp), EXIT_ERROR, ["cannot tell the format", "trace.txt"]
+    return optimize(str(tmp / "trace.txt"), tmp), ExitCode.BAD_INPUT, ["cannot tell the format", "trace.txt"]
 
 
 @before_spark
 def missing_key_column(tmp):
     path = parquet(tmp, frame())
-    return optimize(path, tmp, keys="user,hashtag"), EXIT_ERROR, [path, "no column 'hashtag'", "'tag'"]
+    return optimize(path, tmp, keys="user,hashtag"), ExitCode.BAD_INPUT, [path, "no column 'hashtag'", "'tag'"]
 
 
 @before_spark
 def missing_weight_column(tmp):
     path = parquet(tmp, frame())
-    return optimize(path, tmp, "--weight", "bytes"), EXIT_ERROR, ["no column 'bytes'"]
+    return optimize(path, tmp, "--weight", "bytes"), ExitCode.BAD_INPUT, ["no column 'bytes'"]
 
 
 @before_spark
 def float_key_column(tmp):
     path = parquet(tmp, frame().assign(lat=0.5))
-    return optimize(path, tmp, keys="user,lat"), EXIT_ERROR, ["key column 'lat' has type double", path]
+    return optimize(path, tmp, keys="user,lat"), ExitCode.BAD_INPUT, ["key column 'lat' has type double", path]
 
 
 @before_spark
 def boolean_key_column(tmp):
     path = parquet(tmp, frame().assign(flag=True))
-    return optimize(path, tmp, keys="flag,tag"), EXIT_ERROR, ["key column 'flag' has type bool"]
+    return optimize(path, tmp, keys="flag,tag"), ExitCode.BAD_INPUT, ["key column 'flag' has type bool"]
 
 
 @before_spark
 def string_weight_column(tmp):
     path = parquet(tmp, frame().assign(n="one"))
-    return optimize(path, tmp, "--weight", "n"), EXIT_ERROR, ["weight column 'n' has type string", "numeric"]
+    return optimize(path, tmp, "--weight", "n"), ExitCode.BAD_INPUT, ["weight column 'n' has type string", "numeric"]
 
 
 @before_spark
 def string_timestamp_column(tmp):
     path = parquet(tmp, frame().assign(ts="yesterday"))
     args = optimize(path, tmp, "--ts", "ts", "--start", "2024-01-01")
-    return args, EXIT_ERROR, ["timestamp column 'ts' has type string"]
+    return args, ExitCode.BAD_INPUT, ["timestamp column 'ts' has type string"]
 
 
 @before_spark
 def duplicate_csv_column(tmp):
     (tmp / "t.csv").write_text("user,tag,user\na,b,c\n")
-    return optimize(str(tmp / "t.csv"), tmp), EXIT_ERROR, [str(tmp / "t.csv"), "column 'user' more than once"]
+    return optimize(str(tmp / "t.csv"), tmp), ExitCode.BAD_INPUT, [str(tmp / "t.csv"), "column 'user' more than once"]
 
 
 @before_spark
 def duplicate_parquet_column(tmp):
     table = pa.table([pa.array(["a"]), pa.array(["b"]), pa.array(["c"])], names=["user", "tag", "tag"])
     path = parquet(tmp, table)
-    return optimize(path, tmp), EXIT_ERROR, [path, "column 'tag' more than once"]
+    return optimize(path, tmp), ExitCode.BAD_INPUT, [path, "column 'tag' more than once"]
 
 
 @before_spark
@@ -175,38 +174,50 @@ def key_types_differ_between_files(tmp):
     (tmp / "trace").mkdir()
     parquet(tmp / "trace", frame(), "a.parquet")
     parquet(tmp / "trace", frame().assign(user=7), "b.parquet")
-    return optimize(str(tmp / "trace"), tmp), EXIT_ERROR, ["column 'user' is string in", "but int64 in", "b.parquet"]
+    return (
+        optimize(str(tmp / "trace"), tmp),
+        ExitCode.BAD_INPUT,
+        ["column 'user' is string in", "but int64 in", "b.parquet"],
+    )
 
 
 @before_spark
 def csv_without_header(tmp):
     (tmp / "t.csv").write_text("\n\n")
-    return optimize(str(tmp / "t.csv"), tmp), EXIT_ERROR, [str(tmp / "t.csv"), "no header row"]
+    return optimize(str(tmp / "t.csv"), tmp), ExitCode.BAD_INPUT, [str(tmp / "t.csv"), "no header row"]
 
 
 @before_spark
 def latin1_csv_read_as_utf8(tmp):
     (tmp / "t.csv").write_bytes(LATIN1_CSV)
     culprits = ["key column 'user'", str(tmp / "t.csv"), "Z\ufffdrich", "line 2", "--encoding"]
-    return optimize(str(tmp / "t.csv"), tmp), EXIT_ERROR, culprits
+    return optimize(str(tmp / "t.csv"), tmp), ExitCode.BAD_INPUT, culprits
 
 
 @before_spark
 def latin1_json_read_as_utf8(tmp):
     (tmp / "t.json").write_bytes('{"user": "Z\xfcrich", "tag": "alps"}\n'.encode("latin-1"))
-    return optimize(str(tmp / "t.json"), tmp), EXIT_ERROR, [str(tmp / "t.json"), "'user'", "--encoding"]
+    return optimize(str(tmp / "t.json"), tmp), ExitCode.BAD_INPUT, [str(tmp / "t.json"), "'user'", "--encoding"]
 
 
 @before_spark
 def json_line_not_an_object(tmp):
     (tmp / "t.json").write_text('{"user": "a", "tag": "b"}\n[1, 2]\n')
-    return optimize(str(tmp / "t.json"), tmp), EXIT_ERROR, ["line 2 of", str(tmp / "t.json"), "not a JSON object"]
+    return (
+        optimize(str(tmp / "t.json"), tmp),
+        ExitCode.BAD_INPUT,
+        ["line 2 of", str(tmp / "t.json"), "not a JSON object"],
+    )
 
 
 @before_spark
 def json_mixed_key_types(tmp):
     (tmp / "t.json").write_text('{"user": 42, "tag": "b"}\n{"user": "42", "tag": "b"}\n')
-    return optimize(str(tmp / "t.json"), tmp), EXIT_ERROR, ["key column 'user'", "int on line 1", "string on line 2"]
+    return (
+        optimize(str(tmp / "t.json"), tmp),
+        ExitCode.BAD_INPUT,
+        ["key column 'user'", "int on line 1", "string on line 2"],
+    )
 
 
 # ---------------------------------------------------------------------- options
@@ -214,24 +225,24 @@ def json_mixed_key_types(tmp):
 def encoding_spark_cannot_read(tmp):
     (tmp / "t.csv").write_bytes(LATIN1_CSV)
     args = optimize(str(tmp / "t.csv"), tmp, "--encoding", "cp1252")
-    return args, EXIT_ERROR, ["'encoding' parameter (--encoding)", "got 'cp1252'"]
+    return args, ExitCode.BAD_INPUT, ["'encoding' parameter (--encoding)", "got 'cp1252'"]
 
 
 @before_spark
 def unknown_encoding(tmp):
     (tmp / "t.csv").write_bytes(LATIN1_CSV)
-    return optimize(str(tmp / "t.csv"), tmp, "--encoding", "klingon"), EXIT_ERROR, ["--encoding", "'klingon'"]
+    return optimize(str(tmp / "t.csv"), tmp, "--encoding", "klingon"), ExitCode.BAD_INPUT, ["--encoding", "'klingon'"]
 
 
 @before_spark
 def encoding_for_parquet(tmp):
     args = optimize(parquet(tmp, frame()), tmp, "--encoding", "latin-1")
-    return args, EXIT_ERROR, ["--encoding", "applies to CSV and JSON"]
+    return args, ExitCode.BAD_INPUT, ["--encoding", "applies to CSV and JSON"]
 
 
 def _option_case(option: str, value: str, culprit: str) -> Case:
     def case(tmp):
-        return optimize(parquet(tmp, frame()), tmp, option, value), EXIT_ERROR, [culprit]
+        return optimize(parquet(tmp, frame()), tmp, option, value), ExitCode.BAD_INPUT, [culprit]
 
     case.__name__ = f"option_{option.strip('-').replace('-', '_')}_{value}"
     return case
@@ -256,66 +267,74 @@ for _option, _value, _culprit in [
 @before_spark
 def start_not_a_date(tmp):
     args = optimize(parquet(tmp, frame()), tmp, "--ts", "ts", "--start", "yesterday")
-    return args, EXIT_ERROR, ["start time 'yesterday' is not an ISO 8601"]
+    return args, ExitCode.BAD_INPUT, ["start time 'yesterday' is not an ISO 8601"]
 
 
 @before_spark
 def start_without_ts(tmp):
-    return optimize(parquet(tmp, frame()), tmp, "--start", "2024-01-01"), EXIT_ERROR, ["needs the timestamp column"]
+    return (
+        optimize(parquet(tmp, frame()), tmp, "--start", "2024-01-01"),
+        ExitCode.BAD_INPUT,
+        ["needs the timestamp column"],
+    )
 
 
 @before_spark
 def one_key_column(tmp):
-    return optimize(parquet(tmp, frame()), tmp, keys="user"), EXIT_ERROR, ["--keys", "at least two"]
+    return optimize(parquet(tmp, frame()), tmp, keys="user"), ExitCode.BAD_INPUT, ["--keys", "at least two"]
 
 
 @before_spark
 def repeated_key_column(tmp):
-    return optimize(parquet(tmp, frame()), tmp, keys="user,user"), EXIT_ERROR, ["key columns must be distinct"]
+    return optimize(parquet(tmp, frame()), tmp, keys="user,user"), ExitCode.BAD_INPUT, ["key columns must be distinct"]
 
 
 @before_spark
 def servers_and_topology(tmp):
     (tmp / "topo.json").write_text("{}")
     args = optimize(parquet(tmp, frame()), tmp, "--topology", str(tmp / "topo.json"))
-    return args, EXIT_ERROR, ["either --servers", "or --topology"]
+    return args, ExitCode.BAD_INPUT, ["either --servers", "or --topology"]
 
 
 @before_spark
 def topology_file_missing(tmp):
     args = ["optimize", parquet(tmp, frame()), "--keys", "user,tag", "--topology", str(tmp / "t.json")]
-    return [*args, "--store", str(tmp / "s")], EXIT_ERROR, ["cannot read the topology file", str(tmp / "t.json")]
+    return (
+        [*args, "--store", str(tmp / "s")],
+        ExitCode.BAD_INPUT,
+        ["cannot read the topology file", str(tmp / "t.json")],
+    )
 
 
 @before_spark
 def topology_file_holding_a_list(tmp):
     (tmp / "t.json").write_text("[1, 2]")
     args = ["optimize", parquet(tmp, frame()), "--keys", "user,tag", "--topology", str(tmp / "t.json")]
-    return [*args, "--store", str(tmp / "s")], EXIT_ERROR, [str(tmp / "t.json"), "must hold a JSON object"]
+    return [*args, "--store", str(tmp / "s")], ExitCode.BAD_INPUT, [str(tmp / "t.json"), "must hold a JSON object"]
 
 
 @before_spark
 def reconfigure_bad_window(tmp):
     args = ["reconfigure", parquet(tmp, frame()), "--keys", "user,tag", "--ts", "ts", "--servers", "2"]
-    return [*args, "--store", str(tmp / "s"), "--window", "soon"], EXIT_ERROR, ["--window", "'soon'"]
+    return [*args, "--store", str(tmp / "s"), "--window", "soon"], ExitCode.BAD_INPUT, ["--window", "'soon'"]
 
 
 @before_spark
 def reconfigure_decay_above_one(tmp):
     args = ["reconfigure", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2", "--store", str(tmp / "s")]
-    return [*args, "--decay", "1.5"], EXIT_ERROR, ["'decay' parameter of the online job"]
+    return [*args, "--decay", "1.5"], ExitCode.BAD_INPUT, ["'decay' parameter of the online job"]
 
 
 @before_spark
 def reconfigure_newest_files_zero(tmp):
     args = ["reconfigure", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2", "--store", str(tmp / "s")]
-    return [*args, "--newest-files", "0"], EXIT_ERROR, ["'newest' parameter", "got 0"]
+    return [*args, "--newest-files", "0"], ExitCode.BAD_INPUT, ["'newest' parameter", "got 0"]
 
 
 @before_spark
 def replay_missing_trace(tmp):
     args = ["replay", str(tmp / "nope.parquet"), "--keys", "user,tag", "--servers", "2", "-q"]
-    return args, EXIT_ERROR, [str(tmp / "nope.parquet")]
+    return args, ExitCode.BAD_INPUT, [str(tmp / "nope.parquet")]
 
 
 # ---------------------------------------------------------------------- numbers: finite, in range and in scale
@@ -342,7 +361,7 @@ def _scale_case(command: str, option: str, value: str, culprit: str, extra: tupl
             args += [option, value, *extra]
         else:
             args = ["replay", path, "--keys", "user,tag", "--servers", "2", "-q", option, value, *extra]
-        return args, EXIT_ERROR, [culprit, option]
+        return args, ExitCode.BAD_INPUT, [culprit, option]
 
     case.__name__ = f"{command}_{option.strip('-').replace('-', '_')}_{value.replace('.', '_').replace('-', 'minus')}"
     return case
@@ -377,38 +396,46 @@ for _command, _option, _value, _culprit, _extra in [
 def topology_file_with_ten_million_instances(tmp):
     (tmp / "t.json").write_text(json.dumps({"instances": {"s0": 10_000_000, "s1": 1}}))
     args = ["optimize", parquet(tmp, frame()), "--keys", "user,tag", "--topology", str(tmp / "t.json")]
-    return [*args, "--store", str(tmp / "s")], EXIT_ERROR, [str(tmp / "t.json"), "10,000,001 instances"]
+    return [*args, "--store", str(tmp / "s")], ExitCode.BAD_INPUT, [str(tmp / "t.json"), "10,000,001 instances"]
 
 
 # ---------------------------------------------------------------------- time windows
 @before_spark
 def replay_period_of_a_nanosecond(tmp):
     args = ["replay", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2", "--period", "1ns", "-q"]
-    return args, EXIT_ERROR, ["'period' parameter of replay_trace", "at most 100,000 windows", "(option --period)"]
+    return (
+        args,
+        ExitCode.BAD_INPUT,
+        ["'period' parameter of replay_trace", "at most 100,000 windows", "(option --period)"],
+    )
 
 
 @before_spark
 def replay_period_longer_than_the_trace(tmp):
     args = ["replay", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2", "--period", "30D", "-q"]
-    return args, EXIT_ERROR, ["1 window of 30D (--period)", "needs two"]
+    return args, ExitCode.BAD_INPUT, ["1 window of 30D (--period)", "needs two"]
 
 
 @before_spark
 def replay_range_holding_no_row(tmp):
     args = ["replay", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2", "-q"]
-    return [*args, "--start", "2030-01-01", "--end", "2031-01-01"], EXIT_ERROR, ["holds no row", "2030-01-01"]
+    return [*args, "--start", "2030-01-01", "--end", "2031-01-01"], ExitCode.BAD_INPUT, ["holds no row", "2030-01-01"]
 
 
 @before_spark
 def replay_end_before_start(tmp):
     args = ["replay", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2", "-q"]
-    return [*args, "--start", "2024-01-05", "--end", "2024-01-02"], EXIT_ERROR, ["holds no row"]
+    return [*args, "--start", "2024-01-05", "--end", "2024-01-02"], ExitCode.BAD_INPUT, ["holds no row"]
 
 
 @before_spark
 def replay_rebalancing_every_second_for_weeks(tmp):
     args = ["replay", parquet(tmp, frame(2000)), "--keys", "user,tag", "--servers", "2", "--period", "1D", "-q"]
-    return [*args, "--rebalance", "local", "--rebalance-every", "1ms"], EXIT_ERROR, ["--rebalance-every", "runs"]
+    return (
+        [*args, "--rebalance", "local", "--rebalance-every", "1ms"],
+        ExitCode.BAD_INPUT,
+        ["--rebalance-every", "runs"],
+    )
 
 
 # ---------------------------------------------------------------------- traces read partly or wrongly
@@ -418,7 +445,7 @@ def directory_of_two_formats(tmp):
     parquet(tmp / "trace", frame(), "part-0.parquet")
     frame().drop(columns="ts").to_csv(tmp / "trace" / "part-1.csv", index=False)
     culprits = ["holds files of 2 formats", "part-0.parquet", "part-1.csv", "*.csv"]
-    return optimize(str(tmp / "trace"), tmp), EXIT_ERROR, culprits
+    return optimize(str(tmp / "trace"), tmp), ExitCode.BAD_INPUT, culprits
 
 
 @before_spark
@@ -427,18 +454,18 @@ def replay_directory_of_two_formats(tmp):
     parquet(tmp / "trace", frame(), "a.parquet")
     (tmp / "trace" / "b.jsonl").write_text('{"user": "u", "tag": "t", "ts": "2024-01-01T00:00:00"}\n')
     args = ["replay", str(tmp / "trace"), "--keys", "user,tag", "--servers", "2", "-q"]
-    return args, EXIT_ERROR, ["holds files of 2 formats", "a.parquet", "b.jsonl"]
+    return args, ExitCode.BAD_INPUT, ["holds files of 2 formats", "a.parquet", "b.jsonl"]
 
 
 @before_spark
 def format_option_other_than_the_files(tmp):
-    return optimize(parquet(tmp, frame()), tmp, "--format", "csv"), EXIT_ERROR, ["--format", "are parquet"]
+    return optimize(parquet(tmp, frame()), tmp, "--format", "csv"), ExitCode.BAD_INPUT, ["--format", "are parquet"]
 
 
 @before_spark
 def csv_quoted_field_never_closed(tmp):
     (tmp / "t.csv").write_text('user,tag\n"open quote,t1\nu2,t2\n')
-    return optimize(str(tmp / "t.csv"), tmp), EXIT_ERROR, [str(tmp / "t.csv"), "not CSV"]
+    return optimize(str(tmp / "t.csv"), tmp), ExitCode.BAD_INPUT, [str(tmp / "t.csv"), "not CSV"]
 
 
 @before_spark
@@ -447,14 +474,14 @@ def gzip_csv_cut_short(tmp):
 
     data = gzip.compress(("user,tag\n" + "u1,t1\n" * 1000).encode())
     (tmp / "t.csv.gz").write_bytes(data[: len(data) // 2])
-    return optimize(str(tmp / "t.csv.gz"), tmp), EXIT_ERROR, [str(tmp / "t.csv.gz"), "cannot read"]
+    return optimize(str(tmp / "t.csv.gz"), tmp), ExitCode.BAD_INPUT, [str(tmp / "t.csv.gz"), "cannot read"]
 
 
 @before_spark
 def text_timestamp_not_a_time(tmp):
     (tmp / "t.csv").write_text("user,tag,ts\nu1,t1,2024-01-01T00:00:00\nu2,t2,yesterday\n")
     args = ["replay", str(tmp / "t.csv"), "--keys", "user,tag", "--servers", "2", "-q"]
-    return args, EXIT_ERROR, ["timestamp column 'ts'", "'yesterday'", "ISO 8601"]
+    return args, ExitCode.BAD_INPUT, ["timestamp column 'ts'", "'yesterday'", "ISO 8601"]
 
 
 # ---------------------------------------------------------------------- output paths, checked before any work
@@ -462,7 +489,7 @@ def text_timestamp_not_a_time(tmp):
 def export_into_a_directory(tmp):
     ConfigStore(tmp / "store").publish(_config(), fingerprint="f")
     args = ["export", "--store", str(tmp / "store"), "--operator", "a", "--out", str(tmp)]
-    return args, EXIT_ERROR, [f"the output file {tmp} (--out) is a directory"]
+    return args, ExitCode.BAD_INPUT, [f"the output file {tmp} (--out) is a directory"]
 
 
 @before_spark
@@ -470,20 +497,20 @@ def export_under_a_file(tmp):
     ConfigStore(tmp / "store").publish(_config(), fingerprint="f")
     (tmp / "f").write_text("x")
     args = ["export", "--store", str(tmp / "store"), "--operator", "a", "--out", str(tmp / "f" / "routes.txt")]
-    return args, EXIT_ERROR, ["(--out) cannot be created", f"{tmp / 'f'} is a file"]
+    return args, ExitCode.BAD_INPUT, ["(--out) cannot be created", f"{tmp / 'f'} is a file"]
 
 
 @before_spark
 def generate_under_a_file(tmp):
     (tmp / "f").write_text("x")
     args = ["generate", "twitter_like", "--out", str(tmp / "f" / "t.parquet"), "-p", "n_rows=1000"]
-    return args, EXIT_ERROR, ["(--out) cannot be created", f"{tmp / 'f'} is a file"]
+    return args, ExitCode.BAD_INPUT, ["(--out) cannot be created", f"{tmp / 'f'} is a file"]
 
 
 @before_spark
 def demo_in_a_file(tmp):
     (tmp / "f").write_text("x")
-    return ["demo", "--workdir", str(tmp / "f"), "-q"], EXIT_ERROR, [f"{tmp / 'f'} (--workdir) is a file"]
+    return ["demo", "--workdir", str(tmp / "f"), "-q"], ExitCode.BAD_INPUT, [f"{tmp / 'f'} (--workdir) is a file"]
 
 
 # ---------------------------------------------------------------------- stores
@@ -491,28 +518,28 @@ def demo_in_a_file(tmp):
 def store_is_a_file(tmp):
     (tmp / "store").write_text("I am a file")
     culprit = f"the store {tmp / 'store'} is a file, not a directory"
-    return optimize(parquet(tmp, frame()), tmp), EXIT_ERROR, [culprit]
+    return optimize(parquet(tmp, frame()), tmp), ExitCode.BAD_INPUT, [culprit]
 
 
 @before_spark
 def store_path_empty(tmp):
     # an unset variable in `--store $STORE`: never the working directory
     args = ["optimize", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2", "--store", ""]
-    return args, EXIT_ERROR, ["(--store) must name a directory"]
+    return args, ExitCode.BAD_INPUT, ["(--store) must name a directory"]
 
 
 @before_spark
 def store_under_a_file(tmp):
     (tmp / "store").write_text("I am a file")
     args = ["optimize", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2"]
-    return [*args, "--store", str(tmp / "store" / "sub")], EXIT_ERROR, ["cannot be created", str(tmp / "store")]
+    return [*args, "--store", str(tmp / "store" / "sub")], ExitCode.BAD_INPUT, ["cannot be created", str(tmp / "store")]
 
 
 @before_spark
 def evaluate_empty_store(tmp):
     (tmp / "store").mkdir()
     args = ["evaluate", parquet(tmp, frame()), "--keys", "user,tag", "--store", str(tmp / "store"), "-q"]
-    return args, EXIT_ERROR, [f"the store {tmp / 'store'} has no published version yet"]
+    return args, ExitCode.BAD_INPUT, [f"the store {tmp / 'store'} has no published version yet"]
 
 
 @before_spark
@@ -523,7 +550,7 @@ def evaluate_half_written_version(tmp):
     (version / "manifest.json").write_text(json.dumps({"version": 1, "created": "2026-01-01"}))
     (tmp / "store" / "CURRENT").write_text("1\n")
     args = ["evaluate", parquet(tmp, frame()), "--keys", "user,tag", "--store", str(tmp / "store"), "-q"]
-    return args, EXIT_ERROR, ["version 1 of the store is damaged", str(version / "configuration")]
+    return args, ExitCode.BAD_INPUT, ["version 1 of the store is damaged", str(version / "configuration")]
 
 
 @before_spark
@@ -533,20 +560,24 @@ def evaluate_damaged_manifest(tmp):
     (version / "manifest.json").write_text('{"version": 1, "crea')
     (tmp / "store" / "CURRENT").write_text("1\n")
     args = ["evaluate", parquet(tmp, frame()), "--keys", "user,tag", "--store", str(tmp / "store"), "-q"]
-    return args, EXIT_ERROR, [str(version / "manifest.json"), "damaged"]
+    return args, ExitCode.BAD_INPUT, [str(version / "manifest.json"), "damaged"]
 
 
 @before_spark
 def show_a_file(tmp):
     (tmp / "store").write_text("x")
-    return ["show", "--store", str(tmp / "store")], EXIT_ERROR, [f"there is no store at {tmp / 'store'}: it is a file"]
+    return (
+        ["show", "--store", str(tmp / "store")],
+        ExitCode.BAD_INPUT,
+        [f"there is no store at {tmp / 'store'}: it is a file"],
+    )
 
 
 @before_spark
 def rollback_to_a_missing_version(tmp):
     ConfigStore(tmp / "store").publish(_config(), fingerprint="f")
     args = ["rollback", "--store", str(tmp / "store"), "--to", "5"]
-    return args, EXIT_ERROR, ["has no version 5; versions: [1]"]
+    return args, ExitCode.BAD_INPUT, ["has no version 5; versions: [1]"]
 
 
 def _config():
@@ -560,44 +591,44 @@ def _config():
 def all_null_second_key(tmp):
     table = pa.Table.from_pandas(frame(), preserve_index=False).set_column(1, "tag", pa.nulls(60, pa.string()))
     path = parquet(tmp, table)
-    return optimize(path, tmp), EXIT_ERROR, ["the trace is empty: 60 rows read", "null key in 'tag' 60"]
+    return optimize(path, tmp), ExitCode.BAD_INPUT, ["the trace is empty: 60 rows read", "null key in 'tag' 60"]
 
 
 @before_spark
 def key_column_without_a_type(tmp):
     path = parquet(tmp, frame().assign(tag=None))  # all null: Parquet stores the type "null"
-    return optimize(path, tmp), EXIT_ERROR, ["key column 'tag' has type null", path]
+    return optimize(path, tmp), ExitCode.BAD_INPUT, ["key column 'tag' has type null", path]
 
 
 @before_spark
 def nanosecond_timestamps(tmp):
     path = str(tmp / "t.parquet")
     pq.write_table(pa.Table.from_pandas(frame(), preserve_index=False), path)  # pandas' nanoseconds
-    return optimize(path, tmp), EXIT_ERROR, ["column 'ts'", path, "nanosecond", "coerce_timestamps"]
+    return optimize(path, tmp), ExitCode.BAD_INPUT, ["column 'ts'", path, "nanosecond", "coerce_timestamps"]
 
 
 @with_spark
 def all_empty_keys_in_json(tmp):
     (tmp / "t.json").write_text("".join(json.dumps({"user": f"u{i}", "tag": ""}) + "\n" for i in range(20)))
-    return optimize(str(tmp / "t.json"), tmp), EXIT_ERROR, ["the trace is empty", "empty key in 'tag' 20"]
+    return optimize(str(tmp / "t.json"), tmp), ExitCode.BAD_INPUT, ["the trace is empty", "empty key in 'tag' 20"]
 
 
 @with_spark
 def all_weights_zero(tmp):
     args = optimize(parquet(tmp, frame().assign(n=0.0)), tmp, "--weight", "n")
-    return args, EXIT_ERROR, ["the trace is empty", "60 with invalid weight"]
+    return args, ExitCode.BAD_INPUT, ["the trace is empty", "60 with invalid weight"]
 
 
 @with_spark
 def csv_with_only_a_header(tmp):
     (tmp / "t.csv").write_text("user,tag\n")
-    return optimize(str(tmp / "t.csv"), tmp), EXIT_ERROR, ["the trace is empty: 0 rows read"]
+    return optimize(str(tmp / "t.csv"), tmp), ExitCode.BAD_INPUT, ["the trace is empty: 0 rows read"]
 
 
 @with_spark
 def time_range_holding_no_row(tmp):
     args = optimize(parquet(tmp, frame()), tmp, "--ts", "ts", "--start", "2030-01-01")
-    return args, EXIT_ERROR, ["the trace is empty: 0 rows read"]
+    return args, ExitCode.BAD_INPUT, ["the trace is empty: 0 rows read"]
 
 
 @with_spark
@@ -605,14 +636,14 @@ def latin1_beyond_the_checked_prefix(tmp):
     # The first 64 KiB are plain ASCII: only the counting pass sees the Latin-1 key, and names file and column.
     head = "".join(f"user{i % 50},tag{i % 9}\n" for i in range(8_000))
     (tmp / "t.csv").write_bytes(("user,tag\n" + head).encode() + "Z\xfcrich,alps\n".encode("latin-1"))
-    return optimize(str(tmp / "t.csv"), tmp), EXIT_ERROR, ["key column 'user'", "t.csv", "U+FFFD", "--encoding"]
+    return optimize(str(tmp / "t.csv"), tmp), ExitCode.BAD_INPUT, ["key column 'user'", "t.csv", "U+FFFD", "--encoding"]
 
 
 @with_spark
 def malformed_json_beyond_the_checked_prefix(tmp):
     lines = "".join(json.dumps({"user": f"u{i % 50}", "tag": f"t{i % 9}"}) + "\n" for i in range(3_000))
     (tmp / "t.json").write_text(lines + "{not json\n")
-    return optimize(str(tmp / "t.json"), tmp), EXIT_ERROR, ["t.json", "not a JSON object", "{not json"]
+    return optimize(str(tmp / "t.json"), tmp), ExitCode.BAD_INPUT, ["t.json", "not a JSON object", "{not json"]
 
 
 @with_spark
@@ -620,7 +651,7 @@ def evaluate_integer_keys_against_string_tables(tmp):
     ConfigStore(tmp / "tables").publish(_config(), fingerprint="f")  # keys "k0-1", ...: strings
     path = parquet(tmp, pd.DataFrame({"a": np.arange(40), "b": np.arange(40) % 3}))
     args = ["evaluate", path, "--keys", "a,b", "--store", str(tmp / "tables"), "-q"]
-    return args, EXIT_ERROR, ["key column 'a' holds integer keys", "holds string keys", "42 and '42'"]
+    return args, ExitCode.BAD_INPUT, ["key column 'a' holds integer keys", "holds string keys", "42 and '42'"]
 
 
 @before_spark
@@ -628,7 +659,7 @@ def evaluate_with_other_operators(tmp):
     ConfigStore(tmp / "store").publish(_config(), fingerprint="f")
     (tmp / "t.csv").write_text("x,y,z\n1,2,3\n")
     args = ["evaluate", str(tmp / "t.csv"), "--keys", "x,y,z", "--store", str(tmp / "store"), "-q"]
-    return args, EXIT_ERROR, ["routes 2 operators", "got 3 key columns"]
+    return args, ExitCode.BAD_INPUT, ["routes 2 operators", "got 3 key columns"]
 
 
 @pytest.mark.parametrize("name", sorted(BEFORE_SPARK))
@@ -681,7 +712,7 @@ def test_odd_keys_survive_read_count_and_store(spark, tmp_path, capsys):
     counts = sketch_trace(read_trace(spark, TraceSpec(path, ["user", "tag"])), ["user", "tag"])
     loads = counts.key_loads["user"].set_index("key")["weight"].to_dict()
     assert loads == {key: i + 1 for i, key in enumerate(ODD_KEYS)}  # every key exactly, none mangled
-    assert main([*optimize(path, tmp_path), "--json"]) == EXIT_OK
+    assert main([*optimize(path, tmp_path), "--json"]) == ExitCode.OK
     capsys.readouterr()
     config = ConfigStore(tmp_path / "store").get().config
     assert set(config.tables["user"].entries.index) <= set(ODD_KEYS)
@@ -695,7 +726,7 @@ def test_latin1_with_its_encoding_reads_the_real_keys(spark, tmp_path, capsys):
         spec = TraceSpec(str(tmp_path / name), ["user", "tag"], encoding="latin-1")
         counts = sketch_trace(read_trace(spark, spec), ["user", "tag"])
         assert "Zürich" in set(counts.key_loads["user"]["key"])
-    assert main(optimize(str(tmp_path / "t.csv"), tmp_path, "--encoding", "latin-1", "--alpha", "3")) == EXIT_OK
+    assert main(optimize(str(tmp_path / "t.csv"), tmp_path, "--encoding", "latin-1", "--alpha", "3")) == ExitCode.OK
 
     capsys.readouterr()
 
@@ -711,7 +742,7 @@ def test_a_store_left_half_written_by_the_old_publisher_takes_the_next_number(sp
     version = tmp_path / "store" / "versions" / "000001"
     (version / "configuration").mkdir(parents=True)  # no manifest: never a version
     (tmp_path / "store" / "versions" / ".tmp-0123").mkdir()
-    assert main(optimize(parquet(tmp_path, frame()), tmp_path)) == EXIT_OK
+    assert main(optimize(parquet(tmp_path, frame()), tmp_path)) == ExitCode.OK
     capsys.readouterr()
     store = ConfigStore(tmp_path / "store")
     assert store.versions() == [2] and store.current_version() == 2

@@ -7,10 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from locality.cli import EXIT_OK, main
+from locality.cli import ExitCode, main
 from locality.evaluation import evaluate
 from locality.store import ConfigStore
-from pipelines.online import OnlineParams, run
+from pipelines.online import run
+from pipelines.params import OnlineParams
 from pipelines.trace import TraceSpec
 from tests.spark.test_online_job import ira_week, window_rows
 
@@ -118,4 +119,4 @@ def test_a_balance_window_that_ends_before_the_run_s_window_is_refused(spark, tm
     window = ["--start", "2016-09-12T12:00", "--end", "2016-09-13T12:00", "--rebalance", "local"]
     assert main([*args, *window, "--balance-since", SINCE, "--balance-until", until]) == 2
     assert "nothing is left of it to balance" in capsys.readouterr().err
-    assert main([*args, *window, "--balance-since", SINCE, "--balance-until", UNTIL]) == EXIT_OK
+    assert main([*args, *window, "--balance-since", SINCE, "--balance-until", UNTIL]) == ExitCode.OK

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from locality.cli import EXIT_ERROR, EXIT_FAIL, EXIT_OK, main
+from locality.cli import ExitCode, main
 from tests.conftest import trace_keys, trace_path
 
 
@@ -38,14 +38,14 @@ def test_optimize_evaluate_show_json(spark, tmp_path, capsys):
         "--json",
         "--no-graph-stats",
     )
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     report = json.loads(out)
     assert report["version"] == 1 and report["in_sample"]["locality"] > 2 * report["in_sample"]["hash_locality"]
 
     code, out, _ = run_cli(
         capsys, "evaluate", trace, *common, "--start", "2013-04-01", "--end", "2013-05-01", "--store", store, "--json"
     )
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     figures = json.loads(out)
     assert {"locality", "hash_locality", "imbalance", "hash_imbalance", "table_entries", "tuples"} <= set(figures)
     assert set(figures["imbalance"]) == {"tailnum", "dest"} and figures["tuples"] > 20_000
@@ -53,7 +53,7 @@ def test_optimize_evaluate_show_json(spark, tmp_path, capsys):
 
     code, out, _ = run_cli(capsys, "show", "--store", store, "--json")
     shown = json.loads(out)
-    assert code == EXIT_OK and shown["current"] == 1 and shown["versions"][0]["summary"]["locality"] > 0.3
+    assert code == ExitCode.OK and shown["current"] == 1 and shown["versions"][0]["summary"]["locality"] > 0.3
     code, out, _ = run_cli(capsys, "show", "--store", store)
     assert "* " in out and "locality" in out
 
@@ -74,7 +74,7 @@ def test_bad_parameters_exit_2_with_a_message(spark, tmp_path, capsys, args, mes
         base[flag] = value
     flat = [item for pair in base.items() for item in pair]
     code, out, err = run_cli(capsys, "optimize", trace_path("flights"), *flat, "--quiet")
-    assert code == EXIT_ERROR
+    assert code == ExitCode.BAD_INPUT
     assert message in err and out == ""
 
 
@@ -92,13 +92,13 @@ def test_infeasible_alpha_exits_1_and_names_the_key(spark, tmp_path, capsys):
         "--quiet",
         "--no-graph-stats",
     )
-    assert code == EXIT_FAIL
+    assert code == ExitCode.INFEASIBLE
     assert "INFEASIBLE: key 'ORD' of 'dest'" in out
 
 
 def test_demo_prints_locality_against_hash(spark, tmp_path, capsys):
     code, out, _ = run_cli(capsys, "demo", "--workdir", tmp_path, "--rows", 60_000, "--quiet", "--json")
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     demo = json.loads(out)
     assert demo["next_week"]["locality"] > 2 * demo["next_week"]["hash_locality"]
     code, out, _ = run_cli(capsys, "demo", "--workdir", tmp_path, "--rows", 60_000, "--quiet")

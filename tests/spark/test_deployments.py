@@ -5,12 +5,13 @@ import json
 import pandas as pd
 import pytest
 
-from locality.cli import EXIT_OK, main
+from locality.cli import ExitCode, main
 from locality.counts import count_keys
 from locality.migration import MigrationPlan, plan_migration
 from locality.store import ConfigStore
 from locality.topology import Topology
-from pipelines.offline import OfflineParams, run
+from pipelines.offline import run
+from pipelines.params import OfflineParams
 from pipelines.trace import TraceSpec
 from tests.conftest import trace_keys, trace_path
 
@@ -64,7 +65,7 @@ def test_reconfigure_adds_then_removes_servers_with_plans_that_move_little(spark
     capsys.readouterr()
     outcomes = []
     for servers in ("7", "5"):
-        assert main(["reconfigure", trace, *common, *window, "--servers", servers, "--decay", "0"]) == EXIT_OK
+        assert main(["reconfigure", trace, *common, *window, "--servers", servers, "--decay", "0"]) == ExitCode.OK
         outcomes.append(json.loads(capsys.readouterr().out))
     grow, shrink = outcomes
     assert grow["published"] and grow["version"] == 2 and "topology changes (6 -> 7 servers)" in grow["reason"]

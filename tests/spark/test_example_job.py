@@ -96,8 +96,11 @@ def test_each_run_served_its_version(runs):
 
 def test_every_key_ran_where_its_version_routes_it(runs):
     files, output = runs
-    for version, (config, _) in zip(sorted(output["version"].unique()), files):
+    versions = sorted(output["version"].unique())
+    assert len(versions) == len(files) == 2
+    for version, (config, records) in zip(versions, files):
         rows = increments(output, version)
+        assert len(rows) > 0 and set(rows.index) == set(records[OPERATOR])  # every key of the run, checked below
         assert rows["partition"].tolist() == config.route_many(OPERATOR, rows.index.to_numpy(dtype=object)).tolist()
 
 

@@ -15,7 +15,7 @@ import sys
 import networkx as nx
 import pytest
 
-from locality.cli import EXIT_OK
+from locality.cli import ExitCode
 from locality.errors import InvalidParameterError
 from locality.graph import KeyGraph
 from locality.store import ConfigStore
@@ -34,9 +34,20 @@ def geo_graph(spark) -> KeyGraph:
     return sketch_trace(read_trace(spark, TraceSpec(str(trace_path("geotweets")), GEO)), GEO, capacity=100_000).graph()
 
 
+def to_networkx(graph: KeyGraph) -> nx.Graph:
+    """``graph`` as an undirected networkx graph: ``operator`` and ``weight`` on nodes, ``weight`` on edges."""
+    g = nx.Graph()
+    vertices = graph.vertex_table()
+    g.add_nodes_from(
+        (int(v.id), {"operator": v.operator, "weight": float(v.weight)}) for v in vertices.itertuples(index=False)
+    )
+    g.add_weighted_edges_from(zip(graph.src.tolist(), graph.dst.tolist(), graph.edge_weight.tolist()))
+    return g
+
+
 def assert_statistics_equal_networkx(stats: dict, graph: KeyGraph) -> None:
     """Every figure of ``stats`` equals networkx's on ``graph``."""
-    g = graph.to_networkx()
+    g = to_networkx(graph)
     components = list(nx.connected_components(g))
     load = {v: w for v, w in g.nodes(data="weight")}
     heaviest = max(components, key=lambda c: sum(load[v] for v in c))
@@ -69,7 +80,7 @@ def test_offline_job_statistics_come_from_a_graphframe(geo_graph, tmp_path):
         timeout=600,
         cwd=REPO,
     )
-    assert done.returncode == EXIT_OK, done.stderr
+    assert done.returncode == ExitCode.OK, done.stderr
     stats = json.loads(done.stdout)["graph_statistics"]
     assert stats["engine"] == "graphframes"
     assert_statistics_equal_networkx(stats, geo_graph)

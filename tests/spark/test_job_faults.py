@@ -11,10 +11,10 @@ import time
 
 import psutil
 
-from locality.cli import EXIT_CRASH, EXIT_OK, main
+from locality.cli import ExitCode, main
 from locality.store import ConfigStore
 from locality.topology import Topology
-from pipelines.offline import OfflineParams
+from pipelines.params import OfflineParams
 from pipelines.trace import TraceSpec
 from tests.conftest import REPO, trace_keys, trace_path
 
@@ -38,8 +38,10 @@ def test_a_python_worker_killed_during_the_sketch_pass_fails_the_job_clearly(spa
     args = ["optimize", trace, "--keys", ",".join(trace_keys("flights")), "--ts", "ts", "--servers", "4"]
     args += ["--store", str(store)]
     args += ["-q", "--no-graph-stats", "--end", "2013-04-01"]
-    assert main([*args, "--start", "2013-03-01"]) == EXIT_OK
+    assert main([*args, "--start", "2013-03-01"]) == ExitCode.OK
     capsys.readouterr()
+    version_1 = ConfigStore(store).get(1)
+    assert sum(version_1.config.table_sizes().values()) > 0  # tables that a version half-written over it would change
 
     outcome = {}
     job = threading.Thread(target=lambda: outcome.update(code=main(args)))
@@ -55,7 +57,7 @@ def test_a_python_worker_killed_during_the_sketch_pass_fails_the_job_clearly(spa
     job.join()
     _, err = capsys.readouterr()
     assert killed >= 1
-    assert outcome["code"] == EXIT_CRASH
+    assert outcome["code"] == ExitCode.CRASH
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err
     assert "Python worker exited unexpectedly" in lines[0] and repr(trace) in lines[0]
@@ -64,8 +66,9 @@ def test_a_python_worker_killed_during_the_sketch_pass_fails_the_job_clearly(spa
     # nothing was published: the previous version is current and whole, and the next run succeeds
     published = ConfigStore(store)
     assert published.versions() == [1] and published.current_version() == 1
-    assert len(published.get().config.tables["dest"].entries) >= 0
-    assert main(args) == EXIT_OK
+    published.get().verify()  # every file of version 1 as its manifest recorded it
+    assert published.get().manifest == version_1.manifest and published.get().config == version_1.config
+    assert main(args) == ExitCode.OK
     assert published.versions() == [1, 2] and published.current_version() == 2
 
 
@@ -109,5 +112,5 @@ def test_the_offline_job_runs_repeatedly_with_ipython_importable(tmp_path):
         keys = ",".join(trace_keys("geotweets"))
         args = [*locality, "optimize", str(half), "--keys", keys, "--servers", "6", "--store", str(store)]
         done = subprocess.run([*args, "-q"], capture_output=True, text=True, timeout=600, cwd=REPO)
-        assert done.returncode == EXIT_OK, done.stderr
+        assert done.returncode == ExitCode.OK, done.stderr
         assert "Traceback" not in done.stderr and ConfigStore(store).versions() == [1]

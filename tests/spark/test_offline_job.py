@@ -12,7 +12,8 @@ from locality.store import ConfigStore
 from locality.topology import Topology
 from pipelines.counting import count_trace_exact, sketch_trace
 from pipelines.evaluate import evaluate_trace
-from pipelines.offline import OfflineParams, run
+from pipelines.offline import run
+from pipelines.params import OfflineParams
 from pipelines.trace import TraceSpec, read_trace
 from tests.conftest import trace_keys, trace_path
 

@@ -5,14 +5,15 @@ import json
 import pandas as pd
 import pytest
 
-from locality.cli import EXIT_OK, main
+from locality.cli import ExitCode, main
 from locality.errors import InvalidParameterError
 from locality.evaluation import evaluate
 from locality.migration import MigrationPlan
 from locality.router import Router
 from locality.store import ConfigStore
 from locality.topology import Topology
-from pipelines.online import OnlineParams, run
+from pipelines.online import run
+from pipelines.params import OnlineParams
 from pipelines.trace import TraceSpec
 from tests.conftest import trace_keys, trace_path
 
@@ -95,10 +96,12 @@ def test_failure_while_publishing_keeps_previous_current(spark, tmp_path, monkey
 def test_reconfigure_and_replay_cli_json(spark, tmp_path, capsys):
     trace = str(trace_path("flights"))
     args = ["reconfigure", trace, "--keys", ",".join(KEYS), "--ts", "ts", "--store", str(tmp_path), "--quiet", "--json"]
-    assert main([*args, "--servers", "6", "--window", "7D"]) == EXIT_OK
+    assert main([*args, "--servers", "6", "--window", "7D"]) == ExitCode.OK
     outcome = json.loads(capsys.readouterr().out)
     assert outcome["published"] and outcome["version"] == 1 and outcome["rows"] > 1_000
-    assert main(["replay", trace, "--keys", ",".join(KEYS), "--servers", "6", "--period", "30D", "--json"]) == EXIT_OK
+    assert (
+        main(["replay", trace, "--keys", ",".join(KEYS), "--servers", "6", "--period", "30D", "--json"]) == ExitCode.OK
+    )
     replayed = json.loads(capsys.readouterr().out)
     assert {"mode", "mean_locality", "mean_hash_locality", "windows"} <= set(replayed)
     window = replayed["windows"][1]
@@ -155,7 +158,7 @@ def test_rebalancing_run_adjusts_the_tables_in_force_without_touching_the_statis
     # the same through the CLI, for the next day; --rebalance with an empty store is refused with exit 2
     args = ["reconfigure", spec.path, "--keys", "tailnum,dest", "--ts", "ts", "--quiet", "--json"]
     day = ["--start", "2013-03-12", "--end", "2013-03-13", "--rebalance", "local"]
-    assert main([*args, "--store", str(tmp_path), *day]) == EXIT_OK
+    assert main([*args, "--store", str(tmp_path), *day]) == ExitCode.OK
     assert json.loads(capsys.readouterr().out)["previous_version"] == 2
     assert main([*args, "--store", str(tmp_path / "empty"), "--servers", "6", *day]) == 2
     assert "rebalancing adjusts the tables in force" in capsys.readouterr().err
@@ -197,7 +200,7 @@ def test_following_run_brings_new_keys_next_to_their_neighbours(spark, tmp_path,
     # the CLI: --horizon is taken; a window of unknown length cannot be scaled to it (exit 2, named)
     args = ["reconfigure", path, "--keys", ",".join(keys), "--ts", "ts", "--quiet", "--json", "--store", str(tmp_path)]
     later = ["--start", "2016-10-10T06:00:00", "--end", "2016-10-10T12:00:00", "--rebalance", "follow"]
-    assert main([*args, *later, "--horizon", "2D"]) == EXIT_OK
+    assert main([*args, *later, "--horizon", "2D"]) == ExitCode.OK
     assert json.loads(capsys.readouterr().out)["previous_version"] == outcome["version"]
     assert main([*args, "--rebalance", "follow", "--horizon", "soon"]) == 2
     assert "'horizon' parameter" in capsys.readouterr().err
@@ -228,7 +231,7 @@ def test_a_rebalancing_run_splits_hot_keys_and_publishes_their_plans(spark, tmp_
     assert not plan.moves["key"].isin([k for op in keys for k in config.tables[op].splits]).any()
     args = ["reconfigure", path, "--keys", ",".join(keys), "--ts", "ts", "--quiet", "--json", "--store", str(tmp_path)]
     nextday = ["--start", "2016-09-13", "--end", "2016-09-14", "--rebalance", "local", "--split-hot-keys"]
-    assert main([*args, *nextday, "--split-share", "0.05", "--horizon", "1D"]) == EXIT_OK
+    assert main([*args, *nextday, "--split-share", "0.05", "--horizon", "1D"]) == ExitCode.OK
     assert json.loads(capsys.readouterr().out)["split_keys"]["hashtag"] > 0
     assert main([*args, *nextday[:4], "--rebalance", "mixed", "--split-hot-keys"]) == 2
     assert "split_hot_keys" in capsys.readouterr().err
@@ -274,9 +277,9 @@ def test_incremental_runs_start_from_the_version_in_force(spark, tmp_path, capsy
     for flag in ("--full-partition", "--incremental"):
         base = ["reconfigure", trace, "--keys", ",".join(KEYS), "--ts", "ts", "--store", str(tmp_path / flag)]
         base += ["--quiet", "--json", "--servers", "6", "--min-gain", "0", "--max-imbalance", "100"]
-        assert main([*base, "--start", WEEKS[0], "--end", WEEKS[1]]) == EXIT_OK
+        assert main([*base, "--start", WEEKS[0], "--end", WEEKS[1]]) == ExitCode.OK
         capsys.readouterr()
-        assert main([*base, flag, "--start", WEEKS[1], "--end", "2013-03-12"]) == EXIT_OK
+        assert main([*base, flag, "--start", WEEKS[1], "--end", "2013-03-12"]) == ExitCode.OK
         outcomes[flag] = json.loads(capsys.readouterr().out)
         assert outcomes[flag]["published"], outcomes[flag]["reason"]
     full, incremental = outcomes["--full-partition"], outcomes["--incremental"]

@@ -4,7 +4,7 @@ import numpy as np
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from locality.engines import SparkHashPartitioning
+from locality.hashing import SparkHashPartitioning
 from tests.test_hashing import INT32_MAX, INT32_MIN, random_ints, random_strings
 
 

@@ -18,9 +18,9 @@ from pyspark import cloudpickle
 from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 
-from locality.engines import make_fallback
 from locality.engines.spark import per_key_function, route_values, with_route
 from locality.errors import InvalidParameterError, TraceError
+from locality.hashing import make_fallback
 from locality.optimizer import LocalityOptimizer
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.topology import Topology
@@ -135,7 +135,7 @@ def split_stream(spark, geotweets, tmp_path_factory):
     location route), and routes hashtag by it."""
     trace = geotweets[["seq", *OPERATORS]]
     half = len(trace) // 2
-    learned = LocalityOptimizer(TOPOLOGY, fallback="spark").fit(trace.iloc[:half]).config_
+    learned = LocalityOptimizer(TOPOLOGY, hash="spark").fit(trace.iloc[:half]).config_
     records = trace.iloc[half : half + 20_000].reset_index(drop=True)
     hot = records["hashtag"].value_counts().index[:8].tolist()
     rng = np.random.default_rng(5)

@@ -21,11 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from locality.counts import count_keys
-from locality.engines import SparkHashPartitioning, make_fallback
-from locality.engines.keys import INT_RANGE, LONG_RANGE
 from locality.engines.spark import (
-    SURROGATE_CANDIDATES,
-    SURROGATE_PREFIX,
     KeyState,
     checkpoint_partitions,
     per_key_function,
@@ -37,6 +33,9 @@ from locality.engines.spark import (
 )
 from locality.errors import InvalidParameterError, TraceError
 from locality.evaluation import evaluate
+from locality.hashing import SparkHashPartitioning, make_fallback
+from locality.hashing.keys import INT_RANGE, LONG_RANGE
+from locality.hashing.spark import SURROGATE_CANDIDATES, SURROGATE_PREFIX
 from locality.migration import plan_migration
 from locality.optimizer import LocalityOptimizer, make_fallbacks, optimize
 from locality.routing import RoutingTable
@@ -273,7 +272,7 @@ def stream_run(spark, geotweets, tmp_path_factory) -> StreamRun:
     trace = geotweets[["seq", *OPERATORS]]
     half = len(trace) // 2
     topology = Topology.uniform(OPERATORS, N)
-    v1 = LocalityOptimizer(topology, fallback="spark").fit(trace.iloc[:half]).config_
+    v1 = LocalityOptimizer(topology, hash="spark").fit(trace.iloc[:half]).config_
     files = [trace.iloc[rows].reset_index(drop=True) for rows in np.array_split(np.arange(half, len(trace)), 3)]
     seen = pd.concat([trace.iloc[:half], *files[:2]])
     graph = count_keys(seen, OPERATORS).graph()

@@ -28,8 +28,8 @@ import pandas as pd
 import pytest
 
 from locality.counts import count_keys
-from locality.engines import StormFieldsGrouping
 from locality.evaluation import evaluate
+from locality.hashing import StormFieldsGrouping
 from locality.optimizer import make_fallbacks, optimize
 from locality.routing import RoutingConfiguration
 from locality.store import ConfigStore

@@ -3,7 +3,7 @@ package io.locality.routing;
 /**
  * MurmurHash64A (A. Appleby, SMHasher, 2008): 64-bit, {@code m = 0xc6a4a7935bd1e995}, {@code r = 47},
  * little-endian 8-byte blocks. The hash of locality's consistent-hash ring; bit for bit the Python
- * {@code locality.engines.primitives} rounds.
+ * {@code locality.hashing.primitives} rounds.
  */
 final class MurmurHash64A {
     private static final long M = 0xc6a4a7935bd1e995L;

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,18 +21,11 @@ import pandas as pd
 import pyarrow as pa
 
 from locality._validation import check_integer, check_option
-from locality.engines.keys import LONG_RANGE, check_int_key, key_columns, lone_surrogate_error
-from locality.engines.primitives import M64
 from locality.errors import InvalidParameterError, SerializationError
+from locality.hashing.keys import LONG_RANGE, check_int_key, key_columns, lone_surrogate_error
+from locality.hashing.primitives import M64
 
-__all__ = [
-    "FallbackHash",
-    "make_fallback",
-    "fallback_from_dict",
-    "registered_engines",
-    "server_position",
-    "routing_table_of",
-]
+__all__ = ["FallbackHash", "make_fallback", "fallback_from_dict", "registered_engines"]
 
 _REGISTRY: dict[str, type[FallbackHash]] = {}
 
@@ -281,59 +274,3 @@ def fallback_from_dict(d: Mapping[str, Any]) -> FallbackHash:
     if not isinstance(parameters, Mapping):
         raise SerializationError(f"the 'parameters' of a fallback dict must be a mapping; got {parameters!r}")
     return make_fallback(d["engine"], d["n_instances"], **parameters)
-
-
-def server_position(server: str | int, servers: Sequence[str] | None, n_servers: int | None, owner: str) -> int:
-    """Position of ``server`` in a split plan: a name of ``servers``, or a position below ``n_servers``.
-
-    ``servers`` is the topology's server list (None for a bare table, which
-    names no servers); ``n_servers`` bounds a position when there is no list
-    (None: no bound). The engine adapters that route split keys share it.
-
-    Raises
-    ------
-    InvalidParameterError
-        Naming ``owner``'s ``server`` parameter, if ``server`` is not one.
-    """
-    if isinstance(server, str):
-        if servers is None:
-            raise InvalidParameterError(
-                f"the 'server' parameter of {owner} must be a server position with a routing table alone, which "
-                f"names no servers; got {server!r} (pass a router, snapshot or configuration to name servers)"
-            )
-        return list(servers).index(check_option(server, "server", owner, servers))
-    n = len(servers) if servers is not None else n_servers
-    return check_integer(server, "server", owner, lower=0, upper=None if n is None else n - 1)
-
-
-def routing_table_of(routing: Any, operator: str | None, owner: str) -> tuple[Any, tuple[str, ...] | None]:
-    """The table of ``operator`` and the topology's servers, from a table, a configuration or a router.
-
-    ``routing`` is a ``RoutingTable`` (returned as it is, with no servers: a
-    table alone names none), a ``RoutingConfiguration`` (``tables`` and
-    ``topology``), a ``RoutingSnapshot`` or a ``Router`` (its version in
-    service). The engine adapters that write or route one operator's table share it.
-
-    Raises
-    ------
-    InvalidParameterError
-        Naming ``owner``'s parameter, if ``routing`` is none of these or has no table for ``operator``.
-    """
-    if hasattr(routing, "entries") and hasattr(routing, "fallback"):
-        return routing, None
-    if callable(getattr(routing, "snapshot", None)):  # a Router: the version in service
-        routing = routing.snapshot()
-    if callable(getattr(routing, "table", None)) and hasattr(routing, "configuration"):  # a RoutingSnapshot
-        routing = routing.configuration
-    tables = getattr(routing, "tables", None)
-    if tables is None:
-        raise InvalidParameterError(
-            f"the 'routing' parameter of {owner} must be a RoutingTable, or a RoutingConfiguration or router "
-            f"holding one per operator; got {type(routing).__name__}"
-        )
-    if operator not in tables:
-        raise InvalidParameterError(
-            f"the 'operator' parameter of {owner} must be one of {sorted(tables)}; got {operator!r}"
-        )
-    topology = getattr(routing, "topology", None)
-    return tables[operator], None if topology is None else tuple(topology.servers)

@@ -100,7 +100,7 @@ References
 Examples
 --------
 >>> import pandas as pd
->>> from locality.engines import make_fallback
+>>> from locality.hashing import make_fallback
 >>> from locality.migration import plan_migration
 >>> from locality.routing import RoutingConfiguration, RoutingTable
 >>> from locality.topology import Topology

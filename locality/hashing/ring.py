@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 
 from locality._validation import check_integer
-from locality.engines.base import FallbackHash
-from locality.engines.primitives import M64, M64A, Words, murmur64_final, murmur64_init, murmur64_step
+from locality.hashing.base import FallbackHash
+from locality.hashing.primitives import M64, M64A, Words, murmur64_final, murmur64_init, murmur64_step
 
 __all__ = ["ConsistentHashRing"]
 

@@ -15,9 +15,9 @@ import numpy as np
 import pyarrow as pa
 
 from locality._validation import check_option
-from locality.engines.base import FallbackHash
-from locality.engines.keys import INT_RANGE, LONG_RANGE, check_int_key, lone_surrogate_error
-from locality.engines.primitives import M32, M64, signed32, utf8
+from locality.hashing.base import FallbackHash
+from locality.hashing.keys import INT_RANGE, LONG_RANGE, check_int_key, lone_surrogate_error
+from locality.hashing.primitives import M32, M64, signed32, utf8
 
 __all__ = ["JavaEngine", "HashCodeEngine", "java_hash_code", "java_string_hash", "java_string_hashes", "java_long_hash"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from locality.engines.jvm import HashCodeEngine
-from locality.engines.primitives import signed32
+from locality.hashing.jvm import HashCodeEngine
+from locality.hashing.primitives import signed32
 
 __all__ = ["StormFieldsGrouping"]
 

@@ -1,0 +1,51 @@
+"""The defaults that several layers share, each written once.
+
+The command line shows them (``--alpha  [default: 1.03]``), the jobs'
+parameters and the library's functions take them as their defaults, so
+changing one here changes it everywhere at once. A default that belongs to
+one function alone stays in its signature.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_HASH",
+    "DEFAULT_CAPACITY",
+    "DEFAULT_THETA_MAX",
+    "DEFAULT_DECAY",
+    "DEFAULT_MIN_GAIN",
+    "DEFAULT_MAX_IMBALANCE",
+    "DEFAULT_HORIZON",
+    "DEFAULT_MIN_BLENDED_WEIGHT",
+    "DEFAULT_LOCK_TIMEOUT",
+]
+
+#: The balance bound alpha: the most an instance may carry, as a multiple of its fair share of its operator's load
+#: (:mod:`locality.imbalance`; Caneill et al., Middleware 2016).
+DEFAULT_ALPHA = 1.03
+#: The engine whose hash places the keys without a table entry (``--hash``, :data:`locality.hashing.ENGINES`).
+DEFAULT_HASH = "kafka"
+#: Counters per Space-Saving sketch in the jobs: exact on every shared trace (their distinct keys and pairs fit).
+DEFAULT_CAPACITY = 100_000
+#: The skew rebalancers' bound theta_max: the most max |load - fair| / fair may be after a run (Fang et al., HPDC 2017).
+DEFAULT_THETA_MAX = 0.08
+#: Weight of a window one period older than the latest, when the online job blends its history. Measured on the
+#: weekly flights and tweet replays (benchmarks/RESULTS.md): decayed history beats the paper's reset to the latest
+#: window. 0 forgets (the latest window alone).
+DEFAULT_DECAY = 0.85
+#: Hops made local over the window per unit of state moved needed to publish
+#: (:func:`locality.reconfiguration.decide`). On the weekly flights replay (with DEFAULT_MAX_IMBALANCE) it publishes
+#: 27 of 52 weeks and keeps 60.1% locality (60.4% publishing every week), moving 11.5% of the state per
+#: reconfiguration instead of 25.6% (benchmarks/RESULTS.md).
+DEFAULT_MIN_GAIN = 0.1
+#: Imbalance of the tables in force on the window above which the online job publishes whatever the gain.
+DEFAULT_MAX_IMBALANCE = 1.10
+#: How long a rebalancing run's moves are expected to serve (until the next reconfiguration): a day, less than the
+#: weekly replay's average (half a week), so that production errs on the side of moving less.
+DEFAULT_HORIZON = "1D"
+#: Pairs and keys whose blended weight falls below this are dropped from a blended history (decayed history would
+#: otherwise grow without bound; at decay 0.85 a pair seen once is dropped 15 windows later).
+DEFAULT_MIN_BLENDED_WEIGHT = 0.1
+#: Seconds a writer of a store waits for another writer to finish before giving up (``--lock-timeout``).
+DEFAULT_LOCK_TIMEOUT = 300.0

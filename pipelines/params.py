@@ -1,0 +1,232 @@
+"""The jobs' parameters: one set shared by the nightly and the online job, each job's own beside it.
+
+Every parameter is checked once, when its dataclass is built (the boundary:
+the CLI, ``spark-submit``, a notebook), with messages that name it; the jobs'
+``run`` are :func:`~locality._validation.boundary` functions, so the library
+steps they call take the parameters as checked. The defaults are
+:mod:`locality.defaults`'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import KW_ONLY, asdict, dataclass
+from datetime import datetime
+
+from locality._validation import (
+    MAX_WAIT_SECONDS,
+    WAIT_LIMIT,
+    check_at_most,
+    check_duration,
+    check_integer,
+    check_interval,
+    check_option,
+)
+from locality.defaults import (
+    DEFAULT_ALPHA,
+    DEFAULT_CAPACITY,
+    DEFAULT_DECAY,
+    DEFAULT_HASH,
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_MAX_IMBALANCE,
+    DEFAULT_MIN_GAIN,
+    DEFAULT_THETA_MAX,
+)
+from locality.errors import InvalidParameterError
+from locality.hashing import ENGINES
+from locality.optimizer import check_optimizer_parameters
+from locality.rebalance import check_locality_aware, check_table_method
+from locality.schedule import point_of
+from locality.store import ConfigStore, fingerprint
+from locality.time_range import parse_time
+from locality.topology import Topology
+from pipelines.trace import TraceSpec, input_identity
+
+__all__ = ["JobParams", "OfflineParams", "OnlineParams"]
+
+
+@dataclass(frozen=True)
+class JobParams:
+    """What both jobs take: the trace, how to count it, how to partition and route it, the store's lock.
+
+    ``alpha`` bounds every operator's instance loads; ``hash`` names the
+    engine whose hash places the keys without an entry; ``capacity`` is the
+    counters per Space-Saving sketch (unless ``exact``); ``top_pairs`` keeps
+    the heaviest pairs of each hop in the graph; ``max_entries`` caps each
+    table; ``seed`` is METIS's; ``lock_timeout`` how long to wait for another
+    writer of the store.
+    """
+
+    trace: TraceSpec
+    _: KW_ONLY
+    alpha: float = DEFAULT_ALPHA
+    hash: str = DEFAULT_HASH
+    capacity: int = DEFAULT_CAPACITY
+    exact: bool = False
+    top_pairs: int | None = None
+    max_entries: int | None = None
+    seed: int = 0
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+
+    #: How the checks name the job.
+    _OWNER = "the job"
+
+    def __post_init__(self) -> None:
+        owner = self._OWNER
+        check_optimizer_parameters(owner, alpha=self.alpha, seed=self.seed, max_entries=self.max_entries)
+        check_at_most(
+            check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0),
+            MAX_WAIT_SECONDS,
+            "lock_timeout",
+            owner,
+            WAIT_LIMIT,
+        )
+        check_option(self.hash, "hash", owner, ENGINES)
+        check_integer(self.capacity, "capacity", owner, lower=1)
+        if self.top_pairs is not None:
+            check_integer(self.top_pairs, "top_pairs", owner, lower=1)
+
+
+@dataclass(frozen=True)
+class OfflineParams(JobParams):
+    """Everything the nightly job needs: the shared parameters, the topology and the store.
+
+    ``graph_stats`` computes the key graph's statistics for the report;
+    ``replay`` replays the trace for exact in-sample figures.
+    """
+
+    topology: Topology
+    store: str
+    _: KW_ONLY
+    graph_stats: bool = True
+    replay: bool = False
+
+    _OWNER = "the offline job"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.trace.check_operators(self.topology.operators)
+
+    def fingerprint_parameters(self) -> dict:
+        """What, besides the input files, decides the tables (the store's idempotency key)."""
+        trace = {k: v for k, v in self.trace.describe().items() if k != "path"}
+        return {
+            "trace": trace,
+            "topology": self.topology.to_dict(),
+            "alpha": self.alpha,
+            "hash": self.hash,
+            "top_pairs": self.top_pairs,
+            "capacity": None if self.exact else self.capacity,
+            "exact": self.exact,
+            "max_entries": self.max_entries,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True)
+class OnlineParams(JobParams):
+    """Everything one run of the online job needs: the shared parameters, the store, and how to change the tables.
+
+    ``topology`` and ``hash`` are used when the store is empty; afterwards the
+    current version's fallback hash is kept, and so is its topology unless
+    ``topology`` names another one: the run then publishes a version for
+    that topology, servers added or removed, with a plan that moves little
+    state (:func:`locality.reconfiguration.reconfigure`), whatever the gain.
+    ``incremental`` starts a reconfiguration from the version in force
+    instead of a new METIS partition (``reconfigure``'s ``incremental``).
+    The other parameters are :func:`locality.online.run_window`'s.
+    """
+
+    store: str
+    topology: Topology | None = None
+    _: KW_ONLY
+    decay: float = DEFAULT_DECAY
+    min_gain: float = DEFAULT_MIN_GAIN
+    max_imbalance: float = DEFAULT_MAX_IMBALANCE
+    rebalance: str | None = None
+    theta_max: float = DEFAULT_THETA_MAX
+    state_weight: float = 1.0
+    horizon: str | None = None
+    balance_since: str | None = None
+    balance_until: str | None = None
+    split_hot_keys: bool = False
+    split_share: float | None = None
+    split_merge: str = "fold"
+    switch_after: str | None = None
+    incremental: bool = False
+
+    _OWNER = "the online job"
+
+    def __post_init__(self) -> None:
+        owner = self._OWNER
+        if self.rebalance is not None:
+            check_table_method(self.rebalance, "rebalance", owner)
+            if self.incremental:
+                raise InvalidParameterError(
+                    f"incremental in {owner} starts a reconfiguration from the version in force; a rebalancing run "
+                    f"(--rebalance {self.rebalance}) adjusts that version already: give one or the other"
+                )
+            check_interval(self.theta_max, "theta_max", owner, lower=0.0)
+            check_interval(self.state_weight, "state_weight", owner, lower=0.0)
+        if self.horizon is not None:
+            check_duration(self.horizon, "horizon", owner)
+        self._check_balance_window(owner)
+        if self.switch_after is not None:
+            check_duration(self.switch_after, "switch_after", owner)
+            if self.trace.time_range()[1] is None:
+                raise InvalidParameterError(
+                    f"switch_after in {owner} schedules the version from the window's end + {self.switch_after}: "
+                    "it needs a window with an end (--window, or --end)"
+                )
+        check_option(self.split_merge, "split_merge", owner, ("fold", "downstream"))
+        if self.split_share is not None:
+            check_interval(self.split_share, "split_share", owner, lower=0.0, closed="neither")
+        if self.split_hot_keys:
+            check_locality_aware(self.rebalance, "rebalance", owner, "split_hot_keys")
+        super().__post_init__()
+        check_interval(self.min_gain, "min_gain", owner, lower=0.0)
+        check_interval(self.max_imbalance, "max_imbalance", owner, lower=self.alpha)
+        check_interval(self.decay, "decay", owner, lower=0.0, upper=1.0)
+        if self.topology is not None:
+            self.trace.check_operators(self.topology.operators)
+
+    def _check_balance_window(self, owner: str) -> None:
+        if self.balance_since is None and self.balance_until is None:
+            return
+        if self.balance_since is None or self.balance_until is None:
+            raise InvalidParameterError(
+                f"the 'balance_since' and 'balance_until' parameters of {owner} go together (the balance window)"
+            )
+        check_locality_aware(self.rebalance, "rebalance", owner, "a balance window")
+        if self.horizon is not None:
+            raise InvalidParameterError(
+                f"give {owner} either a horizon or a balance window: with a balance window the moves serve "
+                "until its end (balance_until)"
+            )
+        since, until = self.balance_window()
+        if until <= since:
+            raise InvalidParameterError(
+                f"the balance window of {owner} must end after it begins; "
+                f"got {self.balance_since} .. {self.balance_until}"
+            )
+
+    def balance_window(self) -> tuple[datetime, datetime]:
+        """``(balance_since, balance_until)`` as UTC-aware datetimes."""
+        return parse_time(self.balance_since, "balance_since"), parse_time(self.balance_until, "balance_until")
+
+    def switch_point(self) -> int | None:
+        """The point (event time, ms) from which this run's version is in force: the window's end + switch_after."""
+        if self.switch_after is None:
+            return None
+        moment = self.trace.time_range()[1] + check_duration(self.switch_after, "switch_after", self._OWNER)
+        return point_of(moment)
+
+    def window_key(self) -> str:
+        """Identity of the window and the parameters (input files, time range, parameters)."""
+        params = asdict(self)
+        if not self.incremental:  # the windows of runs made before the option existed keep their identity
+            params.pop("incremental")
+        params.pop("store")
+        params.pop("lock_timeout")
+        params["trace"] = self.trace.describe()
+        params["topology"] = self.topology.to_dict() if self.topology else None
+        return fingerprint(input_identity(self.trace, ConfigStore(self.store).digests_path), params)[:32]
