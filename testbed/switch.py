@@ -57,6 +57,7 @@ SAMPLE_SECONDS = 0.25
 SWITCH_TIMEOUT = 900.0
 SAVEPOINT_TIMEOUT = 300.0
 READ_TIMEOUT = 600.0
+FIRST_RECORD_TIMEOUT = 120.0
 #: How long the sink may stand still short of the last record before the run goes on to the check (bounds the wait).
 STILL_SECONDS = 20.0
 #: The State Processor API hands the savepoint's operator states to Kryo, which needs these on Java 17.
@@ -219,6 +220,15 @@ def run_switch(
 
 
 def _interval(bed: Testbed, sink_dir: Path, warmup: float, duration: float, start: float) -> tuple:
+    """An :class:`Interval` of ``duration`` seconds, ``warmup`` seconds after the first record reached the sink.
+
+    (A job restarted from a savepoint runs before its sources emit: they read the trace and route it first.)
+    """
+    deadline = time.monotonic() + FIRST_RECORD_TIMEOUT
+    while sum(records for _, records in sink_counts(sink_dir)) == 0:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no record reached the sink ({sink_dir}) in {FIRST_RECORD_TIMEOUT:.0f} s")
+        time.sleep(0.2)
     time.sleep(warmup)
     first = take_sample(bed, sink_dir)
     began = time.time() - start
