@@ -24,8 +24,13 @@ Experiments (``--experiment``, several allowed):
   synthetic keys (0, 50, 80, 100%), tables learned on each trace;
 - ``servers``: steady throughput at ``--padding`` on 2 to 6 servers, synthetic keys with 60%
   local pairs (the paper's Figure 7 setting);
-- ``switch``: Figure 13 (throughput before and after an online switch from hash routing to the
-  tables) needs the Flink job to switch tables from a savepoint (issue 25); not built yet.
+- ``switch``: Figure 13, an online switch (``testbed/switch.py``): the job starts on a store version
+  with no entries (hash routing), replaying the tweets ``--switch-passes`` times at ``--padding``;
+  ``locality reconfigure`` publishes tables while it runs, ``locality switch flink`` (from inside the
+  JobManager's server) stops it with a savepoint, rewrites the state by the migration plan and
+  restarts it on them; throughput at the sink before and after (``--warmup``, ``--duration``), the
+  time series, the downtime, and every key's final count in both operators read from a last
+  savepoint beside its number of records. One row per repeat; plot in ``--plot-switch``.
 
 Hash and tables run interleaved in the same cluster, ``--repeat`` times each; a run's figures say
 what bounded it (a link at >= 90% of its rate, or a busy machine). Results go to ``--out`` (JSON)
@@ -38,9 +43,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
 import math
+import os
 import statistics
 import sys
 import tempfile
@@ -56,11 +63,14 @@ from locality.datasets.catalog import load  # noqa: E402
 from testbed import Testbed  # noqa: E402
 from testbed.flink import FlinkCluster, flink_home_of  # noqa: E402
 from testbed.replay import Routing, idle_rates, job_overhead, run_bounded, run_steady  # noqa: E402
+from testbed.switch import run_switch  # noqa: E402
 from testbed.workload import (  # noqa: E402
     evaluate_locality,
     flink_record_bytes,
     learn_tables,
     paired_keys,
+    publish_hash_routing,
+    reconfigure_tables,
     write_replay_trace,
 )
 from tests.flink.conftest import ensure_flink_env  # noqa: E402
@@ -223,6 +233,121 @@ class Bench:
             with self.cluster(n) as (bed, flink):
                 self.steady(bed, flink, workload, "servers", servers=n)
 
+    def switch(self) -> None:
+        trace = load(TWEETS)
+        keys = list(trace.keys)
+        with self.cluster(6) as (bed, flink):
+            for repeat in range(self.args.repeat):
+                # A fresh store each repeat: version 1 hash routing, version 2 the online job's.
+                directory = self.work / f"switch-{repeat}"
+                tsv, parquet = write_replay_trace(trace.frame, keys, directory)
+                store = publish_hash_routing(parquet, keys, 6, directory / "store")
+                load_average = os.getloadavg()[0]
+                run = run_switch(
+                    bed,
+                    flink,
+                    tsv=tsv,
+                    publish=functools.partial(reconfigure_tables, parquet, keys, store),
+                    frame=trace.frame,
+                    keys=keys,
+                    store=store,
+                    padding=self.args.padding,
+                    passes=self.args.switch_passes,
+                    warmup=self.args.warmup,
+                    duration=self.args.duration,
+                    work=directory / "run",
+                )
+                stopped = run.events["stop requested"]
+                self.record(
+                    "switch",
+                    {
+                        "repeat": repeat,
+                        "padding": self.args.padding,
+                        "before": run.before.throughput,
+                        "after": run.after.throughput,
+                        "ratio": run.after.throughput / run.before.throughput,
+                        "bound": [run.before.bound, run.after.bound],
+                        "max_link_use": [max(run.before.link_use), max(run.after.link_use)],
+                        "machine_busy": [run.before.machine_busy, run.after.machine_busy],
+                        "testbed_cpu_cores": [run.before.testbed_cpu_cores, run.after.testbed_cpu_cores],
+                        "load_average_at_start": load_average,
+                        "locality": [run.reconfigure["locality_before"], run.reconfigure["locality_after"]],
+                        "moved_keys": run.reconfigure["moved_keys"],
+                        "state_moved": run.switch["operators"],
+                        "phases": run.switch["phases"],
+                        "sink_pause": sink_pause(run.series, stopped),
+                        "records": run.counts.expected_records,
+                        "sink_records": run.counts.sink_records,
+                        "keys_checked": run.counts.keys,
+                        "wrong_keys": run.counts.wrong_keys,
+                        "lost": run.counts.lost,
+                        "duplicated": run.counts.duplicated,
+                        "events": run.events,
+                        "windows": run.windows,
+                        "series": [(round(t - stopped, 3), n) for t, n in run.series],
+                    },
+                )
+                if not run.counts.exact:
+                    raise RuntimeError(f"records lost or counted twice across the switch: {run.counts}")
+
+
+def sink_pause(series: list[tuple[float, int]], stopped: float) -> float:
+    """Seconds the sink's count stood still at the switch: the longest time between two rises ending after the stop."""
+    rises = [t for (t, n), (_, previous) in zip(series[1:], series) if n > previous]
+    return max((b - a for a, b in zip(rises, rises[1:]) if b > stopped), default=0.0)
+
+
+def summarize_switch(rows: list[dict]) -> dict:
+    """Medians over the repeats of the switch experiment, and each repeat's ratio."""
+    return {
+        "before": statistics.median(r["before"] for r in rows),
+        "after": statistics.median(r["after"] for r in rows),
+        "ratio": statistics.median(r["ratio"] for r in rows),
+        "ratios_by_repeat": [r["ratio"] for r in rows],
+        "down": statistics.median(r["phases"]["down"] for r in rows),
+        "sink_pause": statistics.median(r["sink_pause"] for r in rows),
+        "lost": sum(r["lost"] for r in rows),
+        "duplicated": sum(r["duplicated"] for r in rows),
+    }
+
+
+def plot_switch(rows: list[dict], path: Path, rate: float) -> None:
+    """Figure 13's shape: records/s at the sink over time, every repeat aligned on its stop request."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, ax = plt.subplots(figsize=(8, 3.8))
+    for row in rows:
+        times = [t for t, _ in row["series"]]
+        counts = [n for _, n in row["series"]]
+        # records/s over 1 s steps (4 samples): the sink reports every 200 ms
+        step = 4
+        rates = [(counts[i + step] - counts[i]) / (times[i + step] - times[i]) / 1e3 for i in range(len(counts) - step)]
+        ax.plot(times[step:], rates, linewidth=0.9, label=f"repeat {row['repeat']}: x{row['ratio']:.2f}")
+        stopped = row["events"]["stop requested"]
+        for name, color in (("reconfigure started", "tab:grey"), ("version 2 published", "tab:green")):
+            ax.axvline(row["events"][name] - stopped, color=color, linewidth=0.6, linestyle=":")
+    for name, (start, end) in rows[0]["windows"].items():
+        stopped = rows[0]["events"]["stop requested"]
+        ax.axvspan(start - stopped, end - stopped, color="tab:blue", alpha=0.07)
+        ax.text((start + end) / 2 - stopped, 1.0, f"{name}\n(repeat 0)", ha="center", fontsize=7, color="tab:blue")
+    median = statistics.median(r["phases"]["down"] for r in rows)
+    ax.axvspan(0, median, color="tab:red", alpha=0.12, label=f"switch: stop, rewrite, restart ({median:.0f} s)")
+    ax.axvline(0, color="tab:red", linewidth=0.8)
+    ax.set(xlabel="seconds from the stop request (dotted: online job started, version 2 published)",
+           ylabel="k records/s at the sink")  # fmt: skip
+    ax.set_title(
+        f"online switch from hash routing to the tables: tweets, 6 servers, {rate:g} Mbit/s, "
+        f"padding {rows[0]['padding']} B",
+        fontsize=10,
+    )
+    ax.legend(fontsize=8, loc="upper left")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
 
 def summarize(results: dict[str, list[dict]], key: str) -> list[dict]:
     """Median and spread of each (x, routing), and the tables / hash ratio of the medians."""
@@ -296,6 +421,24 @@ EXPERIMENTS = {"bytes": None, "padding": "padding", "locality": "local_share", "
 
 def report(results: dict[str, list[dict]]) -> None:
     """The summary lines of every experiment in ``results`` (on stdout)."""
+    for row in results.get("switch", []):
+        print(
+            f"switch {row['repeat']}: before {row['before']:,.0f}/s ({row['bound'][0]}), after {row['after']:,.0f}/s "
+            f"({row['bound'][1]}): x{row['ratio']:.2f}; locality {row['locality'][0]:.1%} -> {row['locality'][1]:.1%}, "
+            f"{row['moved_keys']:,} keys moved; down {row['phases']['down']:.1f} s (stop {row['phases']['stop']:.1f}, "
+            f"rewrite {row['phases']['rewrite']:.1f}, restart {row['phases']['restart']:.1f}), sink still "
+            f"{row['sink_pause']:.1f} s; {row['sink_records']:,} of {row['records']:,} records at the sink, "
+            f"keys checked {row['keys_checked']}, wrong {row['wrong_keys']}, lost {row['lost']}, "
+            f"duplicated {row['duplicated']}"
+        )
+    if results.get("switch"):
+        summary = summarize_switch(results["switch"])
+        spread = ", ".join(f"{r:.2f}" for r in summary["ratios_by_repeat"])
+        print(
+            f"switch: median before {summary['before']:,.0f}/s, after {summary['after']:,.0f}/s, after/before "
+            f"{summary['ratio']:.2f} (repeats {spread}); down {summary['down']:.1f} s; lost {summary['lost']}, "
+            f"duplicated {summary['duplicated']}"
+        )
     for experiment, key in EXPERIMENTS.items():
         if key is None or experiment not in results:
             continue
@@ -318,6 +461,9 @@ def report(results: dict[str, list[dict]]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", nargs="+", choices=[*EXPERIMENTS, "switch"], default=[])
+    parser.add_argument(
+        "--switch-passes", type=int, default=12, help="replays of the trace in a switch run (before, switch, after)"
+    )
     parser.add_argument("--rate", type=float, default=40.0, help="Mbit/s of every server's link, each way")
     parser.add_argument("--padding", type=int, default=4096, help="padding of the locality and servers runs")
     parser.add_argument("--paddings", type=int, nargs="+", default=PADDINGS, help="paddings of the padding runs")
@@ -328,6 +474,7 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=15.0)
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results_testbed.json")
     parser.add_argument("--plot", type=Path, default=REPO / "docs" / "testbed.png")
+    parser.add_argument("--plot-switch", type=Path, default=REPO / "docs" / "testbed_switch.png")
     parser.add_argument(
         "--replot",
         type=Path,
@@ -336,13 +483,6 @@ def main() -> int:
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", stream=sys.stderr)
-    if "switch" in args.experiment:
-        print(
-            "--experiment switch (the paper's Figure 13) needs the Flink job to switch from hash routing to the "
-            "tables through a savepoint (issue 25); run_steady before and after that switch is where it goes",
-            file=sys.stderr,
-        )
-        return 2
     if bool(args.experiment) == bool(args.replot):
         parser.error("give --experiment (runs) or --replot (recorded results), one of the two")
     started = time.monotonic()
@@ -359,12 +499,20 @@ def main() -> int:
                 getattr(bench, experiment)()
         results, rate = bench.results, args.rate
         summaries = {e: summarize(results[e], k) for e, k in EXPERIMENTS.items() if k is not None and e in results}
-        parameters = {k: v for k, v in vars(args).items() if k not in ("out", "plot", "replot")}
+        if "switch" in results:
+            summaries["switch"] = summarize_switch(results["switch"])
+        parameters = {k: v for k, v in vars(args).items() if k not in ("out", "plot", "plot_switch", "replot")}
         recorded = {"parameters": parameters, "experiments": results, "summary": summaries}
         args.out.write_text(json.dumps(recorded, indent=1, default=float) + "\n")
-    plot(results, args.plot, rate)
+    plots = []
+    if set(results) - {"switch"}:
+        plot(results, args.plot, rate)
+        plots.append(args.plot)
+    if "switch" in results:
+        plot_switch(results["switch"], args.plot_switch, rate)
+        plots.append(args.plot_switch)
     report(results)
-    print(f"({time.monotonic() - started:.0f} s; plot in {args.plot})")
+    print(f"({time.monotonic() - started:.0f} s; plots in {', '.join(map(str, plots))})")
     return 0
 
 

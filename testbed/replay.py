@@ -31,7 +31,17 @@ from testbed.network import Testbed
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["JAR", "MAIN", "BoundedRun", "Routing", "idle_rates", "job_overhead", "run_bounded", "run_steady"]
+__all__ = [
+    "JAR",
+    "MAIN",
+    "BoundedRun",
+    "Routing",
+    "check_colocated",
+    "idle_rates",
+    "job_overhead",
+    "run_bounded",
+    "run_steady",
+]
 
 REPO = Path(__file__).resolve().parents[1]
 JAR = REPO / "jvm" / "locality-flink-bench" / "target" / "locality-flink-bench-0.1.0-job.jar"
@@ -71,7 +81,7 @@ def _submit(cluster: FlinkCluster, jar: Path, trace: Path, routing: Routing, pad
     return cluster.submit(jar, MAIN, args), sink_dir
 
 
-def _check_colocated(vertices: list[JobVertex]) -> None:
+def check_colocated(vertices: list[JobVertex]) -> None:
     hosts = {vertex.hosts for vertex in vertices}
     if len(hosts) != 1:
         placement = {vertex.name: vertex.hosts for vertex in vertices}
@@ -116,7 +126,7 @@ def run_bounded(
     if state != "FINISHED":
         raise RuntimeError(f"the replay job ended {state}: {cluster.failure(job)}")
     vertices = cluster.vertices(job)
-    _check_colocated(vertices)
+    check_colocated(vertices)
     seconds = last.time - first.time
     fixed = overhead or [0.0] * len(idle)
     sent = [(b - a).sent_payload - rate * seconds - f for a, b, rate, f in zip(first.links, last.links, idle, fixed)]
@@ -138,7 +148,7 @@ def run_steady(
     job, sink_dir = _submit(cluster, jar, trace, routing, padding, 0)
     try:
         cluster.wait_running(job)
-        _check_colocated(cluster.vertices(job))
+        check_colocated(cluster.vertices(job))
         time.sleep(warmup)
         first = take_sample(bed, sink_dir)
         time.sleep(duration)

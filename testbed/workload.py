@@ -3,7 +3,9 @@
 - :func:`write_replay_trace`: the records the job replays (two key columns) as the tab-separated
   file its source reads and as a Parquet file ``locality`` reads;
 - :func:`learn_tables`: ``locality optimize --hash flink`` into a store, which the job reads with
-  locality-flink's ``RoutingKeySelector`` (docs/engines/flink.md);
+  locality-flink's ``RoutingKeySelector`` (docs/engines/flink.md); :func:`publish_hash_routing`: a
+  version with no entries (every key where Flink's hash puts it), and :func:`reconfigure_tables`:
+  the online job (``locality reconfigure``) from it, for a job that starts on hash routing and switches;
 - :func:`evaluate_locality`: ``locality evaluate --json`` on the same records: the share of hops
   that stay on a server, with the tables and with Flink's hash;
 - :func:`flink_record_bytes`: the bytes Flink's network stack carries for one record, so that the
@@ -29,6 +31,8 @@ __all__ = [
     "flink_record_bytes",
     "learn_tables",
     "paired_keys",
+    "publish_hash_routing",
+    "reconfigure_tables",
     "write_replay_trace",
 ]
 
@@ -82,6 +86,20 @@ def learn_tables(trace: Path, keys: list[str], servers: int, store: Path) -> Pat
     """Tables for Flink's Java ``keyBy`` on ``servers`` servers, published in ``store`` (returned)."""
     _locality("optimize", trace, "--keys", ",".join(keys), "--servers", servers, "--hash", "flink", "--store", store)
     return store
+
+
+def publish_hash_routing(trace: Path, keys: list[str], servers: int, store: Path) -> Path:
+    """A first version of ``store`` with no table entries: a job keyed by it runs on Flink's own hash."""
+    _locality(
+        "optimize", trace, "--keys", ",".join(keys), "--servers", servers, "--hash", "flink", "--max-entries", 0,
+        "--store", store,
+    )  # fmt: skip
+    return store
+
+
+def reconfigure_tables(trace: Path, keys: list[str], store: Path) -> dict:
+    """``locality reconfigure`` on ``trace`` from the current version of ``store``: its JSON document."""
+    return _locality("reconfigure", trace, "--keys", ",".join(keys), "--store", store)
 
 
 def evaluate_locality(trace: Path, keys: list[str], store: Path, *, weight: str | None = None) -> dict:

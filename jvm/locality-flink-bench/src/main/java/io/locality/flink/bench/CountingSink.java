@@ -6,13 +6,17 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 
+import org.apache.flink.api.common.operators.ProcessingTimeService;
 import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.api.connector.sink2.SinkWriter;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
 
 /**
- * A sink that discards records and counts them: every {@code intervalMillis}, and when its input ends,
- * subtask {@code i} replaces {@code <directory>/sink-<i>.txt} with one line, {@code <epoch ms> <records>}.
+ * A sink that discards records and counts them: every {@code intervalMillis} (a processing-time timer, so the
+ * count is current even when no record comes), at every checkpoint or savepoint (Flink flushes a sink before
+ * its barrier) and when the sink closes, subtask {@code i} replaces {@code <directory>/sink-<i>.txt} with one
+ * line, {@code <epoch ms> <records>}. So once a job has ended, and once its input has stood still for
+ * {@code intervalMillis}, the files hold exactly the records that reached the sink.
  *
  * <p>The throughput at the sink is read from these files, not from Flink's REST API, whose record counts
  * are cached for up to {@code metrics.fetcher.update-interval} (10 s by default) and carry no timestamp.
@@ -35,50 +39,47 @@ public final class CountingSink<T> implements Sink<T> {
     public SinkWriter<T> createWriter(WriterInitContext context) throws IOException {
         Path dir = Path.of(directory);
         Files.createDirectories(dir);
-        return new Writer<>(dir.resolve("sink-" + context.getTaskInfo().getIndexOfThisSubtask() + ".txt"),
-                intervalMillis);
+        Writer<T> writer = new Writer<>(dir.resolve("sink-" + context.getTaskInfo().getIndexOfThisSubtask() + ".txt"));
+        reportEvery(context.getProcessingTimeService(), writer);
+        return writer;
+    }
+
+    private void reportEvery(ProcessingTimeService clock, Writer<T> writer) {
+        clock.registerTimer(clock.getCurrentProcessingTime() + intervalMillis, time -> {
+            writer.report();
+            reportEvery(clock, writer);
+        });
     }
 
     static final class Writer<T> implements SinkWriter<T> {
         private final Path file;
         private final Path aside;
-        private final long intervalMillis;
         private long records;
-        private long nextReport;
 
-        Writer(Path file, long intervalMillis) throws IOException {
+        Writer(Path file) throws IOException {
             this.file = file;
             this.aside = file.resolveSibling(file.getFileName() + ".tmp");
-            this.intervalMillis = intervalMillis;
-            report(System.currentTimeMillis());
+            report();
         }
 
         @Override
-        public void write(T record, Context context) throws IOException {
+        public void write(T record, Context context) {
             records++;
-            if ((records & 0x3F) == 0) { // the clock every 64 records, not every record
-                long now = System.currentTimeMillis();
-                if (now >= nextReport) {
-                    report(now);
-                }
-            }
         }
 
         @Override
         public void flush(boolean endOfInput) throws IOException {
-            if (endOfInput) {
-                report(System.currentTimeMillis());
-            }
+            report();
         }
 
-        private void report(long now) throws IOException {
-            Files.writeString(aside, now + " " + records + "\n", StandardCharsets.UTF_8);
+        void report() throws IOException {
+            Files.writeString(aside, System.currentTimeMillis() + " " + records + "\n", StandardCharsets.UTF_8);
             Files.move(aside, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            nextReport = now + intervalMillis;
         }
 
         @Override
-        public void close() {
+        public void close() throws IOException {
+            report();
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.locality.flink.bench;
 
+import io.locality.flink.JobVersion;
 import io.locality.flink.RoutingKeySelector;
 import io.locality.routing.LocalityStore;
 import io.locality.routing.RoutingConfiguration;
@@ -14,7 +15,6 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
-import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.DataStreamUtils;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -27,8 +27,15 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  *
  * <pre>
  * flink run -d -c io.locality.flink.bench.ReplayJob locality-flink-bench-0.1.0-job.jar --store STORE \
- *     --mode tables|hash --trace keys.tsv --padding 4096 --sink-dir counts/ [--passes 0] [--version N]
+ *     --mode tables|hash --trace keys.tsv --padding 4096 --sink-dir counts/ [--passes 0] [--version N] \
+ *     [--end finish|wait]
  * </pre>
+ *
+ * <p>It is switchable ({@code locality switch flink}, docs/engines/flink.md "Switching versions"): it declares
+ * its version, its operators have uids ({@value #FIRST_UID}, {@value #SECOND_UID}, each counting in a
+ * {@code MapState} named "count"), and its source resumes from a savepoint exactly, on the new version's
+ * partition. With {@code --end wait} the source idles after {@code --passes} instead of finishing, so the
+ * job's final counts can be saved and read ({@code ReadRealKeyState}).
  *
  * <p>Both modes run with the tables' parallelism and max parallelism, so the same servers run the same
  * subtasks. Every operator shares one co-location group: subtask i of each runs in the same slot, so
@@ -38,6 +45,9 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 public final class ReplayJob {
     /** How often each sink subtask writes its count (the resolution of the measured throughput). */
     static final long SINK_REPORT_MILLIS = 200;
+    /** The uids of the two counting operators (a switch names them; their {@code MapState} is "count"). */
+    public static final String FIRST_UID = "count-first";
+    public static final String SECOND_UID = "count-second";
 
     private ReplayJob() {
     }
@@ -47,6 +57,10 @@ public final class ReplayJob {
         Path trace = Path.of(required(options, "trace"));
         int padding = Integer.parseInt(options.getOrDefault("padding", "0"));
         long passes = Long.parseLong(options.getOrDefault("passes", "0"));
+        String end = options.getOrDefault("end", "finish");
+        if (!end.equals("finish") && !end.equals("wait")) {
+            throw new IllegalArgumentException("--end is finish or wait, not " + end);
+        }
         Path sinkDir = Path.of(required(options, "sink-dir"));
         String mode = required(options, "mode");
         if (!mode.equals("tables") && !mode.equals("hash")) {
@@ -60,8 +74,8 @@ public final class ReplayJob {
         int parallelism = firstTable.numInstances();
         int maxParallelism = firstTable.fallbackSpec().intParameter("max_parallelism",
                 KeyGroupRangeAssignment.computeDefaultMaxParallelism(parallelism));
-        KeySelector<Tuple3<String, String, byte[]>, String> first = mode.equals("tables")
-                ? RoutingKeySelector.of(firstTable, String.class, new FieldKey(0)) : new FieldKey(0);
+        VersionRoutes routes = VersionRoutes.of(store.root(), mode);
+        KeySelector<Tuple3<String, String, byte[]>, String> first = routes.first(configuration.version());
         KeySelector<Tuple3<String, String, byte[]>, String> second = mode.equals("tables")
                 ? RoutingKeySelector.of(secondTable, String.class, new FieldKey(1)) : new FieldKey(1);
 
@@ -69,23 +83,25 @@ public final class ReplayJob {
         env.getConfig().enableObjectReuse(); // chained operators pass the record on instead of copying its padding
         env.setParallelism(parallelism);
         env.setMaxParallelism(maxParallelism);
+        JobVersion.declare(env, configuration.version());
         String together = "server";
 
-        DataStream<Tuple3<String, String, byte[]>> replayed = env.fromSource(
-                new TraceReplaySource(trace, first, maxParallelism, parallelism, padding, passes),
-                WatermarkStrategy.noWatermarks(), "replay");
+        SingleOutputStreamOperator<Tuple3<String, String, byte[]>> replayed = env.fromSource(
+                new TraceReplaySource(trace, routes, configuration.version(), maxParallelism, parallelism, padding,
+                        passes, end.equals("wait")),
+                WatermarkStrategy.noWatermarks(), "replay").uid("replay");
         SingleOutputStreamOperator<Tuple3<String, String, byte[]>> firstCounted = DataStreamUtils
                 .reinterpretAsKeyedStream(replayed, first, Types.STRING)
                 .process(new CountPerKey(0), TraceReplaySource.RECORD)
-                .name("count first key");
+                .name("count first key").uid(FIRST_UID);
         SingleOutputStreamOperator<Tuple3<String, String, byte[]>> secondCounted = firstCounted
                 .keyBy(second, Types.STRING)
                 .process(new CountPerKey(1), TraceReplaySource.RECORD)
-                .name("count second key");
+                .name("count second key").uid(SECOND_UID);
         replayed.getTransformation().setCoLocationGroupKey(together);
         firstCounted.getTransformation().setCoLocationGroupKey(together);
         secondCounted.getTransformation().setCoLocationGroupKey(together);
-        secondCounted.sinkTo(new CountingSink<>(sinkDir, SINK_REPORT_MILLIS)).name("sink");
+        secondCounted.sinkTo(new CountingSink<>(sinkDir, SINK_REPORT_MILLIS)).name("sink").uid("sink");
         env.execute("locality testbed replay: " + mode + ", padding " + padding);
     }
 

@@ -1,8 +1,6 @@
 package io.locality.flink.bench;
 
-import java.io.IOException;
 import java.nio.file.Path;
-import java.util.List;
 
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
@@ -10,10 +8,8 @@ import org.apache.flink.api.connector.source.Boundedness;
 import org.apache.flink.api.connector.source.Source;
 import org.apache.flink.api.connector.source.SourceReader;
 import org.apache.flink.api.connector.source.SourceReaderContext;
-import org.apache.flink.api.connector.source.SourceSplit;
 import org.apache.flink.api.connector.source.SplitEnumerator;
 import org.apache.flink.api.connector.source.SplitEnumeratorContext;
-import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.api.java.typeutils.ResultTypeQueryable;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
@@ -25,67 +21,79 @@ import org.apache.flink.core.io.SimpleVersionedSerializer;
  * is the one the tables decide, between the two keyed operators.
  *
  * <p>A record is {@code (first key, second key, padding)}, the padding {@code padding} bytes (the core
- * paper's tuple size, 0 to 20 kB). {@code passes} replays of the subtask's share, then the subtask
- * finishes; 0 replays until the job is cancelled. No splits: a reader knows its subtask.
+ * paper's tuple size, 0 to 20 kB). {@code passes} replays of the trace, then the subtask finishes, or, with
+ * {@code waitAtEnd}, stays idle so that the job's final state can still be saved; 0 replays until the job is
+ * stopped.
+ *
+ * <p>A savepoint resumes it exactly ({@link ReplayPosition}), also on another store version: the restarted
+ * job replays, with the new version's partition, every record the old job had not emitted and no other
+ * ({@link PositionExchange}), so a switch of versions ({@code locality switch flink}) loses no record and
+ * counts none twice.
  */
-public final class TraceReplaySource implements Source<Tuple3<String, String, byte[]>, TraceReplaySource.NoSplit,
-        Void>, ResultTypeQueryable<Tuple3<String, String, byte[]>> {
-    private static final long serialVersionUID = 1L;
+public final class TraceReplaySource implements Source<Tuple3<String, String, byte[]>, ReplayPosition, Void>,
+        ResultTypeQueryable<Tuple3<String, String, byte[]>> {
+    private static final long serialVersionUID = 2L;
 
     /** The record type: first key, second key, padding. */
     public static final TypeInformation<Tuple3<String, String, byte[]>> RECORD =
             Types.TUPLE(Types.STRING, Types.STRING, Types.PRIMITIVE_ARRAY(Types.BYTE));
 
     private final String trace;
-    private final KeySelector<Tuple3<String, String, byte[]>, String> firstRoute;
+    private final VersionRoutes routes;
+    private final int version;
     private final int maxParallelism;
     private final int parallelism;
     private final int padding;
     private final long passes;
+    private final boolean waitAtEnd;
 
     /**
      * @param trace UTF-8 text, one record a line: first key, a tab, second key
-     * @param firstRoute the first keyed operator's routing key (Flink assigns it to a subtask)
+     * @param routes the first keyed operator's routing key by version (Flink assigns it to a subtask)
+     * @param version the version the job runs
      */
-    public TraceReplaySource(Path trace, KeySelector<Tuple3<String, String, byte[]>, String> firstRoute,
-            int maxParallelism, int parallelism, int padding, long passes) {
+    public TraceReplaySource(Path trace, VersionRoutes routes, int version, int maxParallelism, int parallelism,
+            int padding, long passes, boolean waitAtEnd) {
         this.trace = trace.toString();
-        this.firstRoute = firstRoute;
+        this.routes = routes;
+        this.version = version;
         this.maxParallelism = maxParallelism;
         this.parallelism = parallelism;
         this.padding = padding;
         this.passes = passes;
+        this.waitAtEnd = waitAtEnd;
     }
 
     @Override
     public Boundedness getBoundedness() {
-        return passes > 0 ? Boundedness.BOUNDED : Boundedness.CONTINUOUS_UNBOUNDED;
+        return passes > 0 && !waitAtEnd ? Boundedness.BOUNDED : Boundedness.CONTINUOUS_UNBOUNDED;
     }
 
     @Override
-    public SourceReader<Tuple3<String, String, byte[]>, NoSplit> createReader(SourceReaderContext context) {
-        return new TraceReplayReader(Path.of(trace), firstRoute, maxParallelism, parallelism,
-                context.getIndexOfSubtask(), padding, passes);
+    public SourceReader<Tuple3<String, String, byte[]>, ReplayPosition> createReader(SourceReaderContext context) {
+        return new TraceReplayReader(Path.of(trace), routes, version, maxParallelism, parallelism,
+                context.getIndexOfSubtask(), padding, passes, waitAtEnd, context::sendSourceEventToCoordinator);
     }
 
     @Override
-    public SplitEnumerator<NoSplit, Void> createEnumerator(SplitEnumeratorContext<NoSplit> context) {
-        return new NoSplits();
+    public SplitEnumerator<ReplayPosition, Void> createEnumerator(SplitEnumeratorContext<ReplayPosition> context) {
+        return new PositionExchange(context);
     }
 
     @Override
-    public SplitEnumerator<NoSplit, Void> restoreEnumerator(SplitEnumeratorContext<NoSplit> context, Void state) {
-        return new NoSplits();
+    public SplitEnumerator<ReplayPosition, Void> restoreEnumerator(SplitEnumeratorContext<ReplayPosition> context,
+            Void state) {
+        return new PositionExchange(context);
     }
 
     @Override
-    public SimpleVersionedSerializer<NoSplit> getSplitSerializer() {
-        return new Nothing<>(new NoSplit());
+    public SimpleVersionedSerializer<ReplayPosition> getSplitSerializer() {
+        return new ReplayPosition.Serializer();
     }
 
     @Override
     public SimpleVersionedSerializer<Void> getEnumeratorCheckpointSerializer() {
-        return new Nothing<>(null);
+        return new NoEnumeratorState();
     }
 
     @Override
@@ -93,63 +101,21 @@ public final class TraceReplaySource implements Source<Tuple3<String, String, by
         return RECORD;
     }
 
-    /** The source has no splits; Flink's source API still names a split type. */
-    public static final class NoSplit implements SourceSplit {
-        @Override
-        public String splitId() {
-            return "none";
-        }
-    }
-
-    /** An enumerator with nothing to hand out. */
-    static final class NoSplits implements SplitEnumerator<NoSplit, Void> {
-        @Override
-        public void start() {
-        }
-
-        @Override
-        public void handleSplitRequest(int subtask, String host) {
-        }
-
-        @Override
-        public void addSplitsBack(List<NoSplit> splits, int subtask) {
-        }
-
-        @Override
-        public void addReader(int subtask) {
-        }
-
-        @Override
-        public Void snapshotState(long checkpointId) {
-            return null;
-        }
-
-        @Override
-        public void close() throws IOException {
-        }
-    }
-
-    /** Serializes nothing: splits and enumerator state carry no information. */
-    static final class Nothing<T> implements SimpleVersionedSerializer<T> {
-        private final T value;
-
-        Nothing(T value) {
-            this.value = value;
-        }
-
+    /** The enumerator keeps nothing in a checkpoint: the positions are the readers'. */
+    static final class NoEnumeratorState implements SimpleVersionedSerializer<Void> {
         @Override
         public int getVersion() {
             return 1;
         }
 
         @Override
-        public byte[] serialize(T object) {
+        public byte[] serialize(Void nothing) {
             return new byte[0];
         }
 
         @Override
-        public T deserialize(int version, byte[] serialized) {
-            return value;
+        public Void deserialize(int version, byte[] serialized) {
+            return null;
         }
     }
 }

@@ -16,19 +16,24 @@ class CountingSinkTest {
     }
 
     @Test
-    void theFileHoldsTheTimeAndTheRecordsSoFarAndTheTotalAtTheEnd(@TempDir Path dir) throws Exception {
+    void theFileHoldsTheTimeAndTheRecordsAtEachReportFlushAndClose(@TempDir Path dir) throws Exception {
         Path file = dir.resolve("sink-3.txt");
         long before = System.currentTimeMillis();
-        CountingSink.Writer<String> writer = new CountingSink.Writer<>(file, 0);
+        CountingSink.Writer<String> writer = new CountingSink.Writer<>(file);
         assertEquals(0, read(file)[1]);
         for (int i = 0; i < 1000; i++) {
             writer.write("record", null);
         }
-        long[] during = read(file);
-        assertTrue(during[1] >= 960 && during[1] <= 1000, "reported every 64 records: " + during[1]);
-        writer.flush(true);
+        assertEquals(0, read(file)[1]); // not written per record: the timer reports
+        writer.report();
+        assertEquals(1000, read(file)[1]);
+        writer.write("record", null);
+        writer.flush(false); // a savepoint's barrier
+        assertEquals(1001, read(file)[1]);
+        writer.write("record", null);
+        writer.close();
         long[] end = read(file);
-        assertEquals(1000, end[1]);
+        assertEquals(1002, end[1]);
         assertTrue(end[0] >= before && end[0] <= System.currentTimeMillis());
         assertEquals(1, Files.list(dir).count()); // written aside and renamed: no temporary file left
     }
