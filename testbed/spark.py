@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -45,7 +46,12 @@ def spark_home() -> Path:
 
 
 def build_wheel(directory: Path, source: Path = REPO) -> Path:
-    """``pip wheel --no-deps -w directory source``, as the README builds the wheel a cluster gets."""
+    """``pip wheel --no-deps -w directory source``, as the README builds the wheel a cluster gets.
+
+    setuptools' scratch folder ``source/build`` goes first, as in the README: setuptools never prunes it,
+    so a module removed since an earlier build would still be shipped.
+    """
+    shutil.rmtree(source / "build", ignore_errors=True)
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(directory), str(source)],
         capture_output=True,
