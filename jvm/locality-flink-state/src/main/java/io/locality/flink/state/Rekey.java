@@ -18,7 +18,10 @@ import org.apache.flink.core.memory.DataOutputSerializer;
  * subtask may still change routing key (its entry dropped because the new fallback puts it there anyway),
  * and a key whose routing key does not change is written back unchanged. A key whose state sits under
  * another routing key than the old version's fails the rewrite: the savepoint was not taken by a job on
- * that version, and re-keying by it would put state where no record will look.
+ * that version, and re-keying by it would put state where no record will look. The failure is thrown when
+ * the input has ended ({@link #close()}), naming the first such key and how many there were: thrown from
+ * {@code map}, it raced the savepoint source's coordinator, whose next event to the failed task could
+ * become the job's reported cause instead ("An OperatorEvent ... was lost").
  */
 final class Rekey<K, S> extends RichMapFunction<Tuple3<K, K, S>, Tuple3<K, K, S>> {
     private static final long serialVersionUID = 1L;
@@ -37,6 +40,8 @@ final class Rekey<K, S> extends RichMapFunction<Tuple3<K, K, S>, Tuple3<K, K, S>
     private transient LongCounter moved;
     private transient LongCounter movedBytes;
     private transient LongCounter rekeyed;
+    private transient String refusal;
+    private transient long refused;
 
     Rekey(String operator, int fromVersion, FlinkRoutingKeys before, FlinkRoutingKeys after,
             TypeInformation<K> keyType, TypeInformation<S> valueType) {
@@ -73,10 +78,12 @@ final class Rekey<K, S> extends RichMapFunction<Tuple3<K, K, S>, Tuple3<K, K, S>
         K realKey = entry.f1;
         Object expected = before.routingKey(realKey);
         if (!expected.equals(routingKey)) {
-            throw new IllegalStateException("the state of key " + RealKeyStateReader.printable(realKey) + " of '"
-                    + operator + "' is under routing key " + RealKeyStateReader.printable(routingKey)
-                    + ", but version " + fromVersion + " keys it on " + RealKeyStateReader.printable(expected)
-                    + ": the savepoint was not taken by a job on version " + fromVersion);
+            if (refused++ == 0) {
+                refusal = "the state of key " + RealKeyStateReader.printable(realKey) + " of '" + operator
+                        + "' is under routing key " + RealKeyStateReader.printable(routingKey) + ", but version "
+                        + fromVersion + " keys it on " + RealKeyStateReader.printable(expected);
+            }
+            return entry; // the rewrite fails at close(); what it wrote is removed
         }
         K next = (K) after.routingKey(realKey);
         long size = size(realKey, entry.f2);
@@ -89,6 +96,16 @@ final class Rekey<K, S> extends RichMapFunction<Tuple3<K, K, S>, Tuple3<K, K, S>
             rekeyed.add(1L);
         }
         return Tuple3.of(next, realKey, entry.f2);
+    }
+
+    @Override
+    public void close() throws Exception {
+        super.close();
+        if (refused > 0) {
+            String more = refused > 1 ? " (and " + (refused - 1) + " more keys of this subtask)" : "";
+            throw new IllegalStateException(refusal + more + ": the savepoint was not taken by a job on version "
+                    + fromVersion);
+        }
     }
 
     /** Bytes of one MapState entry as Flink serializes it: the real key and its state. */
