@@ -51,7 +51,10 @@ def test_a_python_worker_killed_during_the_sketch_pass_fails_the_job_clearly(spa
     while job.is_alive():  # kill the workers of every Python task while a stage runs (the sketch pass)
         if tracker.getActiveStageIds():
             for worker in _python_workers():
-                os.kill(worker.pid, signal.SIGKILL)
+                try:
+                    os.kill(worker.pid, signal.SIGKILL)
+                except ProcessLookupError:  # it ended between the listing and the kill
+                    continue
                 killed += 1
         time.sleep(0.02)
     job.join()
