@@ -65,6 +65,18 @@ def _kind(mode: int) -> str:
     return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
 
 
+def _stat(path: Path, what: str) -> os.stat_result | None:
+    """``os.stat(path)``; None when nothing is there, StoreDamagedError when a parent is a file."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        raise damaged(what, path, f"a parent of it is a file, not a directory ({_file_parent(path)})") from None
+    except OSError as exc:
+        raise StoreError(f"cannot read {what} ({path}): {exc.strerror}") from None
+
+
 def read_text(path: Path, what: str, *, limit: int | None = None) -> str | None:
     """The UTF-8 text of the store file ``path``; None when there is none.
 
@@ -76,14 +88,9 @@ def read_text(path: Path, what: str, *, limit: int | None = None) -> str | None:
     StoreError
         It cannot be read (permissions, I/O error).
     """
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
+    info = _stat(path, what)
+    if info is None:
         return None
-    except NotADirectoryError:
-        raise damaged(what, path, f"a parent of it is a file, not a directory ({_file_parent(path)})") from None
-    except OSError as exc:
-        raise StoreError(f"cannot read {what} ({path}): {exc.strerror}") from None
     if not stat.S_ISREG(info.st_mode):
         raise damaged(what, path, f"it is {_kind(info.st_mode)}, not a file")
     if limit is not None and info.st_size > limit:
@@ -130,14 +137,9 @@ def check_fields(doc: object, fields: Mapping[str, tuple[str, bool]], what: str,
 
 def is_directory(path: Path, what: str) -> bool:
     """True if ``path`` is a directory, False if nothing is there; StoreDamagedError if something else is."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
+    info = _stat(path, what)
+    if info is None:
         return False
-    except NotADirectoryError:
-        raise damaged(what, path, f"a parent of it is a file, not a directory ({_file_parent(path)})") from None
-    except OSError as exc:
-        raise StoreError(f"cannot read {what} ({path}): {exc.strerror}") from None
     if not stat.S_ISDIR(info.st_mode):
         raise damaged(
             what, path, f"it is {'a file' if stat.S_ISREG(info.st_mode) else _kind(info.st_mode)}, not a directory"

@@ -129,6 +129,7 @@ def optimize(
     partition: Partition | None = None,
     parameters: Mapping | None = None,
     n_cuts: int | None = None,
+    csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> Optimization:
     """Partition ``graph`` with METIS, place keys on instances within ``alpha``, build the tables.
 
@@ -172,6 +173,8 @@ def optimize(
     n_cuts : int, optional
         METIS partitions to compute and keep the best of; default
         :func:`~locality.partition.adaptive_cuts` of the graph's edges.
+    csr : tuple of ndarray, optional
+        ``graph.to_csr()`` when the caller has it (built here otherwise).
     """
     if outermost():
         alpha, seed = check_optimizer_parameters("optimize", alpha=alpha, seed=seed, max_entries=max_entries)
@@ -182,7 +185,8 @@ def optimize(
     started = time.perf_counter()
     stopwatch = Stopwatch()
     with stopwatch.stage("csr"):
-        csr = graph.to_csr()  # once for METIS and the placement: 0.35 GB and seconds to build at 1e7 edges
+        if csr is None:  # once for METIS and the placement: 0.35 GB and seconds to build at 1e7 edges
+            csr = graph.to_csr()
     if partition is None:
         with stopwatch.stage("metis"):
             partition = partition_key_graph(

@@ -160,10 +160,11 @@ def reconfigure(
         min_gain = check_interval(min_gain, "min_gain", "reconfigure", lower=0.0, upper=math.inf)
     sizes = graph_state_sizes(graph, state)
     state_vector = np.concatenate([sizes[op].to_numpy(dtype=float) for op in graph.operators])
-    common = dict(alpha=alpha, max_entries=max_entries, current=current, state=state_vector, seed=seed)
+    csr = graph.to_csr()  # one for the partition and the placement: seconds and GBs at 1e7 edges
+    common = dict(alpha=alpha, max_entries=max_entries, current=current, state=state_vector, seed=seed, csr=csr)
     if incremental and same_deployment(current, topology, fallbacks):
         held = carried_over(current, graph, topology, fallbacks)[1]
-        start = repartition_changed(graph, topology, held, alpha=alpha, seed=seed)
+        start = repartition_changed(graph, topology, held, alpha=alpha, seed=seed, csr=csr)
         refined = {**dict(parameters or {}), "start": "in force"}
         result = optimize(graph, topology, fallbacks, parameters=refined, partition=start, relabel=False, **common)
         plan = plan_migration(current, result.config, sizes)
@@ -171,7 +172,7 @@ def reconfigure(
             "incremental reconfiguration moves %d keys (%.1f%% of the state)", plan.moved_keys, 100 * plan.cost_share
         )
         return Reconfiguration(result, plan)
-    partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed)
+    partition = partition_key_graph(graph, topology, alpha=alpha, seed=seed, csr=csr)
     result = optimize(graph, topology, fallbacks, parameters=parameters, partition=partition, **common)
     plan = plan_migration(current, result.config, sizes)
     change = None
