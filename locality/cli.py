@@ -510,7 +510,7 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
     "--incremental/--full-partition",
     default=False,
     show_default=True,
-    help="Start from the version in force: keys whose server holds at least half of their edge weight stay, METIS "
+    help="Start from the version in force: keys that no other server draws more than their own stay, METIS "
     "re-partitions only the others (docs/scale.md). Faster on large graphs at a short period.",
 )
 @split_options

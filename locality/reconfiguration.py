@@ -19,10 +19,10 @@ state it moves, by the same measure as :func:`decide` (``min_gain``).
 
 An incremental step (``incremental=True``) starts from the configuration in
 force instead of partitioning from scratch
-(:func:`~locality.incremental.repartition_changed`): a key whose server under
-the version in force (its fallback instance's for a key the tables do not
-hold, new ones included) holds at least half of its edge weight stays there;
-METIS cuts only the other keys, beside one contracted vertex per server, and
+(:func:`~locality.incremental.repartition_changed`): a key stays on its
+server under the version in force (its fallback instance's for a key the
+tables do not hold, new ones included) unless another server holds more of
+its edge weight; METIS cuts only those keys, beside one contracted vertex per server, and
 :func:`~locality.placement.place_keys` repairs and refines as after a full
 partition. Its cost follows the keys the window moved, not the graph; the
 measure of the trade (locality against time on the IRA and flights traces,
@@ -149,8 +149,8 @@ def reconfigure(
         (``math.inf``: always the least change).
     incremental : bool, default False
         Start from ``current`` instead of a new METIS partition of the whole
-        graph (see the module docstring): the keys settled on their server
-        stay, METIS re-partitions the others, then the per-operator repair
+        graph (see the module docstring): keys that no other server draws
+        more than their own stay, METIS re-partitions the others, then the per-operator repair
         and refinement. On another topology than ``current``'s the step is
         the topology change's, as without it. ``unrelabeled_cost`` is then
         None (there are no METIS labels to compare).

@@ -323,7 +323,7 @@ def replay_trace(
         blended history.
     incremental : bool, default False
         Online: start each reconfiguration from the tables in force (keys
-        settled on their server stay, METIS re-cuts the others) instead of a
+        that no other server draws more stay, METIS re-cuts the others) instead of a
         new METIS partition of the whole graph
         (:func:`~locality.reconfiguration.reconfigure`).
 
