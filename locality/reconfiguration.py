@@ -22,7 +22,8 @@ force instead of partitioning from scratch
 (:func:`~locality.incremental.repartition_changed`): a key stays on its
 server under the version in force (its fallback instance's for a key the
 tables do not hold, new ones included) unless another server holds more of
-its edge weight; METIS cuts only those keys, beside one contracted vertex per server, and
+its edge weight, or no server holds half of it and it is next to such a
+key; METIS cuts only those keys, beside one contracted vertex per server, and
 :func:`~locality.placement.place_keys` repairs and refines as after a full
 partition. Its cost follows the keys the window moved, not the graph; the
 measure of the trade (locality against time on the IRA and flights traces,
@@ -149,11 +150,12 @@ def reconfigure(
         (``math.inf``: always the least change).
     incremental : bool, default False
         Start from ``current`` instead of a new METIS partition of the whole
-        graph (see the module docstring): keys that no other server draws
-        more than their own stay, METIS re-partitions the others, then the per-operator repair
-        and refinement. On another topology than ``current``'s the step is
-        the topology change's, as without it. ``unrelabeled_cost`` is then
-        None (there are no METIS labels to compare).
+        graph (see the module docstring): METIS re-partitions only the keys
+        that another server now draws more (and their undecided neighbours),
+        the rest stays; then the per-operator repair and refinement. On
+        another topology than ``current``'s the step is the topology
+        change's, as without it. ``unrelabeled_cost`` is then None (there
+        are no METIS labels to compare).
     """
     if outermost():
         alpha, seed = check_optimizer_parameters("reconfigure", alpha=alpha, seed=seed, max_entries=max_entries)
