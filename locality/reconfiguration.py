@@ -165,10 +165,11 @@ def reconfigure(
     csr = graph.to_csr()  # one for the partition and the placement: seconds and GBs at 1e7 edges
     common = dict(alpha=alpha, max_entries=max_entries, current=current, state=state_vector, seed=seed, csr=csr)
     if incremental and same_deployment(current, topology, fallbacks):
-        held = carried_over(current, graph, topology, fallbacks)[1]
+        instances, held = carried_over(current, graph, topology, fallbacks)
         start = repartition_changed(graph, topology, held, alpha=alpha, seed=seed, csr=csr)
         refined = {**dict(parameters or {}), "start": "in force"}
-        result = optimize(graph, topology, fallbacks, parameters=refined, partition=start, relabel=False, **common)
+        kept = dict(partition=start, relabel=False, preferred=instances)  # the keys' instances, as carried over
+        result = optimize(graph, topology, fallbacks, parameters=refined, **kept, **common)
         plan = plan_migration(current, result.config, sizes)
         logger.info(
             "incremental reconfiguration moves %d keys (%.1f%% of the state)", plan.moved_keys, 100 * plan.cost_share
