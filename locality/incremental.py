@@ -11,14 +11,19 @@ cannot move apart:
 
 1. Every key has a server under the version in force (keys the tables do
    not hold, new keys among them, their fallback instance's). A key is
-   *settled* when its server holds at least half of its edge weight (then
-   no other server holds more); the others, the keys whose edges now lead
-   mostly elsewhere, are the changed part. Half rather than "no other server
-   holds more": on the weekly flights (6 servers, four weeks after the first,
-   blended with decay 0.85) the stricter rule left more keys where a cluster
-   of them had drifted away, 52.2% next-week locality against 52.8% for a
-   full partition each week; the majority rule gives 52.3%, and graph
-   locality within a point of the full partition's after the first week.
+   *outdrawn* when another server holds more of its edge weight than its
+   own, *undecided* when no server holds half of it. The changed part is
+   the outdrawn keys and their undecided neighbours; every other key is
+   *settled*. The neighbours go with them because keys that shift together
+   each leave their server one edge at a time: the first to be outdrawn
+   frees the undecided keys around it, and METIS can move the group. Not
+   every undecided key (the rule of this step's first version): on
+   power-law graphs a balanced partition leaves many light keys with their
+   few edges spread over several servers, and re-cutting all of them every
+   run, touched by the window or not, gave METIS 39-44% of the edges at 1e6
+   and 1e7 (3.6x faster than a full step at 1e7); nor only the outdrawn
+   keys, which on the IRA trace every 30 minutes kept 2-3 points less
+   next-window locality (``benchmarks/RESULTS.md``).
 2. The settled keys of each server are contracted into one vertex weighing
    their sum. METIS cuts the graph of these contracted vertices and the
    changed keys into one part per server, under the same balance bound as a
@@ -34,7 +39,7 @@ cannot move apart:
 
 The cost follows the changed part (its keys and their edges), not the
 graph: a pass over the edges to find the changed keys, then METIS on a graph
-of a few thousand vertices where the full partition has millions.
+of tens of thousands of vertices where the full partition has millions.
 :func:`~locality.placement.place_keys` then repairs the per-operator bound
 and refines, as after a full partition.
 
@@ -57,15 +62,35 @@ from locality.defaults import DEFAULT_ALPHA
 from locality.graph import KeyGraph, csr_from_edges
 from locality.migration import relabel_parts
 from locality.partition import MetisInput, Partition, adaptive_cuts, find_hot_keys, metis_weights, partition_of
-from locality.placement import connection_to
+from locality.placement import server_connections
 from locality.topology import Topology
 
-__all__ = ["repartition_changed", "SETTLED_SHARE"]
+__all__ = ["repartition_changed", "changed_keys"]
 
 logger = logging.getLogger(__name__)
 
-#: Share of its edge weight a key's server must hold for the key to stay there (see the module docstring).
-SETTLED_SHARE = 0.5
+#: Keys x servers cells summed at once by :func:`changed_keys` (32 MB of float64): memory flat in the graph's size.
+_CELLS_PER_CHUNK = 1 << 22
+
+
+def changed_keys(
+    graph: KeyGraph, held: np.ndarray, n_servers: int, csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
+    """The keys to re-partition: the outdrawn ones and their undecided neighbours (see the module docstring)."""
+    csr = graph.to_csr() if csr is None else csr
+    outdrawn = np.zeros(graph.n_vertices, dtype=bool)
+    undecided = np.zeros(graph.n_vertices, dtype=bool)
+    step = max(1, _CELLS_PER_CHUNK // n_servers)
+    for start in range(0, graph.n_vertices, step):
+        vertices = np.arange(start, min(start + step, graph.n_vertices))
+        weights = server_connections(graph, vertices, held, n_servers, csr)
+        own = weights[np.arange(len(vertices)), held[vertices]]
+        outdrawn[vertices] = weights.max(axis=1) > own
+        undecided[vertices] = own < 0.5 * weights.sum(axis=1)
+    beside = np.zeros(graph.n_vertices, dtype=bool)
+    beside[graph.dst[outdrawn[graph.src]]] = True
+    beside[graph.src[outdrawn[graph.dst]]] = True
+    return np.flatnonzero(outdrawn | (beside & undecided))
 
 
 def repartition_changed(
@@ -103,10 +128,7 @@ def repartition_changed(
     k = len(topology.servers)
     held = np.asarray(held, dtype=np.int64)
     csr = graph.to_csr() if csr is None else csr
-    every = np.arange(graph.n_vertices)
-    total = np.bincount(graph.src, weights=graph.edge_weight, minlength=graph.n_vertices)
-    total += np.bincount(graph.dst, weights=graph.edge_weight, minlength=graph.n_vertices)
-    changed = np.flatnonzero(connection_to(graph, every, held, held, csr) < SETTLED_SHARE * total)
+    changed = changed_keys(graph, held, k, csr)
     hot = find_hot_keys(graph, topology, alpha)
     if changed.size == 0 or k == 1:
         return partition_of(graph, held, time.perf_counter() - started, hot, n_cuts=0)
@@ -135,7 +157,8 @@ def repartition_changed(
         k + changed.size,
     )
     # Half the full partition's budget of cuts: the contracted vertices anchor the parts, so METIS's restarts buy
-    # less (1e6 edges, 48 parts, 2% changed: 0.7611 graph locality with 1 cut, 0.7612 with 2, 2.9 s against 3.7 s).
+    # less (measured with the first rule, 1e6 edges, 48 parts, 2% changed: 0.7611 graph locality with 1 cut, 0.7612
+    # with 2, 2.9 s against 3.7 s).
     n_cuts = adaptive_cuts(2 * graph.n_edges)
     given = MetisInput.of(contracted, np.rint(weights).astype(np.int64), shares, alpha=alpha, seed=seed, n_cuts=n_cuts)
     parts = given.run()

@@ -198,7 +198,7 @@ def optimize(
         ).astype(np.int64)
         if current is None:
             instances = fallback
-        else:
+        elif preferred is None or relabel:  # a route lookup of every key: seconds at 1e7 edges, only when needed
             instances, held = carried_over(current, graph, topology, fallbacks)
     if preferred is None:
         preferred = instances

@@ -176,6 +176,7 @@ class _OperatorState:
         self.instance, self.server_of_vertex = instance, server_of_vertex
         self.loads, self.bounds, self.inst_server = loads, bounds, inst_server
         self.n_servers = int(inst_server.max()) + 1
+        self.instances_on = [np.flatnonzero(inst_server == s) for s in range(self.n_servers)]
         self.moves = 0
         #: Keys whose gain may have changed since this operator's last refinement pass, sorted (None: every key).
         self.pending: np.ndarray | None = None
@@ -315,7 +316,7 @@ def _refine(state: _OperatorState) -> np.ndarray:
     moved, blocked = [], []
     for r in np.flatnonzero(gain > 0)[np.argsort(-gain[gain > 0], kind="stable")]:
         v = keys[r]
-        group = np.flatnonzero(state.inst_server == best[r])
+        group = state.instances_on[best[r]]
         room = state.bounds[group] - state.loads[group]
         if room.max() + _EPS >= state.weights[v]:
             state.move(v, group[np.argmax(room)])

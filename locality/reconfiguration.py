@@ -19,10 +19,11 @@ state it moves, by the same measure as :func:`decide` (``min_gain``).
 
 An incremental step (``incremental=True``) starts from the configuration in
 force instead of partitioning from scratch
-(:func:`~locality.incremental.repartition_changed`): a key whose server under
-the version in force (its fallback instance's for a key the tables do not
-hold, new ones included) holds at least half of its edge weight stays there;
-METIS cuts only the other keys, beside one contracted vertex per server, and
+(:func:`~locality.incremental.repartition_changed`): a key stays on its
+server under the version in force (its fallback instance's for a key the
+tables do not hold, new ones included) unless another server holds more of
+its edge weight, or no server holds half of it and it is next to such a
+key; METIS cuts only those keys, beside one contracted vertex per server, and
 :func:`~locality.placement.place_keys` repairs and refines as after a full
 partition. Its cost follows the keys the window moved, not the graph; the
 measure of the trade (locality against time on the IRA and flights traces,
@@ -149,11 +150,12 @@ def reconfigure(
         (``math.inf``: always the least change).
     incremental : bool, default False
         Start from ``current`` instead of a new METIS partition of the whole
-        graph (see the module docstring): the keys settled on their server
-        stay, METIS re-partitions the others, then the per-operator repair
-        and refinement. On another topology than ``current``'s the step is
-        the topology change's, as without it. ``unrelabeled_cost`` is then
-        None (there are no METIS labels to compare).
+        graph (see the module docstring): METIS re-partitions only the keys
+        that another server now draws more (and their undecided neighbours),
+        the rest stays; then the per-operator repair and refinement. On
+        another topology than ``current``'s the step is the topology
+        change's, as without it. ``unrelabeled_cost`` is then None (there
+        are no METIS labels to compare).
     """
     if outermost():
         alpha, seed = check_optimizer_parameters("reconfigure", alpha=alpha, seed=seed, max_entries=max_entries)
@@ -163,10 +165,11 @@ def reconfigure(
     csr = graph.to_csr()  # one for the partition and the placement: seconds and GBs at 1e7 edges
     common = dict(alpha=alpha, max_entries=max_entries, current=current, state=state_vector, seed=seed, csr=csr)
     if incremental and same_deployment(current, topology, fallbacks):
-        held = carried_over(current, graph, topology, fallbacks)[1]
+        instances, held = carried_over(current, graph, topology, fallbacks)
         start = repartition_changed(graph, topology, held, alpha=alpha, seed=seed, csr=csr)
         refined = {**dict(parameters or {}), "start": "in force"}
-        result = optimize(graph, topology, fallbacks, parameters=refined, partition=start, relabel=False, **common)
+        kept = dict(partition=start, relabel=False, preferred=instances)  # the keys' instances, as carried over
+        result = optimize(graph, topology, fallbacks, parameters=refined, **kept, **common)
         plan = plan_migration(current, result.config, sizes)
         logger.info(
             "incremental reconfiguration moves %d keys (%.1f%% of the state)", plan.moved_keys, 100 * plan.cost_share

@@ -322,10 +322,10 @@ def replay_trace(
         ``"decay:0.3"``) instead of the blended history; the edges keep the
         blended history.
     incremental : bool, default False
-        Online: start each reconfiguration from the tables in force (keys
-        settled on their server stay, METIS re-cuts the others) instead of a
-        new METIS partition of the whole graph
-        (:func:`~locality.reconfiguration.reconfigure`).
+        Online: start each reconfiguration from the tables in force (METIS
+        re-cuts the keys another server now draws more, and their undecided
+        neighbours; the rest stays) instead of a new METIS partition of the
+        whole graph (:func:`~locality.reconfiguration.reconfigure`).
 
     Returns
     -------
