@@ -76,7 +76,22 @@ _CELLS_PER_CHUNK = 1 << 22
 def changed_keys(
     graph: KeyGraph, held: np.ndarray, n_servers: int, csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 ) -> np.ndarray:
-    """The keys to re-partition: the outdrawn ones and their undecided neighbours (see the module docstring)."""
+    """The keys to re-partition: the outdrawn ones and their undecided neighbours (see the module docstring).
+
+    Parameters
+    ----------
+    graph : KeyGraph
+    held : ndarray of int, shape (graph.n_vertices,)
+        Each key's server position under the version in force, below ``n_servers``.
+    n_servers : int
+    csr : tuple of ndarray, optional
+        ``graph.to_csr()`` when the caller has it.
+
+    Returns
+    -------
+    ndarray of int
+        Their vertex ids, ascending.
+    """
     csr = graph.to_csr() if csr is None else csr
     outdrawn = np.zeros(graph.n_vertices, dtype=bool)
     undecided = np.zeros(graph.n_vertices, dtype=bool)
