@@ -155,7 +155,7 @@ def rescale_partition(
     """
     started = time.perf_counter()
     n = len(topology.servers)
-    vweights, shares, _ = metis_weights(graph, topology)  # integers, as METIS takes them
+    vweights, shares = metis_weights(graph, topology)  # integers, as METIS takes them
     weight = vweights.astype(float)
     fair = shares * float(weight.sum())
     server = np.asarray(held, dtype=np.int64).copy()

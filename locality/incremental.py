@@ -62,15 +62,12 @@ from locality.defaults import DEFAULT_ALPHA
 from locality.graph import KeyGraph, csr_from_edges
 from locality.migration import relabel_parts
 from locality.partition import MetisInput, Partition, adaptive_cuts, find_hot_keys, metis_weights, partition_of
-from locality.placement import server_connections
+from locality.placement import server_connections_by_chunk
 from locality.topology import Topology
 
 __all__ = ["repartition_changed", "changed_keys"]
 
 logger = logging.getLogger(__name__)
-
-#: Keys x servers cells summed at once by :func:`changed_keys` (32 MB of float64): memory flat in the graph's size.
-_CELLS_PER_CHUNK = 1 << 22
 
 
 def changed_keys(
@@ -95,13 +92,11 @@ def changed_keys(
     csr = graph.to_csr() if csr is None else csr
     outdrawn = np.zeros(graph.n_vertices, dtype=bool)
     undecided = np.zeros(graph.n_vertices, dtype=bool)
-    step = max(1, _CELLS_PER_CHUNK // n_servers)
-    for start in range(0, graph.n_vertices, step):
-        vertices = np.arange(start, min(start + step, graph.n_vertices))
-        weights = server_connections(graph, vertices, held, n_servers, csr)
-        own = weights[np.arange(len(vertices)), held[vertices]]
-        outdrawn[vertices] = weights.max(axis=1) > own
-        undecided[vertices] = own < 0.5 * weights.sum(axis=1)
+    # keys x servers sums a chunk of keys at a time: memory flat in the graph's size
+    for rows, weights in server_connections_by_chunk(graph, np.arange(graph.n_vertices), held, n_servers, csr):
+        own = weights[np.arange(weights.shape[0]), held[rows]]
+        outdrawn[rows] = weights.max(axis=1) > own
+        undecided[rows] = own < 0.5 * weights.sum(axis=1)
     beside = np.zeros(graph.n_vertices, dtype=bool)
     beside[graph.dst[outdrawn[graph.src]]] = True
     beside[graph.src[outdrawn[graph.dst]]] = True
@@ -147,7 +142,7 @@ def repartition_changed(
     hot = find_hot_keys(graph, topology, alpha)
     if changed.size == 0 or k == 1:
         return partition_of(graph, held, time.perf_counter() - started, hot, n_cuts=0)
-    vweights, shares, _ = metis_weights(graph, topology)
+    vweights, shares = metis_weights(graph, topology)
     node = held.copy()  # contracted graph: server s is vertex s, the i-th changed key vertex k + i
     node[changed] = k + np.arange(changed.size)
     settled = node < k

@@ -223,7 +223,7 @@ def optimize(
     params = {"alpha": alpha, "seed": seed, "max_entries": max_entries, "metis": "recursive" if recursive else "kway"}
     params.update(parameters or {})
     with stopwatch.stage("tables"):
-        config = build_routing(graph, topology, placement, fallbacks, parameters=params)
+        config = build_routing(graph, topology, placement, fallbacks, parameters=params, fallback_instances=fallback)
     seconds = time.perf_counter() - started
     return Optimization(config, graph, partition, placement, preferred, seconds, stopwatch)
 
@@ -277,6 +277,7 @@ def build_routing(
     fallbacks: Mapping[str, FallbackHash],
     *,
     parameters: Mapping | None = None,
+    fallback_instances: np.ndarray | None = None,
 ) -> RoutingConfiguration:
     """Routing tables from a placement: an entry for each key whose instance differs from the fallback.
 
@@ -288,6 +289,9 @@ def build_routing(
         One per operator, with ``n_instances`` equal to the operator's.
     parameters : mapping, optional
         Recorded in the configuration (alpha, seed, sketch capacity, ...).
+    fallback_instances : ndarray of int, shape (graph.n_vertices,), optional
+        Each key's instance under ``fallbacks`` when the caller has them (a
+        hash of every key: seconds at 1e7 edges).
     """
     check_fallbacks(topology, fallbacks)
     tables = {}
@@ -295,7 +299,8 @@ def build_routing(
         sl = graph.operator_slice(op)
         keys = graph.keys[op].to_numpy(dtype=object)
         chosen = placement.instance_of_vertex[sl]
-        differs = np.flatnonzero(chosen != fallbacks[op].instances_of(keys))
+        hashed = fallbacks[op].instances_of(keys) if fallback_instances is None else fallback_instances[sl]
+        differs = np.flatnonzero(chosen != hashed)
         entries = pd.Series(chosen[differs], index=pd.Index(keys[differs], dtype=object))
         tables[op] = RoutingTable(op, fallbacks[op], entries)
     return RoutingConfiguration(topology, tables, dict(parameters or {}))

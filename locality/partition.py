@@ -161,7 +161,7 @@ def _edge_factor(weights: np.ndarray) -> float:
     return min(max(1.0, 100.0 / smallest), float(1 << 40) / weights.sum())
 
 
-def metis_weights(graph: KeyGraph, topology: Topology) -> tuple[np.ndarray, np.ndarray, list[float]]:
+def metis_weights(graph: KeyGraph, topology: Topology) -> tuple[np.ndarray, np.ndarray]:
     """Vertex weights (each operator scaled to the same total) and each server's target share, as METIS takes them."""
     n_ops = len(graph.operators)
     vweights = np.zeros(graph.n_vertices, dtype=np.int64)
@@ -172,7 +172,7 @@ def metis_weights(graph: KeyGraph, topology: Topology) -> tuple[np.ndarray, np.n
         if op_total > 0:
             vweights[sl] = _integer_weights(graph.vertex_weight[sl], METIS_WEIGHT_SCALE / n_ops / op_total)
         shares += topology.server_shares(op) / n_ops
-    return vweights, shares, shares.tolist()
+    return vweights, shares
 
 
 @dataclass
@@ -301,7 +301,7 @@ def metis_input(
     csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> MetisInput:
     """What :func:`partition_key_graph` gives METIS for ``graph`` (see its parameters); inputs assumed checked."""
-    vweights, shares, _ = metis_weights(graph, topology)
+    vweights, shares = metis_weights(graph, topology)
     csr = graph.to_csr() if csr is None else csr
     return MetisInput.of(csr, vweights, shares, alpha=alpha, seed=seed, n_cuts=n_cuts, recursive=recursive)
 

@@ -28,6 +28,7 @@ References
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,7 +40,7 @@ from locality.imbalance import imbalance as imbalance_of
 from locality.partition import HotKey
 from locality.topology import Topology
 
-__all__ = ["Placement", "place_keys", "server_connections", "connection_to"]
+__all__ = ["Placement", "place_keys", "server_connections", "server_connections_by_chunk", "connection_to"]
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +106,24 @@ def server_connections(
     cells = rows * n_servers + server_of_vertex[adjncy[positions]]
     out = np.bincount(cells, weights=weights[positions], minlength=len(vertices) * n_servers)
     return out.reshape(len(vertices), n_servers)
+
+
+def server_connections_by_chunk(
+    graph: KeyGraph,
+    vertices: np.ndarray,
+    server_of_vertex: np.ndarray,
+    n_servers: int,
+    csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> Iterator[tuple[slice, np.ndarray]]:
+    """:func:`server_connections` of ``vertices`` a chunk at a time: ``(rows of vertices, their matrix)``.
+
+    All of them at once is millions x 48 float64 (1.5 GB at 1e7 edges); a
+    chunk is at most ``_CONNECTION_CELLS`` cells, whatever the graph.
+    """
+    step = max(1, _CONNECTION_CELLS // n_servers)
+    for lo in range(0, len(vertices), step):
+        rows = slice(lo, min(lo + step, len(vertices)))
+        yield rows, server_connections(graph, vertices[rows], server_of_vertex, n_servers, csr)
 
 
 def connection_to(
@@ -303,16 +322,12 @@ def _refine(state: _OperatorState) -> np.ndarray:
     keys = np.flatnonzero(state.movable) if state.pending is None else state.pending[state.movable[state.pending]]
     best = np.empty(keys.shape[0], dtype=np.int64)
     gain = np.empty(keys.shape[0])
-    # In chunks: all keys x servers at once is millions x 48 float64 (1.5 GB at 1e7 edges).
-    step = max(1, _CONNECTION_CELLS // state.n_servers)
-    for lo in range(0, keys.shape[0], step):
-        chunk = keys[lo : lo + step]
-        conn = state.connections(chunk)
-        rows = np.arange(chunk.shape[0])
-        best[lo : lo + step] = np.argmax(conn, axis=1)
-        gain[lo : lo + step] = (
-            conn[rows, best[lo : lo + step]] - conn[rows, state.server_of_vertex[chunk + state.offset]]
-        )
+    vertices = keys + state.offset
+    chunks = server_connections_by_chunk(state.graph, vertices, state.server_of_vertex, state.n_servers, state.csr)
+    for rows, conn in chunks:
+        best[rows] = np.argmax(conn, axis=1)
+        at = np.arange(conn.shape[0])
+        gain[rows] = conn[at, best[rows]] - conn[at, state.server_of_vertex[vertices[rows]]]
     moved, blocked = [], []
     for r in np.flatnonzero(gain > 0)[np.argsort(-gain[gain > 0], kind="stable")]:
         v = keys[r]

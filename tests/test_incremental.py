@@ -72,7 +72,7 @@ def test_a_key_no_other_server_draws_more_stays_though_none_holds_a_majority(mon
     graph = groups({(1, 3), (3, 9)})
     held = group_of(graph)
     whole = repartition_changed(graph, topology, held, alpha=1.1)
-    monkeypatch.setattr("locality.incremental._CELLS_PER_CHUNK", 7)
+    monkeypatch.setattr("locality.placement._CONNECTION_CELLS", 7)
     chunked = repartition_changed(graph, topology, held, alpha=1.1)
     assert whole.n_cuts >= 1 and (chunked.server_of_vertex == whole.server_of_vertex).all()
 
