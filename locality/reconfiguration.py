@@ -164,12 +164,15 @@ def reconfigure(
     state_vector = np.concatenate([sizes[op].to_numpy(dtype=float) for op in graph.operators])
     csr = graph.to_csr()  # one for the partition and the placement: seconds and GBs at 1e7 edges
     common = dict(alpha=alpha, max_entries=max_entries, current=current, state=state_vector, seed=seed, csr=csr)
-    if incremental and same_deployment(current, topology, fallbacks):
-        instances, held = carried_over(current, graph, topology, fallbacks)
+    # Where every key is now: a route lookup of every key (seconds at 1e7 edges), made once here and handed to each
+    # optimization that keeps METIS's labels as they come (one that relabels them looks it up itself).
+    instances, held = carried_over(current, graph, topology, fallbacks)
+    as_labeled = dict(relabel=False, preferred=instances)
+    same = same_deployment(current, topology, fallbacks)
+    if incremental and same:
         start = repartition_changed(graph, topology, held, alpha=alpha, seed=seed, csr=csr)
         refined = {**dict(parameters or {}), "start": "in force"}
-        kept = dict(partition=start, relabel=False, preferred=instances)  # the keys' instances, as carried over
-        result = optimize(graph, topology, fallbacks, parameters=refined, **kept, **common)
+        result = optimize(graph, topology, fallbacks, parameters=refined, partition=start, **as_labeled, **common)
         plan = plan_migration(current, result.config, sizes)
         logger.info(
             "incremental reconfiguration moves %d keys (%.1f%% of the state)", plan.moved_keys, 100 * plan.cost_share
@@ -179,10 +182,9 @@ def reconfigure(
     result = optimize(graph, topology, fallbacks, parameters=parameters, partition=partition, **common)
     plan = plan_migration(current, result.config, sizes)
     change = None
-    if not same_deployment(current, topology, fallbacks):
-        held = carried_over(current, graph, topology, fallbacks)[1]
+    if not same:
         least = rescale_partition(graph, topology, held, alpha=alpha, seed=seed)
-        rescaled = optimize(graph, topology, fallbacks, parameters=parameters, partition=least, relabel=False, **common)
+        rescaled = optimize(graph, topology, fallbacks, parameters=parameters, partition=least, **as_labeled, **common)
         loads = graph_state_sizes(graph)
         filled = fill_shares(rescaled.config, graph, loads, sizes, alpha=alpha, max_entries=max_entries)
         rescaled = dataclasses.replace(rescaled, config=filled)
@@ -202,7 +204,7 @@ def reconfigure(
         logger.info("%s", change)
     unrelabeled = None
     if compare_unrelabeled:
-        raw = optimize(graph, topology, fallbacks, relabel=False, partition=partition, **common)
+        raw = optimize(graph, topology, fallbacks, partition=partition, **as_labeled, **common)
         unrelabeled = plan_migration(current, raw.config, sizes).cost_share
     logger.info(
         "reconfiguration moves %d keys (%.1f%% of the state; %.1f%% without relabeling)",
