@@ -465,7 +465,10 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
     help="Publish whatever the gain when the tables in force exceed this imbalance on the window.",
 )
 @click.option(
-    "--decay", type=float, default=None, help=f"Weight of each older window (default {DEFAULT_DECAY}; 0 forgets)."
+    "--decay",
+    type=float,
+    default=DEFAULT_DECAY,
+    help=f"Weight of each older window (default {DEFAULT_DECAY}; 0 forgets).",
 )
 @click.option("--state", "state_column", help="Column whose sum per key is its state size (default: its load).")
 @click.option(
@@ -590,7 +593,7 @@ def reconfigure(
         exact=exact,
         top_pairs=top_pairs,
         max_entries=max_entries,
-        decay=DEFAULT_DECAY if decay is None else decay,
+        decay=decay,
         min_gain=min_gain,
         max_imbalance=max_imbalance,
         seed=seed,
@@ -1017,13 +1020,21 @@ def export(store, operator, out, version, server, as_json):
 
 
 def _export_server(value: str, servers: list[str], version: int) -> str:
-    """The server ``--server`` names among the version's ``servers`` (a name, or a 0-based position)."""
-    from locality.engines._source import server_of_text
+    """The server ``--server`` names among the version's ``servers``: a name, else a 0-based position.
 
-    try:
-        return server_of_text(value, servers, f"version {version}")
-    except LocalityError as exc:
-        raise click.BadParameter(str(exc), param_hint="'--server'") from None
+    A name wins; text that is a number is a position only when no server
+    name is a number (else it could mean either).
+    """
+    if value in servers:
+        return value
+    numeric = any(s.isascii() and s.isdigit() for s in servers)
+    if value.isascii() and value.isdigit() and not numeric and int(value) < len(servers):
+        return servers[int(value)]
+    how = "no position: a server name is a number" if numeric else f"or a position 0..{len(servers) - 1}"
+    raise click.BadParameter(
+        f"{value!r} is not a server of version {version}; its servers are {list(servers)} (a name, {how})",
+        param_hint="'--server'",
+    )
 
 
 @cli.command()

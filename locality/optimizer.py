@@ -302,7 +302,7 @@ def build_routing(
         hashed = fallbacks[op].instances_of(keys) if fallback_instances is None else fallback_instances[sl]
         differs = np.flatnonzero(chosen != hashed)
         entries = pd.Series(chosen[differs], index=pd.Index(keys[differs], dtype=object))
-        tables[op] = RoutingTable(op, fallbacks[op], entries)
+        tables[op] = RoutingTable(op, fallbacks[op], entries, differ_from_fallback=True)
     return RoutingConfiguration(topology, tables, dict(parameters or {}))
 
 

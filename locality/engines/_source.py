@@ -6,8 +6,7 @@ or a :class:`~locality.router.RoutingSnapshot` (fixed, with the topology's
 servers) or a :class:`~locality.router.Router` (the version in service, read
 again at every call): :func:`routing_table_of`. A split key's records go to
 the part its plan names for a server, given as a name of the topology or a
-position in its server list (:func:`server_position`); on a command line the
-same server is text (:func:`server_of_text`).
+position in its server list (:func:`server_position`).
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from locality.errors import InvalidParameterError
 from locality.router import Router, RoutingSnapshot
 from locality.routing import RoutingConfiguration, RoutingTable
 
-__all__ = ["routing_table_of", "server_position", "server_of_text"]
+__all__ = ["routing_table_of", "server_position"]
 
 
 def server_position(server: str | int, servers: Sequence[str] | None, n_servers: int | None, owner: str) -> int:
@@ -43,26 +42,6 @@ def server_position(server: str | int, servers: Sequence[str] | None, n_servers:
         return list(servers).index(check_option(server, "server", owner, servers))
     n = len(servers) if servers is not None else n_servers
     return check_integer(server, "server", owner, lower=0, upper=None if n is None else n - 1)
-
-
-def server_of_text(text: str, servers: Sequence[str], what: str) -> str:
-    """The server that ``text`` (typed on a command line) names among ``servers``: a name, else a position.
-
-    A name wins; text that is a number is a 0-based position only when no
-    server name is a number (else it could mean either).
-
-    Raises
-    ------
-    InvalidParameterError
-        If ``text`` is neither, naming ``what`` (e.g. ``"version 3"``) and its servers.
-    """
-    if text in servers:
-        return text
-    numeric = any(s.isascii() and s.isdigit() for s in servers)
-    if text.isascii() and text.isdigit() and not numeric and int(text) < len(servers):
-        return servers[int(text)]
-    how = "no position: a server name is a number" if numeric else f"or a position 0..{len(servers) - 1}"
-    raise InvalidParameterError(f"{text!r} is not a server of {what}; its servers are {list(servers)} (a name, {how})")
 
 
 def routing_table_of(

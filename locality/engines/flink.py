@@ -226,10 +226,10 @@ class FlinkKeySelector:
         """
         parts = self.split_routes.get(key) if self.split_routes else None
         if parts is not None:
-            if server is None and not callable(self.server):
-                server = self.server
             if server is not None:
                 return parts[self._position(server)]
+            if self.server is not None and not callable(self.server):
+                return parts[self.server]  # a position, checked when the selector was made
             if not self._warned_whole:
                 logger.warning(
                     "the table of %r splits %d hot keys but the key selector was given no 'server': "

@@ -83,9 +83,7 @@ def _table_parts(table: RoutingTable, owner: str) -> tuple[SparkHashPartitioning
             f"the 'table' parameter of {owner} must route its other keys with Spark's hash (fallback engine "
             f"'spark'); got engine {fallback.engine!r}: learn the table with --hash spark"
         )
-    keys = entries.index if len(entries) else list(table.splits)
-    kind = "integer" if len(keys) and not isinstance(keys[0], str) else "string"
-    return fallback, entries, kind
+    return fallback, entries, table.key_kind or "string"
 
 
 def _split_parts(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,6 +24,7 @@ from locality._validation import check_integer, check_option
 from locality.errors import InvalidParameterError
 from locality.hashing.base import make_fallback
 from locality.hashing.jvm import HashCodeEngine
+from locality.hashing.keys import first_candidates
 from locality.hashing.primitives import M32, murmur3_final, murmur3_step, signed32
 
 __all__ = [
@@ -249,20 +251,18 @@ def _surrogates_by_key_group(engine: str, max_parallelism: int, key_type: str) -
     int_type = "int" if key_type == "int" else "long"
     # with parallelism M, subtask == key group
     groups_of = make_fallback(engine, max_parallelism, max_parallelism=max_parallelism, int_type=int_type)
-    limit = None if key_type == "string" else _RESERVED[key_type][1] - _RESERVED[key_type][0]
-    first = np.full(max_parallelism, -1, dtype=np.int64)
-    start, chunk = 0, 4 * max_parallelism  # covering M groups takes about M ln M candidates
-    while (first < 0).any():
-        if limit is not None and start >= limit:
-            raise InvalidParameterError(  # never seen: 2**20 candidates cover the 32768 key groups
-                f"the {limit} reserved {key_type} values do not reach all {max_parallelism} key groups"
-            )
-        stop = start + chunk if limit is None else min(start + chunk, limit)
-        groups, at = np.unique(groups_of.instances_of(_candidates(key_type, start, stop)), return_index=True)
-        new = first[groups] < 0
-        first[groups[new]] = start + at[new]  # np.unique's index is the first, hence smallest, candidate
-        start = stop
-    logger.debug("%s surrogates for %d key groups searched %d candidates", key_type, max_parallelism, start)
+    limit = sys.maxsize if key_type == "string" else _RESERVED[key_type][1] - _RESERVED[key_type][0]
+    first = first_candidates(  # covering M groups takes about M ln M candidates
+        lambda start, stop: groups_of.instances_of(_candidates(key_type, start, stop)),
+        max_parallelism,
+        limit,
+        4 * max_parallelism,
+    )
+    if (first < 0).any():
+        raise InvalidParameterError(  # never seen: 2**20 candidates cover the 32768 key groups
+            f"the {limit} reserved {key_type} values do not reach all {max_parallelism} key groups"
+        )
+    logger.debug("%s surrogates for %d key groups: the last at candidate %d", key_type, max_parallelism, first.max())
     return tuple(_candidate(key_type, int(n)) for n in first)
 
 

@@ -9,7 +9,7 @@ rejected key is named with its position and type in an
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ __all__ = [
     "is_int_key",
     "check_int_key",
     "lone_surrogate_error",
+    "first_candidates",
 ]
 
 #: Values of a Java ``long`` and ``int``.
@@ -147,3 +148,24 @@ def _encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def first_candidates(
+    buckets_of: Callable[[int, int], np.ndarray], n_buckets: int, limit: int, chunk: int
+) -> np.ndarray:
+    """The smallest candidate number each of ``n_buckets`` buckets gets, -1 where none below ``limit`` does.
+
+    How a surrogate key is found for every instance (or key group) of an
+    engine's hash: candidates ``0, 1, 2, ...`` are hashed ``chunk`` at a
+    time, ``buckets_of(start, stop)`` giving the bucket of candidates
+    ``start..stop - 1``, until every bucket has one.
+    """
+    first = np.full(n_buckets, -1, dtype=np.int64)
+    for start in range(0, limit, chunk):
+        stop = min(start + chunk, limit)
+        buckets, at = np.unique(buckets_of(start, stop), return_index=True)
+        new = first[buckets] < 0
+        first[buckets[new]] = start + at[new]  # np.unique's index is the first, hence smallest, candidate
+        if (first >= 0).all():
+            break
+    return first

@@ -23,7 +23,7 @@ import pyarrow as pa
 from locality._validation import check_option
 from locality.errors import InvalidParameterError
 from locality.hashing.jvm import JavaEngine
-from locality.hashing.keys import INT_RANGE, LONG_RANGE
+from locality.hashing.keys import INT_RANGE, LONG_RANGE, first_candidates
 from locality.hashing.primitives import M32, Words, murmur3_final, murmur3_step, sign_extend_byte, signed32
 
 __all__ = ["SparkHashPartitioning", "SURROGATE_PREFIX", "SURROGATE_CANDIDATES"]
@@ -165,17 +165,13 @@ class SparkHashPartitioning(JavaEngine):
 def _surrogates(n: int, kind: str, int_type: str) -> tuple:
     spark = SparkHashPartitioning(n, int_type=int_type)
     low = (INT_RANGE if int_type == "int" else LONG_RANGE)[0]
-    first = np.full(n, -1, dtype=np.int64)
-    step = max(4096, 4 * n)
-    for start in range(0, SURROGATE_CANDIDATES, step):
-        j = np.arange(start, min(start + step, SURROGATE_CANDIDATES), dtype=np.int64)
-        candidates = [f"{SURROGATE_PREFIX}{x}" for x in j.tolist()] if kind == "string" else j + low
-        parts, where = np.unique(spark.instances_of(candidates), return_index=True)
-        new = first[parts] < 0
-        first[parts[new]] = j[where[new]]
-        if (first >= 0).all():
-            break
-    else:
+
+    def partitions_of(start: int, stop: int) -> np.ndarray:
+        j = np.arange(start, stop, dtype=np.int64)
+        return spark.instances_of([f"{SURROGATE_PREFIX}{x}" for x in j.tolist()] if kind == "string" else j + low)
+
+    first = first_candidates(partitions_of, n, SURROGATE_CANDIDATES, max(4096, 4 * n))
+    if (first < 0).any():
         raise InvalidParameterError(
             f"the {SURROGATE_CANDIDATES} {kind} surrogate candidates miss partition {int(np.argmin(first))} "
             f"of {n}; Spark's hash cannot be steered to that many partitions"
