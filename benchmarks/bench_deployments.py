@@ -78,7 +78,7 @@ def locality(config: RoutingConfiguration, counts: KeyCounts) -> float:
 
 
 def loads(counts: KeyCounts) -> dict[str, pd.Series]:
-    return {op: counts.key_loads[op].set_index("key")["weight"] for op in counts.operators}
+    return {op: counts.key_load(op) for op in counts.operators}
 
 
 def nightly(args) -> None:

@@ -56,7 +56,7 @@ def with_pairs(counts: KeyCounts, pairs: pd.DataFrame) -> KeyCounts:
 def smoothed(counts: KeyCounts, beta: float, side: str) -> KeyCounts:
     """Pairs shrunk toward the marginal of the other side's keys, from ``side``'s point of view."""
     pairs = counts.pair_counts[0]
-    loads = {op: counts.key_loads[op].set_index("key")["weight"] for op in KEYS}
+    loads = {op: counts.key_load(op) for op in KEYS}
     own, other = ("key0", "key1") if side == "location" else ("key1", "key0")
     other_op = "hashtag" if side == "location" else "location"
     n_own = loads[side].reindex(pairs[own]).to_numpy()

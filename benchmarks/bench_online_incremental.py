@@ -113,7 +113,7 @@ def trace_loop(
                 limit=DEFAULT_CAPACITY,
             )
             graph = history.graph()
-            state = {op: counts.key_loads[op].set_index("key")["weight"] for op in keys}
+            state = {op: counts.key_load(op) for op in keys}
         for mode, incremental in schedules.items():
             if incremental is None:
                 incremental = i % full_period != 0

@@ -42,6 +42,7 @@ __all__ = [
     "check_interval",
     "check_integer",
     "check_at_most",
+    "check_wait",
     "check_option",
     "check_duration",
     "check_period",
@@ -140,6 +141,11 @@ def check_at_most(value: float, limit: float, name: str, owner: str, why: str) -
             f"the {name!r} parameter of {owner} must be at most {limit:,} ({why}); got {value!r}"
         )
     return value
+
+
+def check_wait(value: object, name: str, owner: str, *, lower: float = 0.0) -> float:
+    """Return ``value`` as a float if it is a wait in seconds from ``lower`` up to what a thread lock accepts."""
+    return check_at_most(check_interval(value, name, owner, lower=lower), MAX_WAIT_SECONDS, name, owner, WAIT_LIMIT)
 
 
 def check_option(value: object, name: str, owner: str, options: Iterable[str]) -> str:

@@ -50,10 +50,12 @@ from locality.defaults import (
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_MAX_IMBALANCE,
     DEFAULT_MIN_GAIN,
+    DEFAULT_STATE_WEIGHT,
     DEFAULT_THETA_MAX,
 )
 from locality.errors import JobError, LocalityError, StoreBusyError, StoreError, TopologyError
 from locality.hashing import ENGINES
+from locality.migration import SPLIT_MERGES
 from locality.rebalance import TABLE_METHODS
 
 __all__ = ["main", "cli", "ExitCode"]
@@ -243,7 +245,7 @@ def split_options(command: Callable) -> Callable:
             ),
             click.option(
                 "--split-merge",
-                type=click.Choice(["fold", "downstream"]),
+                type=click.Choice(SPLIT_MERGES),
                 default="fold",
                 show_default=True,
                 help="With --split-hot-keys: how the operator combines a split key's partial states: folded into "
@@ -484,7 +486,7 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
 @click.option(
     "--state-weight",
     type=float,
-    default=1.0,
+    default=DEFAULT_STATE_WEIGHT,
     show_default=True,
     help="With --rebalance local or follow: hops per unit of state.",
 )
@@ -684,7 +686,7 @@ def reconfigure(
 @click.option(
     "--state-weight",
     type=float,
-    default=1.0,
+    default=DEFAULT_STATE_WEIGHT,
     show_default=True,
     help="--rebalance local or follow: hops per unit of state.",
 )

@@ -46,6 +46,10 @@ class KeyCounts:
     def total_weight(self) -> float:
         return float(self.totals[self.operators[0]])
 
+    def key_load(self, op: str) -> pd.Series:
+        """Each counted key's load on operator ``op`` (its weight, indexed by key)."""
+        return self.key_loads[op].set_index("key")["weight"]
+
     def graph(self, top_pairs: int | None = None) -> KeyGraph:
         """The key graph of these counts."""
         return build_key_graph(

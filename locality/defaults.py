@@ -13,6 +13,7 @@ __all__ = [
     "DEFAULT_HASH",
     "DEFAULT_CAPACITY",
     "DEFAULT_THETA_MAX",
+    "DEFAULT_STATE_WEIGHT",
     "DEFAULT_DECAY",
     "DEFAULT_MIN_GAIN",
     "DEFAULT_MAX_IMBALANCE",
@@ -30,6 +31,10 @@ DEFAULT_HASH = "kafka"
 DEFAULT_CAPACITY = 100_000
 #: The skew rebalancers' bound theta_max: the most max |load - fair| / fair may be after a run (Fang et al., HPDC 2017).
 DEFAULT_THETA_MAX = 0.08
+#: The locality-aware rebalancers' local hops one unit of migrated state is worth (``--state-weight``). Measured on
+#: the IRA and flights replays (benchmarks/RESULTS.md): lower moves more state for little locality, higher loses
+#: locality.
+DEFAULT_STATE_WEIGHT = 1.0
 #: Weight of a window one period older than the latest, when the online job blends its history. Measured on the
 #: weekly flights and tweet replays (benchmarks/RESULTS.md): decayed history beats the paper's reset to the latest
 #: window. 0 forgets (the latest window alone).

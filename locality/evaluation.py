@@ -317,7 +317,9 @@ def estimate_from_counts(config: RoutingConfiguration, counts: KeyCounts, rows: 
             if split and pair_routes:
                 hop, side = (i - 1, 1) if i > 0 else (0, 0)
                 pairs = counts.pair_counts[hop]
-                known += _split_loads(pairs[f"key{side}"], pair_routes[hop][side], pairs["weight"], table, routing, op)
+                known += _split_loads(
+                    pairs[f"key{side}"], pair_routes[hop][side], pairs["weight"], counts.key_load(op), routing, op
+                )
             loads[op] = known + max(total - known.sum(), 0.0) / n
         for (a, b), pairs, (inst_a, inst_b) in zip(zip(ops, ops[1:]), counts.pair_counts, pair_routes):
             same = config.topology.instance_servers(a)[inst_a] == config.topology.instance_servers(b)[inst_b]
@@ -346,14 +348,14 @@ def _split_loads(
     pair_keys: pd.Series,
     instances: np.ndarray,
     weights: pd.Series,
-    key_loads: pd.DataFrame,
+    key_load: pd.Series,
     config: RoutingConfiguration,
     op: str,
 ) -> np.ndarray:
     """Load per instance of ``op``'s split keys: each key's load spread as its pairs go (else whole at home)."""
     n = config.topology.n_instances(op)
     keys = pd.Index(list(config.tables[op].splits))
-    load = key_loads.set_index("key")["weight"].reindex(keys).fillna(0.0).to_numpy(dtype=float)
+    load = key_load.reindex(keys).fillna(0.0).to_numpy(dtype=float)
     owner = keys.get_indexer(pair_keys.to_numpy(dtype=object))
     mine = owner >= 0
     flows = np.zeros((len(keys), n))

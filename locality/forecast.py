@@ -191,7 +191,7 @@ def forecast_counts(
         raise InvalidParameterError("the 'history' parameter of forecast_counts must hold at least one window")
     loads, totals = {}, {}
     for op in pairs.operators:
-        series = [c.key_loads[op].set_index("key")["weight"] for c in history]
+        series = [c.key_load(op) for c in history]
         forecast = forecast_loads(series, method, **params)
         known = [pairs.key_loads[op]["key"]]
         for i, (a, b) in enumerate(zip(pairs.operators, pairs.operators[1:])):

@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fair_loads", "imbalance", "theta", "balance_bounds", "heavier_than", "unequal_shares"]
+__all__ = ["fair_loads", "imbalance", "theta", "balance_bounds", "heavier_than", "unequal_shares", "ROUNDING"]
 
 #: A load that reaches a bound up to floating-point rounding (sums of floats) is within it.
-_ROUNDING = 1e-9
+ROUNDING = 1e-9
 
 
 def unequal_shares(shares: np.ndarray | None) -> np.ndarray | None:
@@ -123,5 +123,5 @@ def heavier_than(loads: np.ndarray, bound: float) -> np.ndarray:
     [1, 3]
     """
     loads = np.asarray(loads, dtype=float)
-    heavy = np.flatnonzero(loads > bound * (1.0 + _ROUNDING))
+    heavy = np.flatnonzero(loads > bound * (1.0 + ROUNDING))
     return heavy[np.argsort(-loads[heavy], kind="stable")]

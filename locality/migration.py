@@ -35,7 +35,10 @@ from locality.errors import InvalidParameterError, SerializationError, TopologyE
 from locality.routing import RoutingConfiguration
 from locality.topology import Topology
 
-__all__ = ["relabel_parts", "MigrationPlan", "InstanceMessage", "plan_migration"]
+__all__ = ["relabel_parts", "MigrationPlan", "InstanceMessage", "plan_migration", "SPLIT_MERGES"]
+
+#: How an operator combines a split key's partial states (:func:`plan_migration`'s ``split_merge``).
+SPLIT_MERGES = ("fold", "downstream")
 
 
 def relabel_parts(new_parts: np.ndarray, current_servers: np.ndarray, state: np.ndarray, n_servers: int) -> np.ndarray:
@@ -297,7 +300,7 @@ def plan_migration(
     InvalidParameterError
         If the two configurations route different operators.
     """
-    check_option(split_merge, "split_merge", "plan_migration", ("fold", "downstream"))
+    check_option(split_merge, "split_merge", "plan_migration", SPLIT_MERGES)
     if tuple(old.topology.operators) != tuple(new.topology.operators):
         raise InvalidParameterError(
             f"a migration plan needs two configurations of the same operators; got {list(old.topology.operators)} "

@@ -191,7 +191,7 @@ def with_history(state: Mapping[str, pd.Series], stored: KeyCounts, decay: float
     share = 1.0 - decay
     out = {}
     for op, window in state.items():
-        past = stored.key_loads[op].set_index("key")["weight"] * share
+        past = stored.key_load(op) * share
         out[op] = window + past.reindex(window.index, fill_value=0.0)
     return out
 
@@ -215,6 +215,8 @@ def run_window(
     counts: KeyCounts,
     state: Mapping[str, pd.Series],
     *,
+    previous_version: int | None,
+    current: RoutingConfiguration | None,
     served=None,
     switch_point: int | None = None,
     stage: Callable[[str], AbstractContextManager] = lambda name: nullcontext(),
@@ -232,7 +234,12 @@ def run_window(
     counts : KeyCounts
         Its counts.
     state : mapping of operator -> Series
-        Each key's state in the window.
+        Each key's state in the window (its load there, :meth:`KeyCounts.key_load`, unless
+        ``window.state_given``).
+    previous_version : int or None
+        The version in force (``CURRENT``, read under the lock); None for an empty store.
+    current : RoutingConfiguration or None
+        Its configuration.
     served : pipelines.served.ServedLoads, optional
         With a balance window: what each instance served since it began (``loads``).
     switch_point : int, optional
@@ -251,8 +258,6 @@ def run_window(
             f"before the store's schedule is sealed ({store.schedule().sealed_until}): a later window has run "
             "already, or the lead is shorter than before"
         )
-    previous_version = store.current_version()
-    current = store.get(previous_version).config if previous_version is not None else None
     topology, fallbacks = deployment(settings, window, current)
     change = None
     if settings.rebalance is not None:
@@ -398,7 +403,8 @@ def _rebalanced(
         raise TopologyError("the store is empty: rebalancing adjusts the tables in force; reconfigure first")
     stored = store.statistics()
     graph = blend([c for c in (stored, counts) if c is not None], windows=None).graph(settings.top_pairs)
-    loads = {op: counts.key_loads[op].set_index("key")["weight"] for op in counts.operators}
+    # without a state column the caller's state is each key's load in the window already
+    loads = {op: counts.key_load(op) for op in counts.operators} if window.state_given else dict(state)
     options = {}
     if settings.rebalance in BASE_AWARE:
         scale = ahead(settings, window)

@@ -381,7 +381,7 @@ def replay_trace(
             step = _Step(0.0, 0, None, False, "offline: tables built once from the first window")
         if len(window) == 0:
             continue
-        previous = {op: past[-1].key_loads[op].set_index("key")["weight"] for op in ops} if past else None
+        previous = {op: past[-1].key_load(op) for op in ops} if past else None
         warmup = None
         if schedule is not None:
             opened = start - pd.Timedelta(schedule.history)
@@ -484,7 +484,7 @@ def _reconfigure(
     from (the rebalancer's locality) and what the step did.
     """
     topology = config.topology
-    state = {op: latest.key_loads[op].set_index("key")["weight"] for op in topology.operators}
+    state = {op: latest.key_load(op) for op in topology.operators}
     new_graph = counts.graph()
     step = reconfigure(
         new_graph,

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from locality._validation import MAX_WAIT_SECONDS, WAIT_LIMIT, check_at_most, check_interval
+from locality._validation import check_wait
 from locality.errors import InvalidParameterError, ScheduleExpiredError, StoreError
 from locality.migration import MigrationPlan, plan_migration
 from locality.routing import RoutingConfiguration, RoutingTable
@@ -239,10 +239,8 @@ class Router:
         if poll_interval is not None:
             # Seconds: from a millisecond (a thread re-reading CURRENT faster only burns a core) to the longest wait
             # a thread event accepts (beyond it the thread would die at its first wait, and the router never follow).
-            poll_interval = check_interval(poll_interval, "poll_interval", "Router", lower=MIN_POLL_INTERVAL)
-            check_at_most(poll_interval, MAX_WAIT_SECONDS, "poll_interval", "Router", WAIT_LIMIT)
-        self.schedule_wait = check_interval(schedule_wait, "schedule_wait", "Router", lower=0)
-        check_at_most(self.schedule_wait, MAX_WAIT_SECONDS, "schedule_wait", "Router", WAIT_LIMIT)
+            poll_interval = check_wait(poll_interval, "poll_interval", "Router", lower=MIN_POLL_INTERVAL)
+        self.schedule_wait = check_wait(schedule_wait, "schedule_wait", "Router", lower=0)
         if on_change is not None and not callable(on_change):
             raise InvalidParameterError(f"the 'on_change' parameter of Router must be callable; got {on_change!r}")
         self.store = store if isinstance(store, ConfigStore) else ConfigStore(store)

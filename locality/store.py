@@ -85,7 +85,7 @@ from pathlib import Path
 from locality._durable import as_bytes, checksums, fsync, fsync_tree, remove, write_bytes
 from locality._store_files import check_fields, damaged, is_directory, read_json, read_text, set_aside
 from locality._store_lock import WriterLock
-from locality._validation import MAX_WAIT_SECONDS, WAIT_LIMIT, check_at_most, check_interval
+from locality._validation import check_wait
 from locality.counts import KeyCounts
 from locality.defaults import DEFAULT_LOCK_TIMEOUT
 from locality.errors import InvalidParameterError, LocalityError, StoreDamagedError, StoreError
@@ -234,6 +234,11 @@ class StoredVersion:
         return doc
 
 
+def _served_loads_what(since: datetime) -> str:
+    """How messages name the ledger of the balance window that began at ``since``."""
+    return f"the ledger of what was served since {since.isoformat()}"
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -319,9 +324,7 @@ class ConfigStore:
                 f"the 'root' parameter of ConfigStore (--store) must name a directory; got {root!r}"
             )
         self.root = Path(root)
-        owner = "ConfigStore"
-        timeout = check_interval(lock_timeout, "lock_timeout", owner, lower=0.0)
-        self.lock_timeout = check_at_most(timeout, MAX_WAIT_SECONDS, "lock_timeout", owner, WAIT_LIMIT)
+        self.lock_timeout = check_wait(lock_timeout, "lock_timeout", "ConfigStore")
         self.job = job or " ".join([Path(sys.argv[0]).name, *sys.argv[1:3]]).strip()
 
     @property
@@ -705,7 +708,7 @@ class ConfigStore:
         what = "the online job's statistics/LATEST"
         latest = self.read_state(_LATEST, what)
         if latest is not None and not _WINDOW_NAME.fullmatch(latest.strip()):
-            raise StoreDamagedError(f"{what} ({self.root / _LATEST}) is damaged: {latest[:40]!r} names no window")
+            raise damaged(what, self.root / _LATEST, f"{latest[:40]!r} names no window")
         return None if latest is None else latest.strip()
 
     def record_statistics(self, window: str, counts: KeyCounts) -> None:
@@ -728,9 +731,12 @@ class ConfigStore:
     def served_loads(self, since: datetime) -> dict | None:
         """The ledger of what each instance served since ``since`` (``loads``, ``until``, ``rows``); None before it."""
         relative = str(self.served_loads_file(since).relative_to(self.root))
-        what = f"the ledger of what was served since {since.isoformat()}"
         fields = {"loads": ("a JSON object", True), "until": ("a string", True), "rows": ("an integer", True)}
-        return self.read_state(relative, what, fields=fields)
+        return self.read_state(relative, _served_loads_what(since), fields=fields)
+
+    def served_loads_damaged(self, since: datetime, problem: str) -> StoreDamagedError:
+        """The error for the ledger of ``since`` damaged by ``problem`` (what its reader finds wrong in its fields)."""
+        return damaged(_served_loads_what(since), self.served_loads_file(since), problem)
 
     def record_served_loads(self, since: datetime, ledger: Mapping) -> None:
         """Store the ledger of the balance window that began at ``since`` (under :meth:`lock`)."""

@@ -111,24 +111,39 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
     if params.trace.state:
         state = _state_sizes(df, keys, params.trace.state)
     else:  # a key's state defaults to its load in the window (not in the blended history)
-        state = {op: counts.key_loads[op].set_index("key")["weight"] for op in keys}
+        state = {op: counts.key_load(op) for op in keys}
     ledger = served = None
     if params.balance_since is not None and current is not None:
         with stages.stage("served since the balance window began"):
-            ledger, served = _served(spark, store, params, current)
+            ledger = _ledger(store, params, current)
+            served = _served(spark, params, ledger, current)
 
     with store.lock():
         recorded = _recorded(store, window.name)  # another run may have decided this window while we counted
         if recorded is not None:
             return recorded
-        if ledger is not None and (
-            store.current_version() != current_version or _ledger(store, params, current).until != ledger.until
-        ):  # another writer moved CURRENT or the ledger meanwhile: count again from what is stored now
-            ledger, served = _served(spark, store, params, store.get(store.current_version()).config)
+        in_force = store.current_version()
+        if in_force != current_version:  # another writer moved CURRENT meanwhile: route as it says now
+            # a balance window needs a version in force: with a ledger, get() says the store has none
+            current = store.get(in_force).config if in_force is not None or ledger is not None else None
+        if ledger is not None:
+            stored = _ledger(store, params, current)
+            if in_force != current_version or stored.until != ledger.until:
+                # another writer moved CURRENT or the ledger meanwhile: count again from what is stored now
+                served = _served(spark, params, stored, current)
         if served is not None:  # before publishing: a run killed after it counts nothing twice when rerun
             served.write(store)
         outcome = run_window(
-            store, params, window, counts, state, served=served, switch_point=params.switch_point(), stage=stages.stage
+            store,
+            params,
+            window,
+            counts,
+            state,
+            previous_version=in_force,
+            current=current,
+            served=served,
+            switch_point=params.switch_point(),
+            stage=stages.stage,
         )
         store.record_decision(window.name, outcome)
     return outcome
@@ -139,10 +154,9 @@ def _ledger(store: ConfigStore, params: OnlineParams, config: RoutingConfigurati
     return ServedLoads.read(store, params.balance_window()[0], config)
 
 
-def _served(spark, store: ConfigStore, params: OnlineParams, config: RoutingConfiguration):
-    """The stored ledger, and the ledger with the rows up to the end of the run's window added as ``config`` routes."""
-    ledger = _ledger(store, params, config)
-    return ledger, ledger.caught_up(spark, params.trace, config, params.trace.time_range()[1])
+def _served(spark, params: OnlineParams, ledger: ServedLoads, config: RoutingConfiguration) -> ServedLoads:
+    """``ledger`` with the rows up to the end of the run's window added as ``config`` routes them."""
+    return ledger.caught_up(spark, params.trace, config, params.trace.time_range()[1])
 
 
 def _recorded(store: ConfigStore, window: str) -> dict | None:

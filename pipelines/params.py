@@ -13,13 +13,11 @@ from dataclasses import KW_ONLY, asdict, dataclass
 from datetime import datetime
 
 from locality._validation import (
-    MAX_WAIT_SECONDS,
-    WAIT_LIMIT,
-    check_at_most,
     check_duration,
     check_integer,
     check_interval,
     check_option,
+    check_wait,
 )
 from locality.defaults import (
     DEFAULT_ALPHA,
@@ -29,12 +27,13 @@ from locality.defaults import (
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_MAX_IMBALANCE,
     DEFAULT_MIN_GAIN,
+    DEFAULT_STATE_WEIGHT,
     DEFAULT_THETA_MAX,
 )
 from locality.errors import InvalidParameterError
 from locality.hashing import ENGINES
 from locality.optimizer import check_optimizer_parameters
-from locality.rebalance import check_locality_aware, check_table_method
+from locality.rebalance import check_locality_aware, check_rebalance_bounds, check_split_options, check_table_method
 from locality.schedule import point_of
 from locality.store import ConfigStore, fingerprint
 from locality.time_range import parse_time
@@ -73,13 +72,7 @@ class JobParams:
     def __post_init__(self) -> None:
         owner = self._OWNER
         check_optimizer_parameters(owner, alpha=self.alpha, seed=self.seed, max_entries=self.max_entries)
-        check_at_most(
-            check_interval(self.lock_timeout, "lock_timeout", owner, lower=0.0),
-            MAX_WAIT_SECONDS,
-            "lock_timeout",
-            owner,
-            WAIT_LIMIT,
-        )
+        check_wait(self.lock_timeout, "lock_timeout", owner)
         check_option(self.hash, "hash", owner, ENGINES)
         check_integer(self.capacity, "capacity", owner, lower=1)
         if self.top_pairs is not None:
@@ -144,7 +137,7 @@ class OnlineParams(JobParams):
     max_imbalance: float = DEFAULT_MAX_IMBALANCE
     rebalance: str | None = None
     theta_max: float = DEFAULT_THETA_MAX
-    state_weight: float = 1.0
+    state_weight: float = DEFAULT_STATE_WEIGHT
     horizon: str | None = None
     balance_since: str | None = None
     balance_until: str | None = None
@@ -165,8 +158,7 @@ class OnlineParams(JobParams):
                     f"incremental in {owner} starts a reconfiguration from the version in force; a rebalancing run "
                     f"(--rebalance {self.rebalance}) adjusts that version already: give one or the other"
                 )
-            check_interval(self.theta_max, "theta_max", owner, lower=0.0)
-            check_interval(self.state_weight, "state_weight", owner, lower=0.0)
+            check_rebalance_bounds(self.theta_max, self.state_weight, owner)
         if self.horizon is not None:
             check_duration(self.horizon, "horizon", owner)
         self._check_balance_window(owner)
@@ -177,11 +169,7 @@ class OnlineParams(JobParams):
                     f"switch_after in {owner} schedules the version from the window's end + {self.switch_after}: "
                     "it needs a window with an end (--window, or --end)"
                 )
-        check_option(self.split_merge, "split_merge", owner, ("fold", "downstream"))
-        if self.split_share is not None:
-            check_interval(self.split_share, "split_share", owner, lower=0.0, closed="neither")
-        if self.split_hot_keys:
-            check_locality_aware(self.rebalance, "rebalance", owner, "split_hot_keys")
+        check_split_options(self.split_merge, self.split_share, self.split_hot_keys, self.rebalance, "rebalance", owner)
         super().__post_init__()
         check_interval(self.min_gain, "min_gain", owner, lower=0.0)
         check_interval(self.max_imbalance, "max_imbalance", owner, lower=self.alpha)

@@ -27,7 +27,6 @@ from datetime import datetime
 
 import numpy as np
 
-from locality.errors import StoreDamagedError
 from locality.routing import RoutingConfiguration
 from locality.store import ConfigStore
 from pipelines.evaluate import replay_totals
@@ -49,7 +48,6 @@ class ServedLoads:
     def read(cls, store: ConfigStore, since: datetime, config: RoutingConfiguration) -> ServedLoads:
         """The ledger of the balance window that began at ``since``; empty (nothing served) before its first run."""
         doc = store.served_loads(since)
-        path, what = store.served_loads_file(since), f"the ledger of what was served since {since.isoformat()}"
         if doc is None:
             zeros = {op: np.zeros(config.topology.n_instances(op)) for op in config.topology.operators}
             return cls(since, since, zeros)
@@ -57,13 +55,11 @@ class ServedLoads:
             loads = {op: np.asarray(doc["loads"][op], dtype=float) for op in config.topology.operators}
             until = datetime.fromisoformat(doc["until"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise StoreDamagedError(f"{what} ({path}) is damaged: {exc}", path) from None
+            raise store.served_loads_damaged(since, str(exc)) from None
         for op, served in loads.items():
             if served.shape != (config.topology.n_instances(op),):
-                raise StoreDamagedError(
-                    f"{what} ({path}) is damaged: {op!r} has {served.size} loads for "
-                    f"{config.topology.n_instances(op)} instances",
-                    path,
+                raise store.served_loads_damaged(
+                    since, f"{op!r} has {served.size} loads for {config.topology.n_instances(op)} instances"
                 )
         return cls(since, until, loads, doc["rows"])
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import importlib
 
-from locality._validation import check_option
+from locality._validation import check_interval, check_option
 from locality.errors import InvalidParameterError
+from locality.migration import SPLIT_MERGES
 from locality.rebalance._base import (
     RebalanceProblem,
     RebalanceResult,
@@ -46,6 +47,8 @@ __all__ = [
     "within_cap",
     "TABLE_METHODS",
     "check_table_method",
+    "check_rebalance_bounds",
+    "check_split_options",
 ]
 
 # name -> "module:function"; modules are imported on first use.
@@ -94,6 +97,28 @@ def check_locality_aware(method: object, name: str, owner: str, needs: str) -> N
             f"{needs} needs a locality-aware rebalancer: the {name!r} parameter of {owner} must be one of "
             f"{sorted(BASE_AWARE)}; got {method!r}"
         )
+
+
+def check_rebalance_bounds(theta_max: object, state_weight: object, owner: str) -> None:
+    """Raise unless the rebalancer's bound ``theta_max`` and the locality-aware ones' ``state_weight`` are >= 0."""
+    check_interval(theta_max, "theta_max", owner, lower=0.0)
+    check_interval(state_weight, "state_weight", owner, lower=0.0)
+
+
+def check_split_options(
+    split_merge: object, split_share: object, split_hot_keys: bool, method: object, name: str, owner: str
+) -> None:
+    """Raise unless the hot-key splitting options of ``owner`` hold (``method``, its rebalancer, is named ``name``).
+
+    ``split_merge`` is one of :data:`~locality.migration.SPLIT_MERGES`,
+    ``split_share`` (if given) > 0, and splitting needs a locality-aware
+    rebalancer (:func:`check_locality_aware`).
+    """
+    check_option(split_merge, "split_merge", owner, SPLIT_MERGES)
+    if split_share is not None:
+        check_interval(split_share, "split_share", owner, lower=0.0, closed="neither")
+    if split_hot_keys:
+        check_locality_aware(method, name, owner, "split_hot_keys")
 
 
 def rebalance(problem: RebalanceProblem, method: str = DEFAULT_METHOD, **options) -> RebalanceResult:

@@ -28,17 +28,15 @@ import logging
 import numpy as np
 
 from locality._validation import check_interval
+from locality.defaults import DEFAULT_STATE_WEIGHT
 from locality.errors import InvalidParameterError
 from locality.rebalance._base import RebalanceProblem, RebalanceResult
 from locality.rebalance._greedy import check_problem, conclude, timer
 
-__all__ = ["local", "follow", "hops_per_tuple", "DEFAULT_STATE_WEIGHT"]
+__all__ = ["local", "follow", "hops_per_tuple"]
 
 logger = logging.getLogger(__name__)
 
-#: Local hops one unit of migrated state is worth. Measured on the IRA and flights replays
-#: (benchmarks/RESULTS.md): lower moves more state for little locality, higher loses locality.
-DEFAULT_STATE_WEIGHT = 1.0
 _TOL = 1e-9
 #: Safety cap on moves per call, as a multiple of the number of keys.
 _MAX_MOVES_PER_KEY = 4

@@ -35,14 +35,12 @@ import numpy as np
 
 from locality._validation import check_integer
 from locality.errors import InvalidParameterError
+from locality.imbalance import ROUNDING
 from locality.rebalance._base import RebalanceProblem, RebalanceResult, instance_loads
 
 __all__ = ["split_hot_keys", "LocalSplit", "split_locally", "plan_local_splits"]
 
 logger = logging.getLogger(__name__)
-
-# Loads are sums of floats; a share that reaches the bound up to rounding is within it.
-_REL_TOL = 1e-9
 
 
 def _water_fill(base: np.ndarray, load: float) -> float:
@@ -140,7 +138,7 @@ def split_hot_keys(
         order = np.argsort(per_instance, kind="stable")
         base = per_instance[order]
         # The fewest instances that fit; all of them (best effort) when none does.
-        d = next((d for d in range(2, ways + 1) if _water_fill(base[:d], load) <= bound * (1.0 + _REL_TOL)), ways)
+        d = next((d for d in range(2, ways + 1) if _water_fill(base[:d], load) <= bound * (1.0 + ROUNDING)), ways)
         chosen = order[:d]
         level = _water_fill(base[:d], load)
         per_instance[chosen] = np.maximum(base[:d], level)
@@ -166,7 +164,7 @@ def split_hot_keys(
         migration_cost=float(problem.state_sizes[moved].sum() / total_state) if total_state > 0 else 0.0,
         table_size=int(table.shape[0]),
         planning_seconds=result.planning_seconds + time.perf_counter() - started,
-        feasible=bool(per_instance.max() <= bound * (1.0 + _REL_TOL)),
+        feasible=bool(per_instance.max() <= bound * (1.0 + ROUNDING)),
         hot_keys=hot,
         split_keys=split,
     )
@@ -257,9 +255,9 @@ def split_locally(
     for s in np.argsort(-flows, kind="stable").tolist():
         here = np.flatnonzero(servers == s)
         best = int(here[np.argmin(loads[here])])
-        if loads[best] + flows[s] > bound[best] * (1 + _REL_TOL) and flows[s] > 0:
+        if loads[best] + flows[s] > bound[best] * (1 + ROUNDING) and flows[s] > 0:
             room = bound - loads
-            fits = np.flatnonzero(room + _REL_TOL * bound >= flows[s])
+            fits = np.flatnonzero(room + ROUNDING * bound >= flows[s])
             in_use = [i for i in fits.tolist() if i in used]
             best = in_use[int(np.argmax(room[in_use]))] if in_use else int(np.argmax(room))
         route[s] = best

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_duration, check_interval, check_option
-from locality.defaults import DEFAULT_THETA_MAX
+from locality._validation import check_duration
+from locality.defaults import DEFAULT_STATE_WEIGHT, DEFAULT_THETA_MAX
 from locality.errors import InvalidParameterError
 from locality.forecast import forecast_matrix, parse_forecast
 from locality.graph import KeyGraph
@@ -50,7 +50,8 @@ from locality.imbalance import unequal_shares
 from locality.rebalance import (
     BASE_AWARE,
     RebalanceProblem,
-    check_locality_aware,
+    check_rebalance_bounds,
+    check_split_options,
     check_table_method,
     rebalance,
     table_room,
@@ -119,7 +120,7 @@ class RebalanceSchedule:
     history: str = "2D"
     theta_max: float = DEFAULT_THETA_MAX
     table_cap: int | None = None
-    state_weight: float = 1.0
+    state_weight: float = DEFAULT_STATE_WEIGHT
     split_hot_keys: bool = False
     split_share: float | None = None
     split_merge: str = "fold"
@@ -128,12 +129,8 @@ class RebalanceSchedule:
     def __post_init__(self) -> None:
         owner = "RebalanceSchedule"
         check_table_method(self.method, "method", owner)
-        check_interval(self.theta_max, "theta_max", owner, lower=0.0)
-        check_interval(self.state_weight, "state_weight", owner, lower=0.0)
-        check_option(self.split_merge, "split_merge", owner, ("fold", "downstream"))
+        check_rebalance_bounds(self.theta_max, self.state_weight, owner)
         parse_forecast(self.forecast)
-        if self.split_share is not None:
-            check_interval(self.split_share, "split_share", owner, lower=0.0, closed="neither")
         for name in ("every", "balance_window", "history"):
             if getattr(self, name) is not None:
                 check_duration(getattr(self, name), name, owner)
@@ -141,8 +138,7 @@ class RebalanceSchedule:
             raise InvalidParameterError(
                 f"the 'history' of {owner} ({self.history}) must cover at least one interval ({self.every})"
             )
-        if self.split_hot_keys:
-            check_locality_aware(self.method, "method", owner, "split_hot_keys")
+        check_split_options(self.split_merge, self.split_share, self.split_hot_keys, self.method, "method", owner)
 
     @property
     def memory(self) -> int:
