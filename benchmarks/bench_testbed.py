@@ -69,7 +69,6 @@ from testbed.workload import (  # noqa: E402
     flink_record_bytes,
     learn_tables,
     paired_keys,
-    publish_hash_routing,
     reconfigure_tables,
     write_replay_trace,
 )
@@ -236,12 +235,12 @@ class Bench:
     def switch(self) -> None:
         trace = load(TWEETS)
         keys = list(trace.keys)
+        tsv, parquet = write_replay_trace(trace.frame, keys, self.work / "switch")
         with self.cluster(6) as (bed, flink):
             for repeat in range(self.args.repeat):
                 # A fresh store each repeat: version 1 hash routing, version 2 the online job's.
                 directory = self.work / f"switch-{repeat}"
-                tsv, parquet = write_replay_trace(trace.frame, keys, directory)
-                store = publish_hash_routing(parquet, keys, 6, directory / "store")
+                store = learn_tables(parquet, keys, 6, directory / "store", max_entries=0)
                 load_average = os.getloadavg()[0]
                 run = run_switch(
                     bed,

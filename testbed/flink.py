@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from locality.engines.flink_rest import FlinkRest
 from testbed.network import Server, Testbed
 
 logger = logging.getLogger(__name__)
@@ -153,9 +154,14 @@ class FlinkCluster:
         return self
 
     # -- REST ---------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        """The JobManager's REST address (reachable from inside the testbed's servers)."""
+        return f"http://{self.jobmanager.address}:{REST_PORT}"
+
     def rest(self, path: str, *, method: str = "GET") -> dict:
         """A REST call to the JobManager, from inside its server."""
-        url = f"http://{self.jobmanager.address}:{REST_PORT}{path}"
+        url = f"{self.url}{path}"
 
         def call() -> dict:
             request = urllib.request.Request(url, method=method)
@@ -233,6 +239,15 @@ class FlinkCluster:
         if self.state(job) not in FINAL_STATES:
             self.rest(f"/jobs/{job}?mode=cancel", method="PATCH")
         return self.wait_final(job)
+
+    def stop_with_savepoint(self, job: str, savepoints: Path, timeout: float) -> str:
+        """Stop ``job`` with a savepoint in ``savepoints`` (REST, from inside the JobManager's server); its path."""
+        rest = FlinkRest(self.url)
+        return self.bed.call_in(
+            self.jobmanager,
+            lambda: rest.stop_with_savepoint(job, savepoints.as_uri(), timeout=timeout),
+            timeout=timeout + 30,
+        )
 
     def failure(self, job: str) -> str:
         """The root exception of a failed job (for error messages)."""

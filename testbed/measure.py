@@ -24,7 +24,7 @@ from pathlib import Path
 
 from testbed.network import LinkCounters, Testbed
 
-__all__ = ["Interval", "Sample", "take_sample", "process_cpu_seconds", "sink_counts"]
+__all__ = ["Interval", "Sample", "take_sample", "process_cpu_seconds", "sink_counts", "sink_records"]
 
 NETWORK_BOUND_USE = 0.9
 CPU_BOUND_BUSY = 0.9
@@ -55,6 +55,11 @@ def sink_counts(directory: Path | None) -> list[tuple[float, int]]:
         millis, records = path.read_text().split()
         counts.append((int(millis) / 1000, int(records)))
     return counts
+
+
+def sink_records(directory: Path | None) -> int:
+    """The records every sink subtask has reported to ``directory``, summed."""
+    return sum(records for _, records in sink_counts(directory))
 
 
 @dataclass(frozen=True)

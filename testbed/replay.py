@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.flink import FlinkCluster, JobVertex
-from testbed.measure import Interval, sink_counts, take_sample
+from testbed.measure import Interval, sink_records, take_sample
 from testbed.network import Testbed
 
 logger = logging.getLogger(__name__)
@@ -39,6 +39,7 @@ __all__ = [
     "check_colocated",
     "idle_rates",
     "job_overhead",
+    "measure",
     "run_bounded",
     "run_steady",
 ]
@@ -130,7 +131,7 @@ def run_bounded(
     seconds = last.time - first.time
     fixed = overhead or [0.0] * len(idle)
     sent = [(b - a).sent_payload - rate * seconds - f for a, b, rate, f in zip(first.links, last.links, idle, fixed)]
-    return BoundedRun(sum(records for _, records in sink_counts(sink_dir)), seconds, sent)
+    return BoundedRun(sink_records(sink_dir), seconds, sent)
 
 
 def run_steady(
@@ -149,12 +150,22 @@ def run_steady(
     try:
         cluster.wait_running(job)
         check_colocated(cluster.vertices(job))
-        time.sleep(warmup)
-        first = take_sample(bed, sink_dir)
-        time.sleep(duration)
-        last = take_sample(bed, sink_dir)
+        interval, _ = measure(bed, sink_dir, warmup=warmup, duration=duration)
         if cluster.state(job) != "RUNNING":
             raise RuntimeError(f"the replay job stopped while measured: {cluster.failure(job)}")
     finally:
         cluster.cancel(job)
-    return Interval.between(first, last, bed.rate_mbit)
+    return interval
+
+
+def measure(bed: Testbed, sink_dir: Path, *, warmup: float, duration: float) -> tuple[Interval, tuple[float, float]]:
+    """After ``warmup`` seconds, an :class:`Interval` of ``duration`` seconds at the sink reporting to ``sink_dir``.
+
+    Also returns when its first and last samples were taken (seconds since the epoch).
+    """
+    time.sleep(warmup)
+    first = take_sample(bed, sink_dir)
+    began = time.time()
+    time.sleep(duration)
+    last = take_sample(bed, sink_dir)
+    return Interval.between(first, last, bed.rate_mbit), (began, time.time())

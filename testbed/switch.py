@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -38,30 +37,28 @@ from pathlib import Path
 
 import pandas as pd
 
-from locality.engines.flink_rest import FlinkRest
-from testbed.flink import FINAL_STATES, REST_PORT, FlinkCluster
-from testbed.measure import Interval, sink_counts, take_sample
+from locality.engines.flink_switch import VERSION_FIELD
+from testbed.flink import FINAL_STATES, FlinkCluster
+from testbed.jvm import FLINK_JVM_OPTIONS, run_java
+from testbed.measure import Interval, sink_records
 from testbed.network import Testbed
-from testbed.replay import JAR, MAIN, check_colocated
+from testbed.replay import JAR, MAIN, Routing, check_colocated, measure
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FIRST_UID", "SECOND_UID", "CountCheck", "SwitchRun", "run_switch", "read_counts"]
+__all__ = ["FIRST_UID", "SECOND_UID", "CountCheck", "SwitchRun", "operator_args", "run_switch", "read_counts"]
 
 REPO = Path(__file__).resolve().parents[1]
-JVM = REPO / "jvm"
 #: The counting operators' uids in the replay job (``ReplayJob.FIRST_UID``, ``SECOND_UID``); their MapState is "count".
 FIRST_UID, SECOND_UID = "count-first", "count-second"
 SAMPLE_SECONDS = 0.25
-#: Bounds (seconds) of the switch command and of the last savepoint.
+#: Bounds (seconds) of the switch command, of the last savepoint and of reading its state.
 SWITCH_TIMEOUT = 900.0
 SAVEPOINT_TIMEOUT = 300.0
 READ_TIMEOUT = 600.0
 FIRST_RECORD_TIMEOUT = 120.0
 #: How long the sink may stand still short of the last record before the run goes on to the check (bounds the wait).
 STILL_SECONDS = 20.0
-#: The State Processor API hands the savepoint's operator states to Kryo, which needs these on Java 17.
-STATE_JVM_OPTIONS = ("--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED")
 
 
 @dataclass(frozen=True)
@@ -104,7 +101,11 @@ class SinkSampler(threading.Thread):
         self.stopping = threading.Event()
 
     def total(self) -> int:
-        return sum(records for folder in self.sink_dirs for _, records in sink_counts(folder))
+        return sum(sink_records(folder) for folder in self.sink_dirs)
+
+    def latest(self) -> int:
+        """The records of the last sample (0 before the first)."""
+        return self.samples[-1][1] if self.samples else 0
 
     def run(self) -> None:
         while not self.stopping.wait(SAMPLE_SECONDS):
@@ -114,21 +115,17 @@ class SinkSampler(threading.Thread):
                 continue
 
 
-def read_counts(savepoint: str, operators: dict[str, str], out: Path) -> pd.DataFrame:
-    """Every real key's state of ``operators`` (table operator -> uid) in ``savepoint``, by ``ReadRealKeyState``."""
+def operator_args(keys: list[str]) -> list[str]:
+    """``--operator table operator=uid,state=count`` of both counting operators (``keys``), for the state tools."""
+    return ["--operator", f"{keys[0]}={FIRST_UID},state=count", "--operator", f"{keys[1]}={SECOND_UID},state=count"]
+
+
+def read_counts(savepoint: str, operators: list[str], out: Path) -> pd.DataFrame:
+    """Every real key's state of the ``operators`` (:func:`operator_args`) in ``savepoint``, by ``ReadRealKeyState``."""
+    args = ["--savepoint", savepoint, "--output", out, *operators]
     modules = ["locality-core", "locality-flink", "locality-flink-state"]
-    classpath = []
-    for module in modules:
-        built = JVM / module / "target"
-        if not (built / "classpath.txt").is_file():
-            raise FileNotFoundError(f"{module} is not built: run `make jvm` (mvn -f jvm/pom.xml install)")
-        classpath += [str(built / "classes"), (built / "classpath.txt").read_text().strip()]
-    java = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if os.environ.get("JAVA_HOME") else "java"
-    command = [java, *STATE_JVM_OPTIONS, "-cp", os.pathsep.join(classpath), "io.locality.flink.state.ReadRealKeyState",
-               "--savepoint", savepoint, "--output", str(out)]  # fmt: skip
-    for operator, uid in operators.items():
-        command += ["--operator", f"{operator}={uid},state=count"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=READ_TIMEOUT)
+    main = "io.locality.flink.state.ReadRealKeyState"
+    done = run_java(modules, main, *args, timeout=READ_TIMEOUT, jvm_options=FLINK_JVM_OPTIONS)
     if done.returncode != 0:
         raise RuntimeError(f"ReadRealKeyState exited with {done.returncode}: {done.stderr[-3000:]}")
     return pd.read_json(out, lines=True, dtype={"key": str, "routing_key": str})
@@ -170,15 +167,16 @@ def run_switch(
     ``locality reconfigure``'s JSON document (:func:`~testbed.workload.reconfigure_tables`).
     """
     work.mkdir(parents=True, exist_ok=True)
-    sink = str(work / "sink-v{version}")
-    job_args = ["--store", store, "--version", "{version}", "--mode", "tables", "--trace", tsv, "--padding", padding,
+    sink = str(work / f"sink-v{VERSION_FIELD}")
+    job_args = [*Routing("tables", store).args(), "--version", VERSION_FIELD, "--trace", tsv, "--padding", padding,
                 "--passes", passes, "--end", "wait", "--sink-dir", sink]  # fmt: skip
     job_args = [str(a) for a in job_args]
+    operators = operator_args(keys)
     total = passes * len(frame)
-    sink_dirs = [Path(sink.format(version=v)) for v in (1, 2)]
+    sink_dirs = [Path(sink.replace(VERSION_FIELD, str(v))) for v in (1, 2)]
     start = time.time()
     events: dict[str, float] = {}
-    job = cluster.submit(JAR, MAIN, [a.replace("{version}", "1") for a in job_args])
+    job = cluster.submit(JAR, MAIN, [a.replace(VERSION_FIELD, "1") for a in job_args])
     sampler = SinkSampler(sink_dirs, start)
     sampler.start()
     try:
@@ -194,7 +192,7 @@ def run_switch(
             raise RuntimeError(f"locality reconfigure published nothing: {reconfigured.get('reason')}")
         figures = {k: reconfigured[k] for k in ("locality_before", "locality_after", "moved_keys") if k in reconfigured}
         logger.warning("switch: version %s published %s; switching", reconfigured.get("version"), figures)
-        switched = _switch_command(bed, cluster, job, store, job_args, keys, work / "savepoints")
+        switched = _switch_command(bed, cluster, job, store, job_args, operators, work / "savepoints")
         events["stop requested"] = switched["stopped_at"] - start
         events["running on version 2"] = switched["running_at"] - start
         job = switched["new_job"]
@@ -208,13 +206,13 @@ def run_switch(
         logger.warning("switch: after %.0f records/s (%s); replaying to the end", after.throughput, after.bound)
         _wait_for(sampler, total)
         events["last record"] = time.time() - start
-        final = _stop_with_savepoint(bed, cluster, job, work / "savepoints")
+        final = cluster.stop_with_savepoint(job, work / "savepoints", SAVEPOINT_TIMEOUT)
     finally:
         sampler.stopping.set()
         sampler.join(timeout=5)
         for running in [j["id"] for j in cluster.rest("/jobs")["jobs"] if j["status"] not in FINAL_STATES]:
             cluster.cancel(running)
-    state = read_counts(final, {keys[0]: FIRST_UID, keys[1]: SECOND_UID}, work / "final-state.jsonl")
+    state = read_counts(final, operators, work / "final-state.jsonl")
     counts = check_counts(state, frame, keys, passes, sampler.total())  # the last savepoint flushed every sink
     return SwitchRun(before, after, sampler.samples, events, switched, reconfigured, counts, windows)
 
@@ -225,25 +223,20 @@ def _interval(bed: Testbed, sink_dir: Path, warmup: float, duration: float, star
     (A job restarted from a savepoint runs before its sources emit: they read the trace and route it first.)
     """
     deadline = time.monotonic() + FIRST_RECORD_TIMEOUT
-    while sum(records for _, records in sink_counts(sink_dir)) == 0:
+    while sink_records(sink_dir) == 0:
         if time.monotonic() > deadline:
             raise TimeoutError(f"no record reached the sink ({sink_dir}) in {FIRST_RECORD_TIMEOUT:.0f} s")
         time.sleep(0.2)
-    time.sleep(warmup)
-    first = take_sample(bed, sink_dir)
-    began = time.time() - start
-    time.sleep(duration)
-    last = take_sample(bed, sink_dir)
-    return Interval.between(first, last, bed.rate_mbit), (began, time.time() - start)
+    interval, (began, ended) = measure(bed, sink_dir, warmup=warmup, duration=duration)
+    return interval, (began - start, ended - start)
 
 
-def _switch_command(bed, cluster, job: str, store: Path, job_args: list[str], keys, savepoints: Path) -> dict:
+def _switch_command(bed, cluster, job: str, store: Path, job_args: list[str], operators, savepoints: Path) -> dict:
     """``locality switch flink`` to the store's current version, run in the JobManager's server; its JSON."""
     command = [sys.executable, "-m", "locality.cli", "switch", "flink",
-               "--rest", f"http://{cluster.jobmanager.address}:{REST_PORT}", "--job", job, "--store", str(store),
+               "--rest", cluster.url, "--job", job, "--store", str(store),
                "--savepoint-dir", savepoints.as_uri(), "--jar", str(JAR), "--entry-class", MAIN,
-               "--operator", f"{keys[0]}={FIRST_UID},state=count", "--operator", f"{keys[1]}={SECOND_UID},state=count",
-               "--json", "--", *job_args]  # fmt: skip
+               *operators, "--json", "--", *job_args]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     done = bed.run(cluster.jobmanager, command, timeout=SWITCH_TIMEOUT, env=env, check=False)
     if done.returncode != 0:
@@ -255,10 +248,11 @@ def _switch_command(bed, cluster, job: str, store: Path, job_args: list[str], ke
 def _wait_for(sampler: SinkSampler, total: int) -> None:
     """Until the sink has counted ``total`` records, or has stood still for :data:`STILL_SECONDS` (the check says why).
 
-    Each sink subtask reports its count every 200 ms, also when no record comes (``CountingSink``).
+    Each sink subtask reports its count every 200 ms, also when no record comes (``CountingSink``); the
+    sampler's latest sample has it (a sink file replaced while read only delays the next one).
     """
     last, still_since = -1, time.monotonic()
-    while (counted := sampler.total()) < total:
+    while (counted := sampler.latest()) < total:
         now = time.monotonic()
         if counted != last:
             last, still_since = counted, now
@@ -266,13 +260,3 @@ def _wait_for(sampler: SinkSampler, total: int) -> None:
             logger.warning("switch: the sink stands still at %d of %d records", counted, total)
             return
         time.sleep(0.5)
-
-
-def _stop_with_savepoint(bed: Testbed, cluster: FlinkCluster, job: str, savepoints: Path) -> str:
-    """Stop ``job`` with a savepoint (REST, from inside the JobManager's server); its path."""
-    rest = FlinkRest(f"http://{cluster.jobmanager.address}:{REST_PORT}")
-    return bed.call_in(
-        cluster.jobmanager,
-        lambda: rest.stop_with_savepoint(job, savepoints.as_uri(), timeout=SAVEPOINT_TIMEOUT),
-        timeout=SAVEPOINT_TIMEOUT + 30,
-    )

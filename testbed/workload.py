@@ -3,9 +3,9 @@
 - :func:`write_replay_trace`: the records the job replays (two key columns) as the tab-separated
   file its source reads and as a Parquet file ``locality`` reads;
 - :func:`learn_tables`: ``locality optimize --hash flink`` into a store, which the job reads with
-  locality-flink's ``RoutingKeySelector`` (docs/engines/flink.md); :func:`publish_hash_routing`: a
-  version with no entries (every key where Flink's hash puts it), and :func:`reconfigure_tables`:
-  the online job (``locality reconfigure``) from it, for a job that starts on hash routing and switches;
+  locality-flink's ``RoutingKeySelector`` (docs/engines/flink.md); with ``max_entries=0``, a version
+  with no entries (every key where Flink's hash puts it), and :func:`reconfigure_tables`: the online
+  job (``locality reconfigure``) from it, for a job that starts on hash routing and switches;
 - :func:`evaluate_locality`: ``locality evaluate --json`` on the same records: the share of hops
   that stay on a server, with the tables and with Flink's hash;
 - :func:`flink_record_bytes`: the bytes Flink's network stack carries for one record, so that the
@@ -31,7 +31,6 @@ __all__ = [
     "flink_record_bytes",
     "learn_tables",
     "paired_keys",
-    "publish_hash_routing",
     "reconfigure_tables",
     "write_replay_trace",
 ]
@@ -82,18 +81,16 @@ def _locality(*args: object) -> dict:
     return json.loads(done.stdout)
 
 
-def learn_tables(trace: Path, keys: list[str], servers: int, store: Path) -> Path:
-    """Tables for Flink's Java ``keyBy`` on ``servers`` servers, published in ``store`` (returned)."""
-    _locality("optimize", trace, "--keys", ",".join(keys), "--servers", servers, "--hash", "flink", "--store", store)
-    return store
+def learn_tables(trace: Path, keys: list[str], servers: int, store: Path, *, max_entries: int | None = None) -> Path:
+    """Tables for Flink's Java ``keyBy`` on ``servers`` servers, published in ``store`` (returned).
 
-
-def publish_hash_routing(trace: Path, keys: list[str], servers: int, store: Path) -> Path:
-    """A first version of ``store`` with no table entries: a job keyed by it runs on Flink's own hash."""
+    ``max_entries`` caps each table (``--max-entries``); 0 publishes a version with no table entries,
+    on which a job keyed by it runs on Flink's own hash.
+    """
+    cap = [] if max_entries is None else ["--max-entries", max_entries]
     _locality(
-        "optimize", trace, "--keys", ",".join(keys), "--servers", servers, "--hash", "flink", "--max-entries", 0,
-        "--store", store,
-    )  # fmt: skip
+        "optimize", trace, "--keys", ",".join(keys), "--servers", servers, "--hash", "flink", *cap, "--store", store
+    )
     return store
 
 

@@ -9,48 +9,45 @@ that was not built fails the test with the command that builds it, never a skip.
 
 from __future__ import annotations
 
-import os
-import shutil
+import contextlib
 import subprocess
 from pathlib import Path
 
 import pytest
 
-JVM = Path(__file__).resolve().parents[2] / "jvm"
+from testbed import jvm
+from testbed.jvm import FLINK_JVM_OPTIONS, JVM
+
+__all__ = ["FLINK_JVM_OPTIONS", "JVM", "TWEET_MAX_PARALLELISM", "classpath", "java", "run_java"]
+
+
+@contextlib.contextmanager
+def _failing_unbuilt():
+    """A missing ``java`` or an unbuilt module fails the test with the command that builds it, never a skip."""
+    try:
+        yield
+    except FileNotFoundError as error:
+        pytest.fail(str(error), pytrace=False)
 
 
 def java() -> str:
-    """The ``java`` of ``JAVA_HOME``, else the one on PATH."""
-    home = os.environ.get("JAVA_HOME")
-    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    if not found or not Path(found).is_file():
-        pytest.fail("java (JDK 17+) is needed to run locality's JVM modules", pytrace=False)
-    return found
+    """:func:`testbed.jvm.java`, failing the test without one."""
+    with _failing_unbuilt():
+        return jvm.java()
 
 
 def classpath(*modules: str) -> str:
-    """Classes and runtime dependencies of ``modules`` (built by ``mvn -f jvm/pom.xml install``)."""
-    parts = []
-    for module in modules:
-        built = JVM / module / "target"
-        if not (built / "classpath.txt").is_file() or not (built / "classes").is_dir():
-            pytest.fail(f"{module} is not built: run `make test` or `mvn -f {JVM}/pom.xml install`", pytrace=False)
-        tests = [str(built / "test-classes")] if (built / "test-classes").is_dir() else []
-        parts += [str(built / "classes"), *tests, (built / "classpath.txt").read_text().strip()]
-    return os.pathsep.join(p for p in parts if p)
-
-
-#: What Flink's distribution opens to its own JVMs and a ``java -cp`` run of the State Processor API needs too:
-#: it hands a savepoint's operator states to Kryo, which must reach Flink's private classes on Java 17.
-FLINK_JVM_OPTIONS = ("--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED")
+    """:func:`testbed.jvm.classpath`, failing the test on a module not built."""
+    with _failing_unbuilt():
+        return jvm.classpath(*modules)
 
 
 def run_java(
     modules: list[str], main: str, *args: object, timeout: float = 300, jvm_options: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess:
-    """Run ``main`` of the given modules; output captured as text, bounded by ``timeout`` seconds."""
-    command = [java(), *jvm_options, "-cp", classpath(*modules), main, *map(str, args)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    """:func:`testbed.jvm.run_java`, failing the test without ``java`` or on a module not built."""
+    with _failing_unbuilt():
+        return jvm.run_java(modules, main, *args, timeout=timeout, jvm_options=jvm_options)
 
 
 #: Max parallelism of the tweet tables for Flink's Java jobs: Flink's default for parallelism 6, set by the job.

@@ -64,7 +64,7 @@ class TraceReplayReaderTest {
     }
 
     /** Version v routes a record by its first key with v appended: each version partitions the trace otherwise. */
-    private static final VersionRoutes ROUTES = version -> record -> record.f0 + "/v" + version;
+    static final VersionRoutes ROUTES = version -> record -> record.f0 + "/v" + version;
 
     private static TraceReplayReader reader(Path trace, int version, int subtask, long passes, boolean waitAtEnd,
             List<SourceEvent> sent) {
@@ -134,7 +134,8 @@ class TraceReplayReaderTest {
         assertTrue(error.getMessage().contains("bad.tsv") && error.getMessage().contains("no tab here"));
     }
 
-    private static Path numberedTrace(Path dir, int lines) throws Exception {
+    /** {@code keys.tsv} in {@code dir}: line i is {@code user(i % 53) \t tag i}. */
+    static Path numberedTrace(Path dir, int lines) throws Exception {
         List<String> text = new ArrayList<>();
         for (int i = 0; i < lines; i++) {
             text.add("user" + (i % 53) + "\ttag" + i);

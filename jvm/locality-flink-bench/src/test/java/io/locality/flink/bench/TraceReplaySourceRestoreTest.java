@@ -44,8 +44,6 @@ class TraceReplaySourceRestoreTest {
     private static final int LINES = 1000;
     private static final long PASSES = 6;
     private static final long WAIT_MILLIS = 120_000;
-    /** Version v routes a record by its first key with v appended. */
-    private static final VersionRoutes ROUTES = version -> record -> record.f0 + "/v" + version;
 
     @RegisterExtension
     static final MiniClusterExtension MINI_CLUSTER = new MiniClusterExtension(
@@ -99,8 +97,9 @@ class TraceReplaySourceRestoreTest {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(configuration);
         env.setParallelism(PARALLELISM);
         env.setMaxParallelism(MAX_PARALLELISM);
-        env.fromSource(new TraceReplaySource(trace, ROUTES, version, MAX_PARALLELISM, PARALLELISM, 0, PASSES, true),
-                WatermarkStrategy.noWatermarks(), "replay").uid("replay")
+        TraceReplaySource source = new TraceReplaySource(trace, TraceReplayReaderTest.ROUTES, version, MAX_PARALLELISM,
+                PARALLELISM, 0, PASSES, true);
+        env.fromSource(source, WatermarkStrategy.noWatermarks(), "replay").uid("replay")
                 .sinkTo(new SlowLines(out)).uid("lines");
         return env.executeAsync("replay on version " + version);
     }
@@ -132,11 +131,7 @@ class TraceReplaySourceRestoreTest {
 
     @Test
     void everyRecordIsEmittedOnceAcrossAStopOnOneVersionAndARestartOnAnother() throws Exception {
-        List<String> text = new ArrayList<>();
-        for (int i = 0; i < LINES; i++) {
-            text.add("user" + (i % 53) + "\ttag" + i);
-        }
-        Path trace = Files.write(dir.resolve("keys.tsv"), text, StandardCharsets.UTF_8);
+        Path trace = TraceReplayReaderTest.numberedTrace(dir, LINES);
         Path[] outs = {dir.resolve("v1"), dir.resolve("v2")};
         JobClient first = start(trace, 1, outs[0], null);
         waitFor(new Path[] {outs[0]}, LINES); // a sixth of the replay: the stop comes mid-replay
