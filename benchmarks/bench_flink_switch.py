@@ -51,7 +51,8 @@ sys.path.insert(0, str(REPO))
 from locality.counts import count_keys  # noqa: E402
 from locality.datasets.catalog import card  # noqa: E402
 from locality.engines.flink_rest import FlinkRest  # noqa: E402
-from locality.engines.flink_switch import FlinkJobLauncher, rewriter_jar, switch_flink_job  # noqa: E402
+from locality.engines.flink_rewrite import ClusterRewrite, rewriter_jar  # noqa: E402
+from locality.engines.flink_switch import FlinkJobLauncher, switch_flink_job  # noqa: E402
 from locality.optimizer import make_fallbacks, optimize  # noqa: E402
 from locality.routing import RoutingConfiguration, RoutingTable  # noqa: E402
 from locality.store import ConfigStore  # noqa: E402
@@ -134,7 +135,7 @@ def run_share(rest, launcher, rewriter, store, share, version, args, savepoints)
     jobs.append(job)
     wait_processed(rest, jobs, args.warm + args.between)
     result = switch_flink_job(rest, job, store=store.root, to_version=version, savepoint_dir=savepoints,
-                              operators=SPECS, launcher=launcher, rewriter_jar_id=rewriter, timeout=WAIT)  # fmt: skip
+                              operators=SPECS, launcher=launcher, rewrite=rewriter, timeout=WAIT)  # fmt: skip
     switched = measure(rest, result.new_job, args.rate, result.stopped_at, result.running_at, result.phases)
     counts = result.operators
     switched["moved_bytes"] = sum(c["moved_bytes"] for c in counts.values())
@@ -165,9 +166,10 @@ def measure_all(args: argparse.Namespace, trace: pd.DataFrame, work: Path, share
     rows = []
     with LocalFlinkCluster(home, work / "cluster", settings=settings) as cluster:
         rest = FlinkRest(cluster.url)
-        jar = sorted((REPO / "jvm" / "locality-flink" / "target").glob("locality-flink-*-job.jar"))[-1]
+        examples = REPO / "jvm" / "examples" / "locality-flink-examples" / "target"
+        jar = sorted(examples.glob("locality-flink-examples-*-job.jar"))[-1]
         launcher = FlinkJobLauncher(rest.upload_jar(jar), JOB, job_args)
-        rewriter = rest.upload_jar(rewriter_jar())
+        rewriter = ClusterRewrite(rest, rest.upload_jar(rewriter_jar()))
         for share, version in zip(shares, versions):
             print(f"locality: share {share:g} (version {version})", file=sys.stderr)
             rows.append(run_share(rest, launcher, rewriter, store, share, version, args, (work / "sp").as_uri()))

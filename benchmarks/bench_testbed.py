@@ -6,7 +6,7 @@ count per second key) on n servers, one instance of each per server, routed by h
 locality-aware tables; throughput vs the number of servers (Figure 7), vs the share of local
 pairs (Figure 8) and vs the tuple padding (Figure 9). Here each server is a network namespace
 whose link is shaped to ``--rate`` Mbit/s both ways (``testbed/``), a Flink TaskManager with one
-slot runs in each and a JobManager in one more; the job (``jvm/locality-flink-bench``) replays a
+slot runs in each and a JobManager in one more; the job (``jvm/examples/locality-flink-bench``) replays a
 trace at full speed, partitioned by the first operator's routing (so the one hop between servers
 is the one the tables decide), keyed by Flink's hash or by the tables of ``locality optimize
 --hash flink`` (locality-flink's ``RoutingKeySelector`` reads the store).
@@ -24,13 +24,17 @@ Experiments (``--experiment``, several allowed):
   synthetic keys (0, 50, 80, 100%), tables learned on each trace;
 - ``servers``: steady throughput at ``--padding`` on 2 to 6 servers, synthetic keys with 60%
   local pairs (the paper's Figure 7 setting);
-- ``switch``: Figure 13, an online switch (``testbed/switch.py``): the job starts on a store version
-  with no entries (hash routing), replaying the tweets ``--switch-passes`` times at ``--padding``;
-  ``locality reconfigure`` publishes tables while it runs, ``locality switch flink`` (from inside the
-  JobManager's server) stops it with a savepoint, rewrites the state by the migration plan and
-  restarts it on them; throughput at the sink before and after (``--warmup``, ``--duration``), the
-  time series, the downtime, and every key's final count in both operators read from a last
-  savepoint beside its number of records. One row per repeat; plot in ``--plot-switch``.
+- ``switch``: Figure 13, an online switch (``testbed/switch.py``) on servers that share only the
+  network (``Testbed(private_files=True)``): server 0 runs the JobManager, 1-6 the TaskManagers, 7 an
+  S3 server (the Versity gateway: :func:`testbed.s3server.object_store`) holding the trace, the store
+  and every savepoint, 8 a gateway, neither JobManager nor TaskManager, that runs the online job and
+  ``locality switch flink``. The job starts on a store version with no entries (hash routing),
+  replaying the tweets ``--switch-passes`` times at ``--padding``; ``locality reconfigure`` publishes
+  tables while it runs, ``locality switch flink`` stops it with a savepoint in the bucket, rewrites
+  the state there by the migration plan (a job on the cluster) and restarts it on them; throughput at
+  the sink before and after (``--warmup``, ``--duration``), the time series, the downtime, and every
+  key's final count in both operators read from a last savepoint beside its number of records. One
+  row per repeat; plot in ``--plot-switch``.
 
 Hash and tables run interleaved in the same cluster, ``--repeat`` times each; a run's figures say
 what bounded it (a link at >= 90% of its rate, or a busy machine). Results go to ``--out`` (JSON)
@@ -63,13 +67,13 @@ from locality.datasets.catalog import load  # noqa: E402
 from testbed import Testbed  # noqa: E402
 from testbed.flink import FlinkCluster, flink_home_of  # noqa: E402
 from testbed.replay import Routing, idle_rates, job_overhead, run_bounded, run_steady  # noqa: E402
-from testbed.switch import run_switch  # noqa: E402
+from testbed.s3server import object_store  # noqa: E402
+from testbed.switch import SwitchSetup, run_switch  # noqa: E402
 from testbed.workload import (  # noqa: E402
     evaluate_locality,
     flink_record_bytes,
     learn_tables,
     paired_keys,
-    reconfigure_tables,
     write_replay_trace,
 )
 from tests.flink.conftest import ensure_flink_env  # noqa: E402
@@ -83,6 +87,9 @@ SERVERS = [2, 3, 4, 5, 6]
 SYNTHETIC_ROWS = 100_000
 ROUTINGS = ("hash", "tables")
 BYTES_AT_LEAST = 30e6
+#: The switch experiment's servers (``Bench.switch_cluster``): which one runs what.
+SWITCH_SERVERS = {"jobmanager": 0, "taskmanagers": [1, 2, 3, 4, 5, 6], "object_store": 7, "gateway": 8}
+BUCKET = "locality"
 
 
 class Workload:
@@ -131,6 +138,21 @@ class Bench:
         with Testbed(taskmanagers + 1, rate_mbit=self.args.rate) as bed:
             workdir = self.work / f"cluster-{taskmanagers}"
             yield bed, FlinkCluster(bed, bed.servers[0], bed.servers[1:], workdir, self.home).start()
+
+    @contextlib.contextmanager
+    def switch_cluster(self, taskmanagers: int):
+        """Servers sharing only the network: a JobManager, TaskManagers, an object store and a gateway.
+
+        Yields the testbed, the Flink cluster (configured for the object store), the gateway, the S3 server and
+        the server it runs in.
+        """
+        with Testbed(taskmanagers + 3, rate_mbit=self.args.rate, private_files=True) as bed:
+            jobmanager, *others = bed.servers
+            workers, store_server, gateway = others[:taskmanagers], others[taskmanagers], others[taskmanagers + 1]
+            with object_store(bed, store_server, self.work / "s3.log", buckets=(BUCKET,)) as s3:
+                workdir = self.work / f"cluster-{taskmanagers}-switch"
+                flink = FlinkCluster(bed, jobmanager, workers, workdir, self.home, s3_env=s3.env).start()
+                yield bed, flink, gateway, s3, store_server
 
     def record(self, experiment: str, row: dict) -> None:
         self.results.setdefault(experiment, []).append(row)
@@ -236,58 +258,69 @@ class Bench:
         trace = load(TWEETS)
         keys = list(trace.keys)
         tsv, parquet = write_replay_trace(trace.frame, keys, self.work / "switch")
-        with self.cluster(6) as (bed, flink):
+        with self.switch_cluster(6) as (bed, flink, gateway, s3, store_server):
+            for path in (tsv, parquet):  # the trace lives in the bucket only
+                put_in_bucket(bed, store_server, s3, f"switch/{path.name}", path.read_bytes())
             for repeat in range(self.args.repeat):
                 # A fresh store each repeat: version 1 hash routing, version 2 the online job's.
-                directory = self.work / f"switch-{repeat}"
-                store = learn_tables(parquet, keys, 6, directory / "store", max_entries=0)
+                prefix = f"s3://{BUCKET}/switch-{repeat}"
+                setup = SwitchSetup(bed, flink, gateway, s3, f"s3://{BUCKET}/switch/{tsv.name}", f"{prefix}/store",
+                                    f"{prefix}/savepoints")  # fmt: skip
+                online = ["--keys", ",".join(keys), "--store", setup.store]
+                trace_uri = f"s3a://{BUCKET}/switch/{parquet.name}"
+                setup.locality("optimize", trace_uri, "--servers", 6, "--hash", "flink", "--max-entries", 0, *online)
                 load_average = os.getloadavg()[0]
                 run = run_switch(
-                    bed,
-                    flink,
-                    tsv=tsv,
-                    publish=functools.partial(reconfigure_tables, parquet, keys, store),
+                    setup,
+                    publish=functools.partial(setup.locality, "reconfigure", trace_uri, *online),
                     frame=trace.frame,
                     keys=keys,
-                    store=store,
                     padding=self.args.padding,
                     passes=self.args.switch_passes,
                     warmup=self.args.warmup,
                     duration=self.args.duration,
-                    work=directory / "run",
                 )
-                stopped = run.events["stop requested"]
-                self.record(
-                    "switch",
-                    {
-                        "repeat": repeat,
-                        "padding": self.args.padding,
-                        "before": run.before.throughput,
-                        "after": run.after.throughput,
-                        "ratio": run.after.throughput / run.before.throughput,
-                        "bound": [run.before.bound, run.after.bound],
-                        "max_link_use": [max(run.before.link_use), max(run.after.link_use)],
-                        "machine_busy": [run.before.machine_busy, run.after.machine_busy],
-                        "testbed_cpu_cores": [run.before.testbed_cpu_cores, run.after.testbed_cpu_cores],
-                        "load_average_at_start": load_average,
-                        "locality": [run.reconfigure["locality_before"], run.reconfigure["locality_after"]],
-                        "moved_keys": run.reconfigure["moved_keys"],
-                        "state_moved": run.switch["operators"],
-                        "phases": run.switch["phases"],
-                        "sink_pause": sink_pause(run.series, stopped),
-                        "records": run.counts.expected_records,
-                        "sink_records": run.counts.sink_records,
-                        "keys_checked": run.counts.keys,
-                        "wrong_keys": run.counts.wrong_keys,
-                        "lost": run.counts.lost,
-                        "duplicated": run.counts.duplicated,
-                        "events": run.events,
-                        "windows": run.windows,
-                        "series": [(round(t - stopped, 3), n) for t, n in run.series],
-                    },
-                )
+                self.record("switch", switch_row(run, repeat, self.args.padding, load_average))
                 if not run.counts.exact:
                     raise RuntimeError(f"records lost or counted twice across the switch: {run.counts}")
+
+
+def put_in_bucket(bed: Testbed, server, s3, key: str, data: bytes) -> None:
+    """Upload ``data`` from the host through the object store's ``server`` (the host reaches no server's address)."""
+    bed.call_in(server, lambda: s3.client().put_object(Bucket=BUCKET, Key=key, Body=data), timeout=120)
+
+
+def switch_row(run, repeat: int, padding: int, load_average: float) -> dict:
+    """One repeat of the switch experiment, as recorded (times relative to the stop request)."""
+    stopped = run.events["stop requested"]
+    return {
+        "repeat": repeat,
+        "padding": padding,
+        "servers": SWITCH_SERVERS,
+        "before": run.before.throughput,
+        "after": run.after.throughput,
+        "ratio": run.after.throughput / run.before.throughput,
+        "bound": [run.before.bound, run.after.bound],
+        "max_link_use": [max(run.before.link_use), max(run.after.link_use)],
+        "machine_busy": [run.before.machine_busy, run.after.machine_busy],
+        "testbed_cpu_cores": [run.before.testbed_cpu_cores, run.after.testbed_cpu_cores],
+        "load_average_at_start": load_average,
+        "locality": [run.reconfigure["locality_before"], run.reconfigure["locality_after"]],
+        "moved_keys": run.reconfigure["moved_keys"],
+        "state_moved": run.switch["operators"],
+        "phases": run.switch["phases"],
+        "savepoints": [run.switch["savepoint"], run.switch["rewritten"]],
+        "sink_pause": sink_pause(run.series, stopped),
+        "records": run.counts.expected_records,
+        "sink_records": run.counts.sink_records,
+        "keys_checked": run.counts.keys,
+        "wrong_keys": run.counts.wrong_keys,
+        "lost": run.counts.lost,
+        "duplicated": run.counts.duplicated,
+        "events": run.events,
+        "windows": run.windows,
+        "series": [(round(t - stopped, 3), n) for t, n in run.series],
+    }
 
 
 def sink_pause(series: list[tuple[float, int]], stopped: float) -> float:

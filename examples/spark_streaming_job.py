@@ -90,7 +90,7 @@ def switch_tables(spark, store, args: argparse.Namespace, snapshot):
         logger.info("version %d -> %d: state of %d keys handed over", previous, snapshot.version, moved)
     query = start_query(spark, table, snapshot.version, args)
     marker.write_text(str(snapshot.version))
-    logger.info("serving version %d of %s", snapshot.version, store.root)
+    logger.info("serving version %d of %s", snapshot.version, store.location)
     return query
 
 
@@ -114,7 +114,9 @@ def run(spark, args: argparse.Namespace) -> int:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", required=True, help="The store locality optimize publishes into.")
+    parser.add_argument(
+        "--store", required=True, help="The store locality optimize publishes into (a directory or s3://)."
+    )
     parser.add_argument("--operator", required=True, help="The key column this stateful operator groups by.")
     parser.add_argument("--input", required=True, help="Directory of Parquet files (the stream).")
     parser.add_argument("--schema", default="location string, hashtag string", help="Schema of the input files.")

@@ -16,17 +16,12 @@ digest, so its rerun publishes nothing. Measured cost: ``docs/unattended.md``.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
-import uuid
 from collections.abc import Sequence
-from pathlib import Path
+from typing import Any, Protocol
 
-from locality._store_files import read_json
-from locality.errors import StoreError
-
-__all__ = ["file_digests", "MAX_REMEMBERED"]
+__all__ = ["file_digests", "DigestCache", "MAX_REMEMBERED"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,11 +42,20 @@ def _sha256(path: str) -> str:
     return digest.hexdigest()
 
 
-def file_digests(paths: Sequence[str], cache: Path | None = None) -> list[tuple[int, str]]:
+class DigestCache(Protocol):
+    """Where digests are remembered: a JSON document read (None when absent or damaged) and written, best effort."""
+
+    def load(self) -> Any: ...
+
+    def save(self, doc: Any) -> None: ...
+
+
+def file_digests(paths: Sequence[str], cache: DigestCache | None = None) -> list[tuple[int, str]]:
     """``(size, SHA-256)`` of each file of ``paths``, in order; ``cache`` remembers them between runs.
 
-    The cache is a JSON file (a damaged one is ignored and replaced); writing
-    it is best effort (a read-only store still gets its digests).
+    The cache is a JSON document (``ConfigStore.digest_cache``: a damaged one is
+    ignored and replaced); writing it is best effort (a read-only store still
+    gets its digests).
 
     Raises
     ------
@@ -77,12 +81,8 @@ def file_digests(paths: Sequence[str], cache: Path | None = None) -> list[tuple[
     return out
 
 
-def _load(cache: Path) -> dict[str, list]:
-    try:
-        doc = read_json(cache, "the input digests remembered by the store")
-    except StoreError as exc:
-        logger.warning("%s; it is rebuilt", exc)
-        return {}
+def _load(cache: DigestCache) -> dict[str, list]:
+    doc = cache.load()
     files = doc.get("files") if isinstance(doc, dict) else None
     if not isinstance(files, dict):
         return {}
@@ -98,16 +98,9 @@ def _load(cache: Path) -> dict[str, list]:
     return valid
 
 
-def _save(cache: Path, remembered: dict[str, list], fresh: dict[str, list]) -> None:
+def _save(cache: DigestCache, remembered: dict[str, list], fresh: dict[str, list]) -> None:
     files = {path: entry for path, entry in remembered.items() if path not in fresh}
     files.update(fresh)  # the latest last: the oldest are forgotten first
     if len(files) > MAX_REMEMBERED:
         files = dict(list(files.items())[-MAX_REMEMBERED:])
-    tmp = cache.with_name(f".tmp-{uuid.uuid4().hex}-{cache.name}")
-    try:
-        tmp.write_text(json.dumps({"files": files}))
-        os.replace(tmp, cache)
-    except OSError as exc:  # a read-only or missing store: the digests are computed again next time
-        logger.debug("could not remember input digests in %s: %s", cache, exc)
-    finally:
-        tmp.unlink(missing_ok=True)
+    cache.save({"files": files})

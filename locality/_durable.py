@@ -1,4 +1,4 @@
-"""Durable file writes for the configuration store: write and fsync, fsync a tree, checksums, removal.
+"""Durable file writes: write and fsync, replace a file whole, fsync a directory, removal.
 
 A rename is atomic, but neither it nor the file it moves is durable until the
 files and the directory that holds the new name are synced [1]_: a power cut
@@ -14,7 +14,6 @@ References
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -22,7 +21,7 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["as_bytes", "write_bytes", "replace_file", "checksums", "fsync", "fsync_tree", "remove"]
+__all__ = ["as_bytes", "write_bytes", "replace_file", "fsync", "remove"]
 
 logger = logging.getLogger(__name__)
 
@@ -62,15 +61,6 @@ def replace_file(path: str | os.PathLike, data: bytes) -> Path:
     return path
 
 
-def checksums(directory: Path) -> dict:
-    """Size and SHA-256 of every file under ``directory``, by path relative to it."""
-    out = {}
-    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-        data = path.read_bytes()
-        out[path.relative_to(directory).as_posix()] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    return out
-
-
 def fsync(path: Path) -> None:
     """fsync one file or directory."""
     fd = os.open(path, os.O_RDONLY)
@@ -78,17 +68,6 @@ def fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def fsync_tree(path: Path) -> None:
-    """fsync a file, or every file and directory under a directory (children first)."""
-    if path.is_dir():
-        for root, _dirs, files in os.walk(path, topdown=False):
-            for name in files:
-                fsync(Path(root) / name)
-            fsync(Path(root))
-    else:
-        fsync(path)
 
 
 def remove(path: Path) -> None:

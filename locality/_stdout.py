@@ -25,17 +25,33 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
-__all__ = ["one_document", "document_stream"]
+__all__ = ["one_document", "document_stream", "write_document", "document_written"]
 
 #: Seconds to wait for the last of stderr to reach the JVM when the run ends.
 _DRAIN_SECONDS = 10.0
 #: The stream of the run's one document while :func:`one_document` holds stdout (else None).
 _document: TextIO | None = None
+#: Whether the run wrote its document (a failure after it must not write a second one).
+_written = False
 
 
 def document_stream() -> TextIO:
     """Where a command writes its one JSON document: the original stdout, also while :func:`one_document` runs."""
     return _document if _document is not None else sys.stdout
+
+
+def write_document(text: str) -> None:
+    """Write the run's one document (a line of JSON) where :func:`document_stream` says."""
+    global _written
+    stream = document_stream()
+    stream.write(text + "\n")
+    stream.flush()
+    _written = True
+
+
+def document_written() -> bool:
+    """Whether :func:`write_document` wrote the document of the current run."""
+    return _written
 
 
 def _fileno(stream: object) -> int | None:
@@ -61,7 +77,8 @@ def one_document(enabled: bool = True) -> Iterator[TextIO]:
     ``sys.stdout`` is not descriptor 1 (a test's capture), the document goes
     to that stream, and descriptor 1 is still pointed at stderr.
     """
-    global _document
+    global _document, _written
+    _written = False
     if not enabled or sys.stdout is None or sys.stderr is None:  # None: the caller closed the stream
         yield sys.stdout
         return

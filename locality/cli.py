@@ -33,14 +33,14 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import click
 
 from locality import cli_datasets, cli_switch
-from locality._stdout import document_stream, one_document
+from locality._stdout import document_written, one_document, write_document
+from locality.cli_options import RunState, debug_option, json_option, store_option
 from locality.defaults import (
     DEFAULT_ALPHA,
     DEFAULT_CAPACITY,
@@ -53,7 +53,7 @@ from locality.defaults import (
     DEFAULT_STATE_WEIGHT,
     DEFAULT_THETA_MAX,
 )
-from locality.errors import JobError, LocalityError, StoreBusyError, StoreError, TopologyError
+from locality.errors import JobError, LocalityError, StoreBusyError, StoreError, StoreUnavailableError, TopologyError
 from locality.hashing import ENGINES
 from locality.migration import SPLIT_MERGES
 from locality.rebalance import TABLE_METHODS
@@ -70,19 +70,12 @@ class ExitCode(enum.IntEnum):
     INFEASIBLE = 1  # published, but a key alone is heavier than alpha lets an instance carry
     BAD_INPUT = 2  # could not run: the input, a parameter or the store is unusable (the message names it)
     CRASH = 70  # unexpected failure: a bug, or a Spark worker died (traceback in the log file named)
-    BUSY = 75  # another writer held the store's lock past --lock-timeout: retry later
+    BUSY = 75  # the store is busy (another writer's lease past --lock-timeout) or cannot be reached: retry later
     INTERRUPTED = 130  # Ctrl-C / SIGINT
 
 
 #: Where tracebacks of unexpected failures go (default: the system's temporary directory).
 LOG_DIR_VARIABLE = "LOCALITY_LOG_DIR"
-
-
-@dataclass
-class _RunState:
-    """What a run's options say about reporting failures (shared with :func:`main` through click's ``obj``)."""
-
-    debug: bool = False
 
 
 # ---------------------------------------------------------------------- shared options
@@ -101,26 +94,9 @@ def _apply(command: Callable, options: list[Callable]) -> Callable:
     return command
 
 
-def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    if value:
-        ctx.ensure_object(_RunState).debug = True
-        logging.getLogger("locality").setLevel(logging.DEBUG)
-        logging.getLogger("pipelines").setLevel(logging.DEBUG)
-
-
 #: Why ``--rebalance`` does not offer every rebalancer of the library.
 _NOT_SSM = "ssm re-cuts key-group ranges, which tables over a hash do not have: library only"
 
-#: ``--debug`` (every command): tracebacks and debug logs on stderr, Spark's own logs too.
-debug_option = click.option(
-    "--debug",
-    is_flag=True,
-    expose_value=False,
-    is_eager=True,
-    callback=_set_debug,
-    help="Print tracebacks and debug logs on stderr (and Spark's logs).",
-)
-json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 #: ``--lock-timeout`` (commands that write a store): how long to wait for another writer of the store.
 lock_timeout_option = click.option(
@@ -313,7 +289,7 @@ def _topology(keys: list[str], servers: int | None, instances_per_server: int, t
 
 def _emit(as_json: bool, document: dict, text: str) -> None:
     if as_json:
-        click.echo(json.dumps(_finite(document), default=str, allow_nan=False), file=document_stream())
+        write_document(json.dumps(_finite(document), default=str, allow_nan=False))
     else:
         click.echo(text)
 
@@ -332,7 +308,7 @@ def _finite(value):
 def _session(master: str | None):
     from pipelines.session import build_session
 
-    debug = click.get_current_context().find_object(_RunState)
+    debug = click.get_current_context().find_object(RunState)
     return build_session("locality", master=master, log_level="ERROR" if debug and debug.debug else "OFF")
 
 
@@ -360,7 +336,7 @@ def cli(verbose: int) -> None:
 @optimizer_options
 @click.option("--replay", is_flag=True, help="Replay the trace for exact in-sample figures (one more pass).")
 @click.option("--graph-stats/--no-graph-stats", default=True, show_default=True, help="Degrees and components.")
-@click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
+@store_option
 @output_options
 def optimize(
     trace,
@@ -420,7 +396,7 @@ def optimize(
 
 @cli.command()
 @trace_options
-@click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
+@store_option
 @click.option("--version", "version", type=int, help="Version to evaluate (default: current).")
 @output_options
 def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version, as_json, quiet, master):
@@ -449,7 +425,7 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
 
 @cli.command()
 @trace_options
-@click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
+@store_option
 @click.option("--window", help="Use the last WINDOW of the trace before its latest ts (e.g. 7D, 24h).")
 @click.option("--newest-files", type=int, help="Use only the newest N files of the trace directory.")
 @click.option(
@@ -808,7 +784,7 @@ def replay_command(
 
 
 @cli.command()
-@click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
+@store_option
 @json_option
 @debug_option
 def show(store, as_json):
@@ -817,7 +793,9 @@ def show(store, as_json):
     Works on any damaged store: every damaged file is named (``!`` marks a
     damaged version), and the command exits with 2 after the listing when
     anything is damaged (``locality rollback`` repairs CURRENT, the history
-    and the lock file; a damaged version stays listed until removed by hand).
+    and the lease; a damaged version stays listed until removed by hand). A
+    version written by an interrupted run and never made current is marked
+    ``retired``.
     """
     from locality.schedule import BEGINNING
     from locality.store import ConfigStore
@@ -833,9 +811,10 @@ def show(store, as_json):
     for stored in survey.versions:
         manifest = stored.manifest
         mark = "*" if stored.version == current else " "
+        retired = "  retired (never current: its run was interrupted)" if stored.version in survey.retired else ""
         lines.append(
             f"{mark} {stored.version:>4}  {manifest.get('created', '?')}  {manifest.get('job', '')}  "
-            f"{_headline_figures(manifest.get('summary', {}))}".rstrip()
+            f"{_headline_figures(manifest.get('summary', {}))}{retired}".rstrip()
         )
     if history:
         lines.append("history of CURRENT (oldest first):")
@@ -858,6 +837,7 @@ def show(store, as_json):
         "damaged": survey.current_damage,
         "damage": survey.damage,
         "versions": [stored.manifest for stored in survey.versions],
+        "retired": survey.retired,
         "history": history,
         "schedule": schedule.to_dict(),
     }
@@ -878,7 +858,7 @@ def _headline_figures(summary: object) -> str:
 
 
 @cli.command()
-@click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
+@store_option
 @click.option("--to", "version", type=int, required=True, help="The version to make current.")
 @click.option("--reason", help="Why (recorded in the store's history).")
 @click.option(
@@ -895,7 +875,7 @@ def rollback(store, version, reason, point, lock_timeout, as_json):
     from locality.store import ConfigStore
 
     config_store = ConfigStore(store, lock_timeout=lock_timeout, job="locality rollback")
-    if not config_store.root.is_dir():
+    if not config_store.objects.exists():
         raise StoreError(f"there is no store at {store}")
     result = config_store.rollback(version, reason=reason, in_force_from=_point(point, "--at"))
     document = {"store": store, "current": result.current_version, "previous": result.previous_version}
@@ -904,7 +884,7 @@ def rollback(store, version, reason, point, lock_timeout, as_json):
 
 
 @cli.command()
-@click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
+@store_option
 @click.option(
     "--until",
     "point",
@@ -954,7 +934,7 @@ def _point_text(point: int) -> str:
 
 
 @cli.command()
-@click.option("--store", required=True, type=click.Path(), help="Configuration store directory.")
+@store_option
 @click.option("--operator", required=True, help="The operator whose table to export.")
 @click.option("--out", "out", required=True, type=click.Path(), help="The file to write.")
 @click.option("--version", "version", type=int, help="Version to export (default: current).")
@@ -1104,13 +1084,18 @@ def main(argv: list[str] | None = None) -> int:
     message; anything else is an unexpected failure whose traceback goes to a
     log file the message names (or to stderr with ``--debug``).
     """
-    state = _RunState()
+    state = RunState()
     args = sys.argv[1:] if argv is None else list(argv)
-    with one_document("--json" in args):
-        return _run(args, state)
+    as_json = "--json" in args
+    with one_document(as_json):
+        code = _run(args, state)
+        if as_json and code != ExitCode.OK and not document_written():
+            # a scheduler that parses stdout gets a document whatever happened: what failed, and the exit code
+            write_document(json.dumps({"error": state.message, "exit_code": int(code)}))
+        return code
 
 
-def _run(args: list[str], state: _RunState) -> int:
+def _run(args: list[str], state: RunState) -> int:
     """:func:`main`'s body: the command's outcome as an exit code."""
     try:
         code = cli.main(args=args, prog_name="locality", standalone_mode=False, obj=state)
@@ -1118,11 +1103,13 @@ def _run(args: list[str], state: _RunState) -> int:
         return exc.exit_code
     except click.ClickException as exc:
         exc.show()
+        state.message = exc.format_message()
         return ExitCode.BAD_INPUT
     except (click.Abort, KeyboardInterrupt):
-        click.echo("locality: interrupted", err=True)
+        state.message = "interrupted"
+        click.echo(f"locality: {state.message}", err=True)
         return ExitCode.INTERRUPTED
-    except StoreBusyError as exc:
+    except (StoreBusyError, StoreUnavailableError) as exc:
         return _report(state, exc, f"locality: {exc}", ExitCode.BUSY)
     except LocalityError as exc:
         return _report(state, exc, f"error: {_with_options(str(exc), args)}", ExitCode.BAD_INPUT)
@@ -1136,6 +1123,7 @@ def _run(args: list[str], state: _RunState) -> int:
 _OPTION_OWNERS = ("the offline job", "the online job", "locality optimize", "replay_trace", "ConfigStore")
 #: Library parameters whose option has another name, by (owner, parameter).
 _OPTION_ALIASES = {
+    ("ConfigStore", "root"): "--store",
     ("a trace", "newest"): "--newest-files",
     ("RebalanceSchedule", "method"): "--rebalance",
     ("RebalanceSchedule", "every"): "--rebalance-every",
@@ -1177,13 +1165,14 @@ def _first_line(exc: BaseException) -> str:
     return (text.splitlines()[0] if text else repr(exc))[:300]
 
 
-def _report(state: _RunState, exc: BaseException, message: str, code: ExitCode, log: bool = False) -> int:
+def _report(state: RunState, exc: BaseException, message: str, code: ExitCode, log: bool = False) -> int:
     """Print ``message`` (one line) on stderr; the traceback goes to stderr with --debug, else (``log``) to a file."""
     if state.debug:
         traceback.print_exception(exc, file=sys.stderr)
     elif log:
         message += f" (traceback in {_log_traceback(exc)}; --debug prints it here)"
     click.echo(message, err=True)
+    state.message = message
     return code
 
 

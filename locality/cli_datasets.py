@@ -11,7 +11,8 @@ import json
 
 import click
 
-from locality._stdout import document_stream
+from locality._stdout import write_document
+from locality.cli_options import debug_option, json_option
 from locality.errors import LocalityError
 
 __all__ = ["datasets", "generate"]
@@ -39,7 +40,8 @@ def _status(entry) -> str:
 @click.option("--recipe", help="With --check on a generated card: the recipe (default: its first).")
 @click.option("--keys", help="With --check: another chain of the trace's columns, comma-separated.")
 @click.option("--servers", type=int, default=6, show_default=True, help="Servers of the routing figures.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@json_option
+@debug_option
 def datasets(names, recipe, keys, servers, as_json):
     """List the dataset cards of datasets/ (checksums verified), or compute the figures of some (--check).
 
@@ -62,7 +64,7 @@ def datasets(names, recipe, keys, servers, as_json):
             for e in cards.values()
         ]
         if as_json:
-            click.echo(json.dumps(rows), file=document_stream())
+            write_document(json.dumps(rows))
         else:
             for row in rows:
                 click.echo(f"{row['name']} ({row['kind']}; keys {' -> '.join(row['keys'])}; {row['status']})")
@@ -75,7 +77,7 @@ def datasets(names, recipe, keys, servers, as_json):
     chain = [k.strip() for k in keys.split(",")] if keys else None
     figures = [card_figures(load(name, chain, recipe=recipe), n_servers=servers) for name in names]
     if as_json:
-        click.echo(json.dumps(figures), file=document_stream())
+        write_document(json.dumps(figures))
     else:
         click.echo("\n\n".join(f"## {f['name']}\n\n{format_figures(f)}" for f in figures))
 
@@ -85,7 +87,9 @@ def datasets(names, recipe, keys, servers, as_json):
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Parquet file to write.")
 @click.option("--recipe", help="The card's parameters to start from (default: its first recipe).")
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="Override a parameter (repeatable).")
-def generate(name, out, recipe, params):
+@json_option
+@debug_option
+def generate(name, out, recipe, params, as_json):
     """Write the generated trace NAME (a card of datasets/) as Parquet: same parameters, same bytes."""
     from locality._validation import check_output_path
     from locality.datasets.generate import generate as write
@@ -95,5 +99,8 @@ def generate(name, out, recipe, params):
 
     path, used = write(name, out, recipe=recipe, overrides=dict(parse_parameter(p) for p in params))
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    text = " ".join(f"{k}={v!r}" for k, v in used.items())
-    click.echo(f"wrote {path}: {name} {text}; sha256 {digest}")
+    if as_json:
+        write_document(json.dumps({"path": str(path), "name": name, "parameters": used, "sha256": digest}, default=str))
+    else:
+        text = " ".join(f"{k}={v!r}" for k, v in used.items())
+        click.echo(f"wrote {path}: {name} {text}; sha256 {digest}")

@@ -9,6 +9,7 @@ one-line message and exit code 2 (the message says where the job was left).
 from __future__ import annotations
 
 import json
+import os
 
 import click
 
@@ -26,8 +27,8 @@ def switch() -> None:
 @click.option(
     "--store",
     required=True,
-    type=click.Path(exists=True, file_okay=False),
-    help="The store (same path on the cluster).",
+    help="The store: s3://BUCKET/PREFIX (the cluster reads it with the same AWS configuration), or a directory at "
+    "the same path on the cluster's machines.",
 )
 @click.option(
     "--from",
@@ -39,7 +40,8 @@ def switch() -> None:
 @click.option(
     "--savepoint-dir",
     required=True,
-    help="Where the cluster writes the savepoint (a path or URI it can write); the rewritten one goes beside it.",
+    help="Where the cluster writes the savepoint, e.g. s3://BUCKET/savepoints (a URI it can write); the rewritten "
+    "one goes beside it.",
 )
 @click.option(
     "--operator",
@@ -49,9 +51,30 @@ def switch() -> None:
     help="OPERATOR=UID[,state=NAME][,key=TYPE][,value=TYPE]: a keyed operator whose real keys' state the table of "
     "OPERATOR routes (its uid in the job; the MapState's name, default the uid; value type default long). Repeatable.",
 )
+@click.option(
+    "--no-restart",
+    is_flag=True,
+    help="Stop the job with a savepoint and rewrite it, but start no job: print the savepoint to restart from on "
+    "--to, for the deployment to restart it (an application cluster, e.g. a FlinkDeployment).",
+)
+@click.option(
+    "--rewrite",
+    "rewrite_where",
+    type=click.Choice(["cluster", "local"]),
+    default="cluster",
+    show_default=True,
+    help="Where the savepoint is rewritten: as a job on the cluster (uploaded through --rest), or on a MiniCluster "
+    "in a JVM here, from --flink-home (an application cluster takes no jar).",
+)
+@click.option(
+    "--flink-home",
+    type=click.Path(exists=True, file_okay=False),
+    help="With --rewrite local: a Flink distribution (lib/, and plugins/s3-fs-hadoop/ for s3:// savepoints) "
+    "[default: $FLINK_HOME].",
+)
 @click.option("--jar", type=click.Path(exists=True, dir_okay=False), help="The job's jar (uploaded once per content).")
 @click.option("--jar-id", help="Instead of --jar: the id of the job's jar already uploaded to the cluster.")
-@click.option("--entry-class", required=True, help="The job's main class.")
+@click.option("--entry-class", help="The job's main class (needed unless --no-restart).")
 @click.option(
     "--rewriter-jar",
     type=click.Path(exists=True, dir_okay=False),
@@ -68,6 +91,9 @@ def flink(
     to_version,
     savepoint_dir,
     operators,
+    no_restart,
+    rewrite_where,
+    flink_home,
     jar,
     jar_id,
     entry_class,
@@ -79,28 +105,20 @@ def flink(
     """Stop a Flink job with a savepoint, rewrite it for another version, restart the job on it.
 
     The job's arguments follow `--`; `{version}` in them becomes the version it starts on, e.g.
-    `-- --store /data/store --version {version} --input ...`. The savepoint is a consistent cut: records
+    `-- --store s3://bucket/store --version {version} --input ...`. The savepoint is a consistent cut: records
     before it were routed by the old version, records after it by --to, and every key's state is on the
     subtask --to names when the job runs again. Nothing is stopped when a check fails; when the rewrite or
     the restart fails, a job that declares its version runs again on it from the untouched savepoint (exit
-    2, the message says where the job is).
+    2, the message says where the job is). With --no-restart the job stays stopped and the command prints
+    the rewritten savepoint, which the deployment restarts the job from on --to.
     """
     from locality._stdout import document_stream
     from locality.engines.flink_rest import FlinkRest
-    from locality.engines.flink_switch import FlinkJobLauncher, switch_flink_job
-    from locality.engines.flink_switch import rewriter_jar as built_rewriter
-    from locality.errors import InvalidParameterError
-    from locality.store import ConfigStore
+    from locality.engines.flink_switch import switch_flink_job
 
-    if (jar is None) == (jar_id is None):
-        raise InvalidParameterError("give the job's jar with exactly one of --jar and --jar-id")
-    if to_version is None:
-        to_version = ConfigStore(store).current_version()
-        if to_version is None:
-            raise InvalidParameterError(f"the store {store} has no current version: give --to")
+    _check_restart_options(no_restart, jar, jar_id, entry_class, job_args)
+    to_version = to_version if to_version is not None else _current_version(store)
     client = FlinkRest(rest)
-    jar_id = jar_id or client.upload_jar(jar)
-    rewriter = client.upload_jar(rewriter_jar or built_rewriter())
     result = switch_flink_job(
         client,
         job_id,
@@ -109,19 +127,84 @@ def flink(
         to_version=to_version,
         savepoint_dir=savepoint_dir,
         operators=operators,
-        launcher=FlinkJobLauncher(jar_id, entry_class, tuple(job_args)),
-        rewriter_jar_id=rewriter,
+        rewrite=_rewrite(client, rewrite_where, flink_home, rewriter_jar),
+        launcher=None if no_restart else _launcher(client, jar, jar_id, entry_class, job_args),
         timeout=timeout,
         progress=lambda line: click.echo(f"locality: {line}", err=True),
     )
     if as_json:
         click.echo(json.dumps(result.to_dict()), file=document_stream())
         return
+    click.echo(_summary(result))
+
+
+def _check_restart_options(no_restart, jar, jar_id, entry_class, job_args) -> None:
+    """The job's jar, main class and arguments: needed to restart it, refused when no job is started."""
+    from locality.errors import InvalidParameterError
+
+    if no_restart:
+        if jar or jar_id or entry_class or job_args:
+            raise InvalidParameterError(
+                "--no-restart starts no job: --jar, --jar-id, --entry-class and the job's arguments are not used"
+            )
+        return
+    if (jar is None) == (jar_id is None):
+        raise InvalidParameterError("give the job's jar with exactly one of --jar and --jar-id")
+    if not entry_class:
+        raise InvalidParameterError("give the job's main class with --entry-class (or use --no-restart)")
+
+
+def _current_version(store) -> int:
+    from locality.errors import InvalidParameterError
+    from locality.store import ConfigStore
+
+    current = ConfigStore(store).current_version()
+    if current is None:
+        raise InvalidParameterError(f"the store {store} has no current version: give --to")
+    return current
+
+
+def _rewrite(client, where: str, flink_home, rewriter_jar):
+    """Where the rewrite runs: the cluster (the tool jar uploaded) or a local JVM over ``--flink-home``."""
+    from pathlib import Path
+
+    from locality.engines.flink_rest import Unreachable
+    from locality.engines.flink_rewrite import ClusterRewrite, LocalRewrite
+    from locality.engines.flink_rewrite import rewriter_jar as built_rewriter
+    from locality.errors import EngineError, InvalidParameterError
+
+    tool = Path(rewriter_jar) if rewriter_jar else built_rewriter()
+    if where == "local":
+        home = flink_home or os.environ.get("FLINK_HOME")
+        if not home:
+            raise InvalidParameterError("--rewrite local needs a Flink distribution: --flink-home, or FLINK_HOME")
+        return LocalRewrite(Path(home), tool)
+    try:
+        return ClusterRewrite(client, client.upload_jar(tool))
+    except Unreachable:
+        raise
+    except EngineError as error:
+        raise EngineError(f"{error} (an application cluster takes no jar: rewrite with --rewrite local)") from None
+
+
+def _launcher(client, jar, jar_id, entry_class, job_args):
+    from locality.engines.flink_switch import FlinkJobLauncher
+
+    return FlinkJobLauncher(jar_id or client.upload_jar(jar), entry_class, tuple(job_args))
+
+
+def _summary(result) -> str:
+    """One line: where the job is now, how long it was down, what moved, the savepoints."""
     moved = "; ".join(
         f"{op}: {c['moved']:,} of {c['entries']:,} keys moved ({c['moved_bytes']:,} of {c['bytes']:,} bytes)"
         for op, c in result.operators.items()
     )
-    click.echo(
-        f"job {result.new_job} runs on version {to_version} (was {job_id} on {result.from_version}), down "
-        f"{result.phases['down']:.1f} s; {moved}; savepoints {result.savepoint} -> {result.rewritten}"
+    if result.new_job is None:
+        return (
+            f"job {result.old_job} stopped on version {result.from_version}; restart it on version "
+            f"{result.to_version} from {result.rewritten}; {moved}; savepoint {result.savepoint}"
+        )
+    return (
+        f"job {result.new_job} runs on version {result.to_version} (was {result.old_job} on {result.from_version}), "
+        f"down {result.phases['down']:.1f} s; {moved}; savepoints {result.savepoint} -> {result.rewritten}"
     )

@@ -11,15 +11,15 @@ resetting its statistics each time as the paper does.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from locality._arrow_files import table_bytes, table_from_bytes
 from locality._validation import check_integer, check_interval
 from locality.errors import InvalidParameterError, SerializationError
 from locality.graph import KeyGraph, build_key_graph
@@ -57,30 +57,41 @@ class KeyCounts:
         )
 
     # ------------------------------------------------------------------ files
+    def to_files(self) -> dict[str, bytes]:
+        """``pairs_<i>.parquet``, ``loads_<i>.parquet`` (typed keys) and ``counts.json``, by name."""
+        files = {
+            f"pairs_{i}.parquet": table_bytes(pa.Table.from_pandas(pairs, preserve_index=False))
+            for i, pairs in enumerate(self.pair_counts)
+        }
+        for i, op in enumerate(self.operators):
+            files[f"loads_{i}.parquet"] = table_bytes(pa.Table.from_pandas(self.key_loads[op], preserve_index=False))
+        files["counts.json"] = json.dumps({"operators": self.operators, "totals": self.totals}).encode()
+        return files
+
     def write(self, directory: str | Path) -> None:
-        """``pairs_<i>.parquet``, ``loads_<i>.parquet`` (typed keys) and ``counts.json`` into ``directory``."""
+        """Write :meth:`to_files` into ``directory``."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        for i, pairs in enumerate(self.pair_counts):
-            pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), directory / f"pairs_{i}.parquet")
-        for i, op in enumerate(self.operators):
-            pq.write_table(
-                pa.Table.from_pandas(self.key_loads[op], preserve_index=False), directory / f"loads_{i}.parquet"
-            )
-        (directory / "counts.json").write_text(json.dumps({"operators": self.operators, "totals": self.totals}))
+        for name, data in self.to_files().items():
+            (directory / name).write_bytes(data)
+
+    @classmethod
+    def from_files(cls, read: Callable[[str], bytes], where: str = "") -> KeyCounts:
+        """Read what :meth:`to_files` wrote; ``read(name)`` gives a file's bytes, ``where`` names them in messages."""
+        try:
+            meta = json.loads(read("counts.json"))
+            ops = meta["operators"]
+            pairs = [table_from_bytes(read(f"pairs_{i}.parquet")).to_pandas() for i in range(len(ops) - 1)]
+            loads = {op: table_from_bytes(read(f"loads_{i}.parquet")).to_pandas() for i, op in enumerate(ops)}
+            totals = {op: float(v) for op, v in meta["totals"].items()}
+        except (OSError, KeyError, TypeError, AttributeError, ValueError, pa.ArrowException) as exc:
+            raise SerializationError(f"cannot read key counts in {where}: {exc!r}") from None
+        return cls(ops, pairs, loads, totals)
 
     @classmethod
     def read(cls, directory: str | Path) -> KeyCounts:
         directory = Path(directory)
-        try:
-            meta = json.loads((directory / "counts.json").read_text())
-            ops = meta["operators"]
-            pairs = [pq.read_table(directory / f"pairs_{i}.parquet").to_pandas() for i in range(len(ops) - 1)]
-            loads = {op: pq.read_table(directory / f"loads_{i}.parquet").to_pandas() for i, op in enumerate(ops)}
-            totals = {op: float(v) for op, v in meta["totals"].items()}
-        except (OSError, KeyError, TypeError, AttributeError, ValueError, pa.ArrowException) as exc:
-            raise SerializationError(f"cannot read key counts in {directory}: {exc!r}") from None
-        return cls(ops, pairs, loads, totals)
+        return cls.from_files(lambda name: (directory / name).read_bytes(), str(directory))
 
 
 def count_keys(

@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_HORIZON",
     "DEFAULT_MIN_BLENDED_WEIGHT",
     "DEFAULT_LOCK_TIMEOUT",
+    "DEFAULT_LEASE_SECONDS",
 ]
 
 #: The balance bound alpha: the most an instance may carry, as a multiple of its fair share of its operator's load
@@ -54,3 +55,6 @@ DEFAULT_HORIZON = "1D"
 DEFAULT_MIN_BLENDED_WEIGHT = 0.1
 #: Seconds a writer of a store waits for another writer to finish before giving up (``--lock-timeout``).
 DEFAULT_LOCK_TIMEOUT = 300.0
+#: Seconds a writer's lease of a store lasts unless renewed (renewed every third of it): how long a writer that
+#: died on another host blocks the next one (on its own host, a dead writer frees the lease at once)
+DEFAULT_LEASE_SECONDS = 60.0

@@ -21,6 +21,8 @@ __all__ = [
     "SerializationError",
     "StoreError",
     "StoreBusyError",
+    "LeaseLostError",
+    "StoreUnavailableError",
     "EngineError",
     "StoreDamagedError",
     "JobError",
@@ -60,6 +62,22 @@ class StoreBusyError(StoreError):
     The message names the holder (pid, host, command) and since when it holds
     the lock. Retrying later is the remedy, so the CLI gives it an exit code of
     its own (see ``locality.cli.ExitCode``).
+    """
+
+
+class LeaseLostError(StoreBusyError):
+    """A writer lost the store's lease while it worked (it stalled past its expiry, another writer took over).
+
+    Its conditional writes are refused from then on, so it published nothing
+    that was not already whole; like a busy store, retrying later is the remedy.
+    """
+
+
+class StoreUnavailableError(StoreError):
+    """The store could not be reached: its server refused the connection, timed out or answered with an error.
+
+    Nothing was published; what was current stays current. Retrying later is
+    the remedy, so the CLI reports it with the exit code of a busy store.
     """
 
 

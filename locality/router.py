@@ -12,10 +12,13 @@ a version that cannot be loaded is logged and the old one stays in service. A
 background thread can poll ``CURRENT`` (``poll_interval``) and a callback hears
 of every change, with the migration plan a job needs to hand state over.
 
-The router never writes into the store and takes no lock on it: the store's
-writer publishes a version whole (written aside, renamed, then ``CURRENT``
-replaced), so reading ``CURRENT`` and then that version's directory is
-consistent without one.
+The router never writes into the store and takes no lease on it: the store's
+writer publishes a version whole (its manifest last, then ``CURRENT``
+replaced), so reading ``CURRENT`` and then that version is consistent without
+one (``docs/store-protocol.md``). When the store cannot be read (its server is
+down, its link cut), the router keeps serving what it has: the version in
+service, and the schedule it knows, which it replaces only by one that extends
+it (never by an empty, older or unreadable one).
 
 References
 ----------
@@ -163,12 +166,14 @@ def load_snapshot(store: ConfigStore, version: int) -> RoutingSnapshot:
     try:
         stored = store.get(version)
         configuration = stored.config
+        for table in configuration.tables.values():
+            table.warm()  # before the version serves: its first lookups must not build them
         plan = None
         if _PLAN_FILE in stored.manifest.get("files", ()):
             plan = MigrationPlan.from_dict(stored.read_json(_PLAN_FILE))
         return RoutingSnapshot(version, configuration, plan, dict(stored.manifest))
     except Exception as exc:  # any damage (JSON, Parquet, missing files, bad fields) makes the version unusable
-        raise StoreError(f"cannot load version {version} of the store {store.root}: {exc}") from exc
+        raise StoreError(f"cannot load version {version} of the store {store.location}: {exc}") from exc
 
 
 class Router:
@@ -251,16 +256,17 @@ class Router:
         self._refreshing = threading.RLock()  # one refresh at a time; lookups never take it
         version = self.store.current_version()
         if version is None:
-            raise StoreError(f"the store {self.store.root} has no published version yet")
+            raise StoreError(f"the store {self.store.location} has no published version yet")
         self._snapshot = load_snapshot(self.store, version)
         self._schedule: SwitchSchedule | None = None  # read on the first lookup by point
+        self._schedule_error: str | None = None  # why the last read of the schedule was not taken (logged once)
         self._held: dict[int, RoutingSnapshot] = {version: self._snapshot}  # versions loaded for lookups by point
-        logger.info("router on %s: serving version %d", self.store.root, version)
+        logger.info("router on %s: serving version %d", self.store.location, version)
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
         if poll_interval is not None:
             self._watcher = threading.Thread(
-                target=self._watch, args=(poll_interval,), name=f"locality-router-{self.store.root}", daemon=True
+                target=self._watch, args=(poll_interval,), name=f"locality-router-{self.store.location}", daemon=True
             )
             self._watcher.start()
 
@@ -278,6 +284,14 @@ class Router:
     def migration_plan(self) -> MigrationPlan | None:
         """The migration plan published with the version in service (None if it has none)."""
         return self._snapshot.migration_plan
+
+    @property
+    def schedule(self) -> SwitchSchedule | None:
+        """The store's schedule as this router last took it (None before the first lookup by point).
+
+        Only a schedule that extends it replaces it: an outage or a damaged ``SCHEDULE`` leaves it as it was.
+        """
+        return self._schedule
 
     def table(self, operator: str) -> RoutingTable:
         """The current routing table of ``operator`` (see :meth:`RoutingSnapshot.table`)."""
@@ -362,18 +376,42 @@ class Router:
         deadline = time.monotonic() + self.schedule_wait
         pause = 0.01
         while True:
-            schedule = self._schedule = self.store.schedule()
+            schedule = self._read_schedule()
             if schedule.covers(point):
                 return schedule
             left = deadline - time.monotonic()
             if left <= 0:
                 raise ScheduleExpiredError(
-                    f"the switch schedule of {self.store.root} is sealed until {schedule.sealed_until}, and a record "
-                    f"at {point} waited {self.schedule_wait:g} s for it to move: is the job that extends it late "
-                    f"(`locality reconfigure --switch-after`, `locality seal`)?"
+                    f"the switch schedule of {self.store.location} is sealed until {schedule.sealed_until}, and a "
+                    f"record at {point} waited {self.schedule_wait:g} s for it to move: is the job that extends it "
+                    f"late (`locality reconfigure --switch-after`, `locality seal`)?"
                 )
             time.sleep(min(pause, left))
             pause = min(pause * 2, 0.5)
+
+    def _read_schedule(self) -> SwitchSchedule:
+        """The store's schedule now, if it extends the one known; else the one known (logged once)."""
+        known = self._schedule
+        try:
+            read = self.store.schedule()
+        except StoreError as exc:
+            if known is None:
+                raise
+            self._schedule_failed(f"keeps the schedule it knows (sealed until {known.sealed_until}): {exc}")
+            return known
+        if known is not None and not read.extends(known):
+            self._schedule_failed(
+                f"keeps the schedule it knows (sealed until {known.sealed_until}): the store's schedule does not "
+                f"extend it (sealed until {read.sealed_until}, {len(read.versions)} entries)"
+            )
+            return known
+        self._schedule, self._schedule_error = read, None
+        return read
+
+    def _schedule_failed(self, message: str) -> None:
+        level = logging.WARNING if message != self._schedule_error else logging.DEBUG
+        logger.log(level, "router on %s %s", self.store.location, message)
+        self._schedule_error = message
 
     def _held_version(self, version: int) -> RoutingSnapshot:
         """The snapshot of ``version``, loaded once and kept among the last few used."""
@@ -414,7 +452,7 @@ class Router:
             try:
                 version = self.store.current_version()
                 if version is None:
-                    raise StoreError(f"the store {self.store.root} has no CURRENT version any more")
+                    raise StoreError(f"the store {self.store.location} has no CURRENT version any more")
                 if version == old.version:
                     self.last_error, self._reported = None, None
                     return False
@@ -422,12 +460,12 @@ class Router:
             except StoreError as exc:
                 return self._failed(version, exc, strict)
             except OSError as exc:  # CURRENT unreadable (permissions, a directory...)
-                error = StoreError(f"cannot read {self.store.root}: {exc}")
+                error = StoreError(f"cannot read {self.store.location}: {exc}")
                 error.__cause__ = exc
                 return self._failed(version, error, strict)
             self._snapshot = new  # the swap: one reference, to a snapshot built completely above
             self.last_error, self._reported = None, None
-            logger.info("router on %s: version %d -> %d", self.store.root, old.version, new.version)
+            logger.info("router on %s: version %d -> %d", self.store.location, old.version, new.version)
             if self.on_change is not None:
                 try:
                     self.on_change(old, new)
@@ -453,9 +491,9 @@ class Router:
             try:
                 self.refresh()
                 if self._schedule is not None:  # keep the schedule fresh too, so lookups by point rarely wait
-                    self._schedule = self.store.schedule()
+                    self._read_schedule()
             except Exception:  # the watch must outlive any surprise; refresh() already logs store errors
-                logger.exception("router on %s: refresh failed", self.store.root)
+                logger.exception("router on %s: refresh failed", self.store.location)
 
     def close(self) -> None:
         """Stop the background thread, if any (lookups keep working on the last version)."""
@@ -472,7 +510,7 @@ class Router:
 
     def __repr__(self) -> str:
         watching = "watching" if self._watcher is not None else "not watching"
-        return f"Router({str(self.store.root)!r}, version={self.version}, {watching})"
+        return f"Router({str(self.store.location)!r}, version={self.version}, {watching})"
 
 
 def _take(keys: KeyBatch, rows: np.ndarray) -> KeyBatch:

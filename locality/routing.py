@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
@@ -36,8 +37,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.compute as pc
 
+from locality._arrow_files import table_bytes, table_from_bytes
 from locality.errors import InvalidParameterError, SerializationError
 from locality.hashing import FallbackHash, fallback_from_dict
 from locality.hashing.keys import key_columns
@@ -56,6 +58,15 @@ _SPLIT_FORMAT = 2
 def _plain(value):
     """A JSON-ready Python scalar from a numpy scalar."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+@dataclass(frozen=True)
+class _Lookups:
+    """A table's lookups: key -> instance as a dict, and for integer keys an int64 hash index over ``instances``."""
+
+    by_key: dict
+    int_index: pd.Index | None
+    instances: np.ndarray
 
 
 class RoutingTable:
@@ -77,12 +88,18 @@ class RoutingTable:
         The caller knows every entry differs from the fallback (it compared
         them already): the hash of every entry that drops the others is
         skipped (seconds for millions of entries).
+    unique_keys : bool, default False
+        The caller knows no key appears twice (the store's tables are sorted,
+        which the reader checks in one vectorized pass): the hash-based check
+        is skipped.
 
     Notes
     -----
-    A table is not changed after construction, and its lookups (a dict, and
-    an int64 hash index for batches of integer keys) are built in the
-    constructor, so any number of threads may route through one table.
+    A table is not changed after construction, so any number of threads may
+    route through one table. Its lookups (a dict, and an int64 hash index for
+    batches of integer keys) are built at the first lookup, under a lock (a
+    table read only to be evaluated or exported never pays for them);
+    :meth:`warm` builds them ahead, as the Router does before it serves a version.
     """
 
     def __init__(
@@ -93,6 +110,7 @@ class RoutingTable:
         splits: Mapping[str | int, Iterable[int]] | None = None,
         *,
         differ_from_fallback: bool = False,
+        unique_keys: bool = False,
     ) -> None:
         self.operator = operator
         self.fallback = fallback
@@ -101,7 +119,7 @@ class RoutingTable:
             raise InvalidParameterError(
                 f"routing table of {operator!r} sends keys to instances outside [0, {fallback.n_instances - 1}]"
             )
-        if series.index.has_duplicates:
+        if not unique_keys and series.index.has_duplicates:
             raise InvalidParameterError(f"routing table of {operator!r} lists a key twice")
         # infer_dtype checks millions of keys in C; the per-key set below only names the kinds found.
         plain = not len(series) or pd.api.types.infer_dtype(series.index, skipna=False) in ("string", "integer")
@@ -118,7 +136,18 @@ class RoutingTable:
         self._build_lookups()
 
     def _build_lookups(self) -> None:
-        """Build the lookup structures once, so that readers on any thread only read them.
+        """What every lookup reads first: the key kind and the split plans (the entries' lookups wait: :meth:`warm`)."""
+        keys = self.entries.index
+        first = keys[0] if len(keys) else next(iter(self.splits), None)
+        self._kind = None if first is None else _key_kind(first)
+        if self.splits:
+            self._split_index = pd.Index(list(self.splits))
+            self._split_routes = np.array(list(self.splits.values()), dtype=np.int64)
+        self._lookups: _Lookups | None = None
+        self._lookups_guard = threading.Lock()
+
+    def warm(self) -> RoutingTable:
+        """Build the lookups now (once), so that the first lookup does not pay for them; returns the table.
 
         A dict serves single keys, and batches of strings too: Python's dict is
         already a hash table of str objects with cached hashes, probed from C
@@ -126,18 +155,23 @@ class RoutingTable:
         table (a pandas index, its table built here rather than lazily under
         concurrent readers) without making a Python int per key.
         """
-        keys = self.entries.index
-        first = keys[0] if len(keys) else next(iter(self.splits), None)
-        self._kind = None if first is None else _key_kind(first)
-        if self.splits:
-            self._split_index = pd.Index(list(self.splits))
-            self._split_routes = np.array(list(self.splits.values()), dtype=np.int64)
-        instances = self.entries.to_numpy(dtype=np.int64)
-        self._by_key: dict = dict(zip(keys.tolist(), instances.tolist()))
-        if self._kind == "integer":
-            self._instances = instances
-            self._int_index = pd.Index(keys.to_numpy(dtype=np.int64))
-            self._int_index.get_indexer(self._int_index[:1])  # populates the hash table now
+        self._lookup()
+        return self
+
+    def _lookup(self) -> _Lookups:
+        lookups = self._lookups
+        if lookups is not None:
+            return lookups
+        with self._lookups_guard:
+            if self._lookups is None:
+                keys = self.entries.index
+                instances = self.entries.to_numpy(dtype=np.int64)
+                int_index = None
+                if self._kind == "integer":
+                    int_index = pd.Index(keys.to_numpy(dtype=np.int64))
+                    int_index.get_indexer(int_index[:1])  # populates the hash table now
+                self._lookups = _Lookups(dict(zip(keys.tolist(), instances.tolist())), int_index, instances)
+            return self._lookups
 
     @property
     def key_kind(self) -> str | None:
@@ -145,7 +179,7 @@ class RoutingTable:
         return self._kind
 
     def __getstate__(self) -> dict:
-        # pickles (Spark shipping a table to executors) hold the entries, not the lookups
+        # pickles (Spark shipping a table to executors) hold the entries, not the lookups (nor their lock)
         return {"operator": self.operator, "fallback": self.fallback, "entries": self.entries, "splits": self.splits}
 
     def __setstate__(self, state: dict) -> None:
@@ -179,7 +213,7 @@ class RoutingTable:
                 plan = self.splits.get(key)
                 if plan is not None:
                     return plan[self._check_server(server)]
-            instance = self._by_key.get(key)
+            instance = self._lookup().by_key.get(key)
             if instance is not None:
                 return instance
         return self.fallback.instance_of(key)
@@ -265,13 +299,14 @@ class RoutingTable:
             return self.fallback.instances_of(column)
         if kind == "string":
             return self._route_strings(column.to_numpy(zero_copy_only=False), column)
-        position = self._int_index.get_indexer(column)
-        out = np.where(position >= 0, self._instances[position], -1)
+        lookups = self._lookup()
+        position = lookups.int_index.get_indexer(column)
+        out = np.where(position >= 0, lookups.instances[position], -1)
         return self._fall_back(out, column)
 
     def _route_strings(self, objects: Iterable, keys: list | np.ndarray | pa.Array) -> np.ndarray:
         """Probe the dict from C with ``objects``; ``keys`` holds the same keys for the fallback."""
-        out = np.fromiter(map(self._by_key.get, objects, repeat(-1)), dtype=np.int64, count=len(keys))
+        out = np.fromiter(map(self._lookup().by_key.get, objects, repeat(-1)), dtype=np.int64, count=len(keys))
         return self._fall_back(out, keys)
 
     def _fall_back(self, out: np.ndarray, keys: list | np.ndarray | pa.Array) -> np.ndarray:
@@ -398,7 +433,11 @@ class RoutingConfiguration:
     def to_json_dict(self) -> dict:
         """Everything as one JSON-ready document (entries as ``[key, instance]`` lists)."""
         doc = self._header()
-        doc["tables"] = {op: [[_plain(k), int(v)] for k, v in t.entries.items()] for op, t in self.tables.items()}
+        # tolist() gives Python scalars in C: no per-entry conversion in Python (a million entries a second)
+        doc["tables"] = {
+            op: list(map(list, zip(t.entries.index.tolist(), t.entries.to_numpy(dtype=np.int64).tolist())))
+            for op, t in self.tables.items()
+        }
         splits = {op: [[k, list(r)] for k, r in t.splits.items()] for op, t in self.tables.items() if t.splits}
         if splits:
             doc["splits"] = splits
@@ -424,16 +463,16 @@ class RoutingConfiguration:
         return cls.from_json_dict(doc)
 
     # ------------------------------------------------------------------ Parquet
-    def write(self, directory: str | Path) -> None:
-        """Write ``configuration.json`` (full document), ``header.json`` and ``tables/<i>.parquet`` into ``directory``.
+    def to_files(self) -> dict[str, bytes]:
+        """``configuration.json`` (the full document), ``header.json`` and ``tables/<i>.parquet``, by relative name.
 
         Parquet files are numbered by operator position (operator names may
         not be valid file names); ``header.json`` maps each operator to its file.
         """
-        directory = Path(directory)
-        (directory / "tables").mkdir(parents=True, exist_ok=True)
+        files: dict[str, bytes] = {}
         header = self._header()
         header["table_files"] = {}
+        header["tables_sorted_by_key"] = True  # so a reader checks the keys unique in one pass (from_files)
         for i, op in enumerate(self.topology.operators):
             table = self.tables[op]
             name = f"tables/{i:02d}.parquet"
@@ -442,44 +481,65 @@ class RoutingConfiguration:
             key_array = pa.array(list(keys), type=_arrow_key_type(keys))
             instances = table.entries.to_numpy(dtype=np.int32)
             servers = topology_servers(self.topology, op, instances)
-            pq.write_table(
-                pa.table({"key": key_array, "instance": pa.array(instances, pa.int32()), "server": servers}),
-                directory / name,
-            )
+            columns = pa.table({"key": key_array, "instance": pa.array(instances, pa.int32()), "server": servers})
+            files[name] = table_bytes(columns.take(pc.sort_indices(key_array)))
             if table.splits:
                 header.setdefault("split_files", {})[op] = name = f"tables/{i:02d}.splits.parquet"
-                pq.write_table(_split_frame(self.topology, table), directory / name)
-        (directory / "header.json").write_text(json.dumps(header, indent=2, sort_keys=True))
-        (directory / "configuration.json").write_text(self.to_json())
+                files[name] = table_bytes(_split_frame(self.topology, table))
+        files["header.json"] = json.dumps(header, indent=2, sort_keys=True).encode()
+        files["configuration.json"] = self.to_json().encode()
+        return files
+
+    def write(self, directory: str | Path) -> None:
+        """Write :meth:`to_files` into ``directory``."""
+        directory = Path(directory)
+        for name, data in self.to_files().items():
+            (directory / name).parent.mkdir(parents=True, exist_ok=True)
+            (directory / name).write_bytes(data)
 
     @classmethod
-    def read(cls, directory: str | Path) -> RoutingConfiguration:
-        """Read what :meth:`write` wrote, from the Parquet tables."""
-        directory = Path(directory)
+    def from_files(cls, read: Callable[[str], bytes], where: str = "") -> RoutingConfiguration:
+        """Read what :meth:`to_files` wrote, from the Parquet tables; ``read(name)`` gives a file's bytes.
+
+        ``where`` names the configuration in messages.
+        """
         try:
-            header = json.loads((directory / "header.json").read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise SerializationError(f"cannot read routing configuration header in {directory}: {exc}") from None
+            header = json.loads(read("header.json"))
+        except (OSError, ValueError) as exc:
+            raise SerializationError(f"cannot read routing configuration header in {where}: {exc}") from None
         cls._check_version(header)
+        unique: set[str] = set()
         entries = {}
         for op, name in header["table_files"].items():
             try:
-                table = pq.read_table(directory / name, columns=["key", "instance"])
+                table = table_from_bytes(read(name), ["key", "instance"])
             except (OSError, pa.ArrowException) as exc:
-                raise SerializationError(f"cannot read routing table {directory / name}: {exc}") from None
+                raise SerializationError(f"cannot read routing table {where}/{name}: {exc}") from None
+            keys = table.column("key").combine_chunks()
+            if header.get("tables_sorted_by_key") and len(keys) > 1:
+                if not pc.all(pc.less(keys.slice(0, len(keys) - 1), keys.slice(1))).as_py():
+                    raise SerializationError(f"routing table {where}/{name} is not sorted by key, or lists a key twice")
+                unique.add(op)
             entries[op] = pd.Series(
                 table.column("instance").to_numpy().astype(np.int64),
-                index=pd.Index(table.column("key").to_pylist(), dtype=object),
+                index=pd.Index(keys.to_numpy(zero_copy_only=False), dtype=object),
             )
         splits = {}
         for op, name in header.get("split_files", {}).items():
             try:
-                frame = pq.read_table(directory / name, columns=["key", "server_index", "instance"]).to_pandas()
+                frame = table_from_bytes(read(name), ["key", "server_index", "instance"])
             except (OSError, pa.ArrowException) as exc:
-                raise SerializationError(f"cannot read split plans {directory / name}: {exc}") from None
-            frame = frame.sort_values(["key", "server_index"], kind="stable")
+                raise SerializationError(f"cannot read split plans {where}/{name}: {exc}") from None
+            frame = frame.to_pandas().sort_values(["key", "server_index"], kind="stable")
             splits[op] = {k: g["instance"].tolist() for k, g in frame.groupby("key", sort=False)}
-        return cls._from_parts(header, entries, splits)
+        # The writer dropped the entries equal to the fallback: the tables are not hashed again here.
+        return cls._from_parts(header, entries, splits, stored=True, unique=unique)
+
+    @classmethod
+    def read(cls, directory: str | Path) -> RoutingConfiguration:
+        """Read what :meth:`write` wrote into ``directory``."""
+        directory = Path(directory)
+        return cls.from_files(lambda name: (directory / name).read_bytes(), str(directory))
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
@@ -492,12 +552,25 @@ class RoutingConfiguration:
 
     @classmethod
     def _from_parts(
-        cls, doc: Mapping, entries: Mapping[str, pd.Series], splits: Mapping[str, Mapping]
+        cls,
+        doc: Mapping,
+        entries: Mapping[str, pd.Series],
+        splits: Mapping[str, Mapping],
+        *,
+        stored: bool = False,
+        unique: set[str] = frozenset(),
     ) -> RoutingConfiguration:
         try:
             topology = Topology.from_dict(doc["topology"])
             tables = {
-                op: RoutingTable(op, fallback_from_dict(doc["fallbacks"][op]), entries.get(op), splits.get(op))
+                op: RoutingTable(
+                    op,
+                    fallback_from_dict(doc["fallbacks"][op]),
+                    entries.get(op),
+                    splits.get(op),
+                    differ_from_fallback=stored,
+                    unique_keys=op in unique,
+                )
                 for op in topology.operators
             }
         except KeyError as exc:

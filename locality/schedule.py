@@ -22,9 +22,10 @@ only schedule versions at or past the seal, and move it forward on every run
 (the online job seals one switch lead ahead each time, even when it publishes
 nothing), so routers wait only when the job that extends the schedule is late.
 
-The schedule lives in the store as ``ROOT/SCHEDULE`` (one JSON document,
-replaced atomically under the writers' lock): ``entries`` (``version``, ``from``)
-in increasing order of ``from``, and ``sealed_until``. The first scheduled
+The schedule lives in the store as ``SCHEDULE`` (one JSON document, replaced
+whole by the lease holder, conditionally on its ETag): ``entries`` (``version``,
+``from``) in increasing order of ``from``, ``sealed_until``, and the token of the
+writer that wrote it (``docs/store-protocol.md``). The first scheduled
 publication also records the version in force before it, from the beginning of
 time, so every point has a version. Versions are immutable, so a router that
 dropped an old version can always load it again for a late record.
@@ -41,11 +42,9 @@ import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
 import numpy as np
 
-from locality._store_files import read_json
 from locality.errors import InvalidParameterError, SerializationError, StoreDamagedError
 
 __all__ = ["SwitchSchedule", "SCHEDULE_FILE", "BEGINNING", "point_of"]
@@ -111,7 +110,18 @@ class SwitchSchedule:
         index = np.maximum(np.searchsorted(self._starts, points, side="right") - 1, 0)
         return np.asarray(self.versions, dtype=np.int64)[index]
 
-    # ------------------------------------------------------------------ changes (the store makes them under its lock)
+    def extends(self, known: SwitchSchedule) -> bool:
+        """Whether this schedule may replace ``known`` in a router: the same past, a seal no earlier.
+
+        Every entry ``known`` settled (from before its seal) is here too, and the seal
+        did not move back: a schedule read from a store restored from an old backup,
+        or emptied, is not taken.
+        """
+        settled = [(s, v) for s, v in zip(known.starts, known.versions) if s < known.sealed_until]
+        mine = list(zip(self.starts, self.versions))
+        return self.sealed_until >= known.sealed_until and mine[: len(settled)] == settled
+
+    # ------------------------------------------------------------------ changes (the store makes them under its lease)
     def scheduled(self, version: int, start: int, in_force: int | None) -> SwitchSchedule:
         """This schedule with ``version`` in force from ``start`` (and the seal moved up to it).
 
@@ -166,21 +176,20 @@ class SwitchSchedule:
             raise SerializationError(f"not a switch schedule: {exc!r}") from None
 
     @classmethod
-    def read(cls, root: str | Path) -> SwitchSchedule:
-        """The schedule of the store at ``root`` (an empty one if it has none).
+    def from_document(cls, doc: object, where: str) -> SwitchSchedule:
+        """The schedule in the store's ``SCHEDULE`` document ``doc`` (read from ``where``).
 
         Raises
         ------
-        SerializationError
-            If ``ROOT/SCHEDULE`` exists but cannot be read; the message names it.
+        StoreDamagedError
+            ``doc`` is not a schedule; the message names ``where``.
         """
-        path = Path(root) / SCHEDULE_FILE
         try:
-            doc = read_json(path, "the store's schedule")  # a directory, a FIFO, not UTF-8: named, never hangs
-            return cls() if doc is None else cls.from_dict(doc)
-        except (StoreDamagedError, SerializationError) as exc:
-            problem = exc.problem if isinstance(exc, StoreDamagedError) else str(exc)
-            raise StoreDamagedError(f"the store's schedule {path} is damaged: {problem}", path, problem) from None
+            if not isinstance(doc, Mapping):
+                raise SerializationError(f"it holds a JSON {type(doc).__name__}, not an object")
+            return cls.from_dict(doc)
+        except (SerializationError, InvalidParameterError) as exc:
+            raise StoreDamagedError(f"the store's schedule {where} is damaged: {exc}", where, str(exc)) from None
 
 
 def _check_point(point: object, name: str) -> int:

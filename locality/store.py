@@ -1,69 +1,45 @@
-"""The configuration store: numbered, immutable versions, an atomically moved ``CURRENT`` pointer, one writer.
+"""The configuration store: numbered, immutable versions, a ``CURRENT`` pointer moved by conditional writes, one writer.
 
-Layout of a store rooted at ``ROOT``::
+A store is a local directory or a prefix of an S3 bucket (:mod:`locality.storage`); both follow one
+protocol, written down step by step with why each step is safe in ``docs/store-protocol.md``.
+Layout, relative to the store's root::
 
-    ROOT/CURRENT                      # text: the number of the current version
-    ROOT/LOCK                         # the writers' lock file (never delete it); holds the holder's pid
-    ROOT/history.jsonl                # one line per move of CURRENT: version, previous, when, action, reason
-    ROOT/digests.json                 # SHA-256 of the input files seen, by file identity (a cache: locality._digests)
-    ROOT/SCHEDULE                     # which version is in force from which point (locality.schedule)
-    ROOT/versions/000007/manifest.json      # version, created, fingerprint, files, checksums, metadata
-    ROOT/versions/000007/configuration/     # RoutingConfiguration.write(): header.json,
-                                            #   configuration.json, tables/NN.parquet
-    ROOT/versions/000007/<artifacts>        # report.json, report.txt, load.png, migration_plan.json ...
-    ROOT/statistics/<window>/         # the online job: blended counts after that window (KeyCounts.write)
-    ROOT/statistics/LATEST            #   the window whose counts the next run blends with
-    ROOT/decisions/<window>.json      #   the outcome of each window (a rerun returns it)
-    ROOT/balance/<since>.json         #   what each instance served since a balance window began
+    CURRENT                      # "7\\n", then "writer <token>\\n": the current version, and who wrote it last
+    SCHEDULE                     # which version is in force from which point (locality.schedule)
+    LEASE                        # the writers' lease (locality._store_lease)
+    history.jsonl                # one line per move of CURRENT: version, previous, when, action, reason
+    digests.json                 # SHA-256 of the local input files seen (a cache: locality._digests)
+    versions/000007/claim.json          # which writer claimed the number (created first, if absent)
+    versions/000007/configuration/      # RoutingConfiguration.to_files(): header.json, configuration.json,
+                                        #   tables/NN.parquet
+    versions/000007/<artifacts>         # report.json, report.txt, load.png, migration_plan.json ...
+    versions/000007/manifest.json       # fingerprint, summary, size + SHA-256 of every file (created last)
+    statistics/<window>/, statistics/LATEST, decisions/<window>.json, balance/<since>.json   # the online job
 
-The online job's state is read and written through the methods of
-:class:`ConfigStore` that name it (:meth:`ConfigStore.statistics`,
-:meth:`ConfigStore.decision`, :meth:`ConfigStore.served_loads` and their
-``record_`` twins), under the writers' lock like every write.
+**One writer at a time**, by a lease taken and renewed with conditional writes; the holder's token
+*fences* ``CURRENT`` and ``SCHEDULE`` (it rewrites them under its token when it takes the lease,
+so their ETags move and a writer whose lease lapsed fails its conditional write of either). Readers
+never wait: what they read is immutable (a version) or replaced whole.
 
-**One writer at a time.** Every write happens while holding an exclusive
-``fcntl.flock`` on ``ROOT/LOCK`` (:mod:`locality._store_lock`): a second writer (another process, or
-another thread of this one) waits up to ``lock_timeout`` seconds, then fails
-with :class:`~locality.errors.StoreBusyError` naming the holder. The kernel
-releases the lock when its holder dies, even by ``kill -9``, so a crash never
-leaves the store locked. Readers never take the lock: everything they read is
-either immutable (a numbered version) or replaced by an atomic rename.
+**Publishing**, under the lease: claim the next number (create ``claim.json`` if absent), write
+the version's files, create its manifest last; then the schedule, then ``CURRENT`` (each replaced
+on the ETag this writer holds), then a line of history. A kill at any point leaves the previous
+version current and whole. What it leaves behind (a claimed number without a manifest, a complete
+version that never became current, a move missing from the history) is handled by the next writer:
+a complete version never current is adopted by a rerun of the same input, or when the schedule
+already names it, and is retired (never current) once a newer version is; a move is recorded.
 
-**Publishing**, under the lock: remove what an interrupted writer left
-(``.tmp-*`` entries; only the lock holder may, since only it knows no writer
-is using them), write the version into ``versions/.tmp-<random>``, fsync every
-file, rename the directory to the next number and fsync ``versions/`` (a
-rename is atomic on POSIX file systems, and durable once its directory is
-synced: :mod:`locality._durable`), replace ``CURRENT`` through a synced temporary file and
-``os.replace``, fsync ``ROOT``, append a line to ``history.jsonl``. A kill at
-any point leaves the previous current version current and whole; what it
-leaves behind is a ``.tmp-*`` entry (removed by the next writer), a complete
-version that never became current, or a move of ``CURRENT`` missing from the
-history (recorded by the next writer).
+**Reruns never roll back.** A publish whose fingerprint (input content + parameters) matches a
+version that was current once writes nothing and leaves ``CURRENT`` where it is, even when that
+version is older than the current one: moving back is explicit, with :meth:`ConfigStore.rollback`.
 
-**Reruns never roll back.** A publish whose fingerprint (input content + parameters)
-matches an existing version writes nothing and leaves ``CURRENT`` where it is,
-even when that version is older than the current one: moving back is
-explicit, with :meth:`ConfigStore.rollback` (``locality rollback``).
-
-**Damage is named.** The manifest records the size and SHA-256 of every file
-of the version; reading a configuration checks them first, so a truncated or
-altered table raises :class:`~locality.errors.SerializationError` naming the
-file instead of routing with half a table. Every store file is read through
-:mod:`locality._store_files`: any other damage (a directory where a file
-belongs, bytes that are not UTF-8, a field missing or of the wrong type) is a
-:class:`~locality.errors.StoreDamagedError` naming the file, a damaged old
-version never blocks a publish, and :meth:`ConfigStore.survey` lists every
-damaged file for ``locality show``. Writers set aside (rename, never delete)
-a damaged ``CURRENT``, ``history.jsonl`` or ``LOCK`` that blocks them, so
-``locality rollback`` repairs a store whatever the damage.
-
-Why one module of about 800 lines: the store's invariants (one writer, atomic
-versions, no silent roll-back, checksums, damage named) hold only together,
-and a reader of any one operation needs the others; the lock, the durable
-writes, the defensive reading of each file and the input digests live in
-:mod:`locality._store_lock`, :mod:`locality._durable`,
-:mod:`locality._store_files` and :mod:`locality._digests`.
+**Damage is named.** The manifest records the size and SHA-256 of every file of the version; a
+reader checks them on the bytes it then parses, so a truncated or altered table is refused naming
+the file, never served. Every other store object is read through :mod:`locality._store_files`:
+any damage is a :class:`~locality.errors.StoreDamagedError` naming it, a damaged old version never
+blocks a publish, and :meth:`ConfigStore.survey` lists every damaged object for ``locality show``.
+Writers set aside (keep under another name, never delete) a damaged ``CURRENT``, history or lease
+that blocks them, so ``locality rollback`` repairs a store whatever the damage.
 """
 
 from __future__ import annotations
@@ -73,37 +49,51 @@ import json
 import logging
 import os
 import re
-import stat
 import sys
-import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from locality._durable import as_bytes, checksums, fsync, fsync_tree, remove, write_bytes
-from locality._store_files import check_fields, damaged, is_directory, read_json, read_text, set_aside
-from locality._store_lock import WriterLock
-from locality._validation import check_wait
+from locality._durable import as_bytes
+from locality._store_files import (
+    check_fields,
+    damaged,
+    decode,
+    parse_json,
+    read_blob,
+    read_json,
+    read_text,
+    set_aside,
+)
+from locality._store_lease import LEASE, WriterLease, is_gone, process_is_gone, this_process
+from locality._validation import check_interval, check_wait
 from locality.counts import KeyCounts
-from locality.defaults import DEFAULT_LOCK_TIMEOUT
-from locality.errors import InvalidParameterError, LocalityError, StoreDamagedError, StoreError
+from locality.defaults import DEFAULT_LEASE_SECONDS, DEFAULT_LOCK_TIMEOUT
+from locality.errors import (
+    LeaseLostError,
+    LocalityError,
+    StoreBusyError,
+    StoreDamagedError,
+    StoreError,
+)
 from locality.routing import RoutingConfiguration
 from locality.schedule import SCHEDULE_FILE, SwitchSchedule
+from locality.storage import ConditionFailed, NotAnObject, Objects, open_objects
+from locality.storage.local import DirectoryObjects
 
-__all__ = ["ConfigStore", "StoredVersion", "PublishResult", "StoreSurvey", "fingerprint"]
+__all__ = ["ConfigStore", "StoredVersion", "PublishResult", "StoreSurvey", "fingerprint", "parse_current"]
 
 logger = logging.getLogger(__name__)
 
-_CURRENT = "CURRENT"
-_LOCK = "LOCK"
-_HISTORY = "history.jsonl"
-_VERSIONS = "versions"
-_MANIFEST = "manifest.json"
-_CONFIG_DIR = "configuration"
-_DIGESTS = "digests.json"
-_TMP = ".tmp-"
+CURRENT = "CURRENT"
+HISTORY = "history.jsonl"
+VERSIONS = "versions"
+MANIFEST = "manifest.json"
+CLAIM = "claim.json"
+CONFIGURATION = "configuration"
+DIGESTS = "digests.json"
 _STATISTICS = "statistics"
 _LATEST = f"{_STATISTICS}/LATEST"
 _DECISIONS = "decisions"
@@ -111,12 +101,16 @@ _BALANCE = "balance"
 #: A window's name in the store (statistics/<name>/, decisions/<name>.json): a file name, never a path.
 _WINDOW_NAME = re.compile(r"(?!\.\.?$)[^/\\\x00]+")
 
-#: A version number as CURRENT and the version directories spell it: ASCII digits (not "٣", not "-1").
+#: A version number as CURRENT and the version folders spell it: ASCII digits (not "٣", not "-1").
 _NUMBER = re.compile(r"[0-9]{1,18}")
-#: Bytes CURRENT may hold (a number and a newline); more is not a CURRENT.
+#: CURRENT: a version number, then (written by this protocol) the token of the writer that wrote it.
+_CURRENT_TEXT = re.compile(r"([0-9]{1,18})[ \t\r]*(?:\n(?:writer ([0-9a-f]{32})\n?)?)?")
+#: Bytes CURRENT may hold (a number, a newline and a writer's token); more is not a CURRENT.
 _CURRENT_LIMIT = 64
 #: Bytes a manifest may hold (its checksums grow with the files of a version: a few hundred bytes each).
 _MANIFEST_LIMIT = 64 * 1024 * 1024
+#: Bytes the history may hold (one line of ~150 bytes per move: a million moves).
+_HISTORY_LIMIT = 256 * 1024 * 1024
 _MANIFEST_FIELDS = {
     "version": ("an integer", False),
     "created": ("a string", False),
@@ -132,8 +126,11 @@ _HISTORY_FIELDS = {
     "at": ("a string or null", False),
     "action": ("a string or null", False),
     "reason": ("a string or null", False),
+    "fingerprint": ("a string or null", False),
 }
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+#: Numbers a writer tries to claim before it concludes that writers it cannot see are racing it.
+_CLAIM_ATTEMPTS = 3
 
 
 def fingerprint(inputs: Iterable[tuple], parameters: Mapping) -> str:
@@ -141,7 +138,7 @@ def fingerprint(inputs: Iterable[tuple], parameters: Mapping) -> str:
 
     ``inputs`` identify the input's content, one tuple per file in any order:
     ``(size, SHA-256)`` for local files (``pipelines.trace.input_identity``),
-    so that touching a file changes nothing; ``(path,)`` for a remote path.
+    so that touching a file changes nothing; ``(path, size, ETag or time)`` for a remote file.
     """
     digest = hashlib.sha256()
     for identity in sorted(tuple(map(str, item)) for item in inputs):
@@ -150,33 +147,87 @@ def fingerprint(inputs: Iterable[tuple], parameters: Mapping) -> str:
     return digest.hexdigest()
 
 
+def parse_current(text: str) -> tuple[int, str | None] | None:
+    """The version ``CURRENT``'s text names and the writer's token (None for an older store); None if not a CURRENT."""
+    match = _CURRENT_TEXT.fullmatch(text)
+    return None if match is None else (int(match.group(1)), match.group(2))
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _version_prefix(version: int) -> str:
+    return f"{VERSIONS}/{version:06d}"
+
+
 @dataclass(frozen=True)
 class StoredVersion:
-    """One complete version of the store."""
+    """One complete version of the store: its manifest, and its files read verified."""
 
     version: int
-    path: Path
+    objects: Objects
     manifest: dict
 
     @property
+    def prefix(self) -> str:
+        return _version_prefix(self.version)
+
+    @property
+    def path(self) -> Path:
+        """The version's directory (a store in a local directory only)."""
+        if not isinstance(self.objects, DirectoryObjects):
+            raise StoreError(f"version {self.version} of {self.objects.location} is not in a local directory")
+        return self.objects.root / self.prefix
+
+    def where(self, name: str = "") -> str:
+        return self.objects.where(f"{self.prefix}/{name}" if name else self.prefix)
+
+    @property
     def config(self) -> RoutingConfiguration:
-        """The routing configuration, read from its Parquet tables after checking their sizes and checksums.
+        """The routing configuration, parsed from bytes checked against the manifest's sizes and SHA-256.
 
         Raises
         ------
-        SerializationError
-            A file of the configuration is missing, truncated, altered or unreadable; the message names it.
+        StoreDamagedError
+            A file of the configuration is missing, truncated, altered or unreadable, or the manifest
+            leaves out ``configuration.json`` (what the Java reader reads): the message names it.
         """
-        self.verify(_CONFIG_DIR)
+        checksums = self.manifest.get("checksums")
+        if checksums is not None and f"{CONFIGURATION}/configuration.json" not in checksums:
+            # Python reads the Parquet tables, Java the JSON document: both must be covered, or the two
+            # readers could serve one version differently.
+            raise self._damaged(f"{self.where(CONFIGURATION + '/configuration.json')} is not recorded in its manifest")
         try:
-            return RoutingConfiguration.read(self.path / _CONFIG_DIR)
+            return RoutingConfiguration.from_files(
+                lambda name: self.read_bytes(f"{CONFIGURATION}/{name}"), self.where(CONFIGURATION)
+            )
+        except StoreError:
+            raise
         except (LocalityError, KeyError, TypeError, ValueError, AttributeError) as exc:
             # A version published before the manifest held checksums is checked only by reading it.
-            raise StoreDamagedError(f"version {self.version} of the store is damaged: {exc}", self.path) from None
+            raise StoreDamagedError(f"version {self.version} of the store is damaged: {exc}", self.where()) from None
+
+    def read_bytes(self, name: str) -> bytes:
+        """The file ``name`` of the version, checked against its manifest (size and SHA-256) on the bytes returned.
+
+        Raises
+        ------
+        StoreDamagedError
+            It is missing, not a file, of another size or SHA-256, or the manifest does not record it.
+        """
+        where = self.where(name)
+        expected = self.manifest.get("checksums", {}).get(name) if "checksums" in self.manifest else None
+        if "checksums" in self.manifest and expected is None:
+            raise self._damaged(f"{where} is not recorded in its manifest")
+        blob = self._found(name, self.objects.get)
+        if expected is not None:
+            self._check(where, len(blob.data), expected, _sha256(blob.data))
+        return blob.data
 
     def verify(self, under: str = "", *, quick: bool = False) -> None:
         """Check the files recorded in the manifest (all, or those under ``under``) against their size and SHA-256.
@@ -193,45 +244,52 @@ class StoredVersion:
         for name, expected in self.manifest.get("checksums", {}).items():
             if under and not name.startswith(f"{under}/"):
                 continue
-            path = self.path / name
-            try:
-                info = os.stat(path)
-                if not stat.S_ISREG(info.st_mode):
-                    raise IsADirectoryError(
-                        21,
-                        "it is a directory, not a file" if stat.S_ISDIR(info.st_mode) else "it is not a regular file",
-                    )
-                digest = None if quick else _sha256(path)
-            except OSError as exc:
-                raise StoreDamagedError(
-                    f"version {self.version} of the store is damaged: cannot read {path}: {exc.strerror}", path
-                ) from None
-            if info.st_size != expected["size"]:
-                raise StoreDamagedError(
-                    f"version {self.version} of the store is damaged: {path} has {info.st_size:,} bytes, "
-                    f"its manifest recorded {expected['size']:,} (truncated or rewritten)",
-                    path,
-                )
-            if digest is not None and digest != expected["sha256"]:
-                raise StoreDamagedError(
-                    f"version {self.version} of the store is damaged: {path} does not match its manifest's SHA-256",
-                    path,
-                )
+            if not quick:
+                self.read_bytes(name)
+                continue
+            self._check(self.where(name), self._found(name, self.objects.head).size, expected, None)
+
+    def _found(self, name: str, look):
+        """``look(object)`` (a get or a head) of the version's file ``name``; damage when it is missing or no file."""
+        try:
+            found = look(f"{self.prefix}/{name}")
+        except NotAnObject as exc:
+            raise self._damaged(f"cannot read {exc.where}: {exc.problem}") from None
+        if found is None:
+            raise self._damaged(f"cannot read {self.where(name)}: No such file or directory")
+        return found
+
+    def _check(self, where: str, size: int, expected: dict, digest: str | None) -> None:
+        if size != expected["size"]:
+            raise self._damaged(
+                f"{where} has {size:,} bytes, its manifest recorded {expected['size']:,} (truncated or rewritten)"
+            )
+        if digest is not None and digest != expected["sha256"]:
+            raise self._damaged(f"{where} does not match its manifest's SHA-256")
+
+    def _damaged(self, problem: str) -> StoreDamagedError:
+        return StoreDamagedError(f"version {self.version} of the store is damaged: {problem}", self.where(), problem)
 
     def read_json(self, name: str) -> dict:
-        """An artifact stored as JSON (e.g. ``report.json``, ``migration_plan.json``).
+        """An artifact stored as JSON (e.g. ``report.json``, ``migration_plan.json``), checked against the manifest.
 
         Raises
         ------
         StoreError
             The version has no such file.
         StoreDamagedError
-            It is not a file of JSON text.
+            It does not match its manifest, or is not JSON text.
         """
-        doc = read_json(self.path / name, f"{name} of version {self.version}")
-        if doc is None:
+        if name not in self.manifest.get("checksums", {}) and self._head(name) is None:
             raise StoreError(f"version {self.version} has no {name!r}")
-        return doc
+        what = f"{name} of version {self.version}"
+        return parse_json(decode(self.read_bytes(name), what, self.where(name)), what, self.where(name))
+
+    def _head(self, name: str):
+        try:
+            return self.objects.head(f"{self.prefix}/{name}")
+        except NotAnObject as exc:
+            raise self._damaged(f"cannot read {exc.where}: {exc.problem}") from None
 
 
 def _served_loads_what(since: datetime) -> str:
@@ -239,41 +297,34 @@ def _served_loads_what(since: datetime) -> str:
     return f"the ledger of what was served since {since.isoformat()}"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _checked_manifest(doc: object, version: int, path: Path) -> dict:
+def _checked_manifest(doc: object, version: int, where: str) -> dict:
     """The manifest ``doc`` of ``version``, if its fields have their types and its checksums name its own files."""
     what = f"the manifest of version {version}"
-    manifest = check_fields(doc, _MANIFEST_FIELDS, what, path)
+    manifest = check_fields(doc, _MANIFEST_FIELDS, what, where)
     if manifest.get("version", version) != version:
-        raise damaged(what, path, f"it says version {manifest['version']}, in the directory of version {version}")
+        raise damaged(what, where, f"it says version {manifest['version']}, in the directory of version {version}")
     for name, entry in manifest.get("checksums", {}).items():
-        inside = not Path(name).is_absolute() and ".." not in Path(name).parts
-        if not inside:
-            raise damaged(what, path, f"its checksums name {name!r}, a file outside the version")
+        parts = name.split("/")
+        if name.startswith("/") or ".." in parts or "" in parts:
+            raise damaged(what, where, f"its checksums name {name!r}, a file outside the version")
         size, sha = (entry.get("size"), entry.get("sha256")) if isinstance(entry, dict) else (None, None)
         if not (isinstance(size, int) and not isinstance(size, bool) and size >= 0) or not (
             isinstance(sha, str) and _SHA256.fullmatch(sha)
         ):
-            raise damaged(what, path, f"its checksum of {name!r} must be a size and a SHA-256; got {entry!r:.80}")
+            raise damaged(what, where, f"its checksum of {name!r} must be a size and a SHA-256; got {entry!r:.80}")
     return manifest
 
 
 @dataclass(frozen=True)
 class StoreSurvey:
-    """Everything ``locality show`` lists, read defensively: what is readable, and every damaged file named.
+    """Everything ``locality show`` lists, read defensively: what is readable, and every damaged object named.
 
     ``current`` is None when ``CURRENT`` is missing or damaged; ``versions``
     holds the versions whose manifest reads; ``damage`` one line per damaged
-    file (empty for a sound store); ``current_damage`` why the current version
+    object (empty for a sound store); ``current_damage`` why the current version
     cannot be used (None when it can); ``schedule`` the switch schedule (empty
-    when it is missing or damaged).
+    when it is missing or damaged); ``retired`` the complete versions that never
+    became current and never will (written by interrupted runs).
     """
 
     current: int | None
@@ -282,16 +333,17 @@ class StoreSurvey:
     damage: list[str]
     current_damage: str | None
     schedule: SwitchSchedule
+    retired: list[int]
 
 
 @dataclass(frozen=True)
 class PublishResult:
     """What :meth:`ConfigStore.publish` did.
 
-    ``version`` is the version made from the fingerprint (new, or found);
-    ``previous_version`` and ``current_version`` are what ``CURRENT`` named
-    before and after. A rerun of an older input has ``created=False`` and
-    ``version != current_version``: nothing moved.
+    ``version`` is the version made from the fingerprint (new, adopted, or
+    found); ``previous_version`` and ``current_version`` are what ``CURRENT``
+    named before and after. A rerun of an older input has ``created=False``
+    and ``version != current_version``: nothing moved.
     """
 
     version: int
@@ -300,47 +352,91 @@ class PublishResult:
     current_version: int | None
 
 
+class _JsonObject:
+    """A JSON object of the store kept as a cache (written best effort, a damaged one read as absent)."""
+
+    def __init__(self, objects: Objects, name: str, what: str) -> None:
+        self.objects, self.name, self.what = objects, name, what
+
+    def load(self):
+        try:
+            return read_json(self.objects, self.name, self.what)
+        except StoreError as exc:
+            logger.warning("%s; it is rebuilt", exc)
+            return None
+
+    def save(self, doc) -> None:
+        try:
+            self.objects.put(self.name, json.dumps(doc).encode())
+        except (StoreError, NotAnObject) as exc:  # a read-only store: computed again next time
+            logger.debug("could not write %s: %s", self.what, exc)
+
+
 class ConfigStore:
-    """A directory of versioned routing configurations (see the module docstring for the layout and protocol).
+    """Versioned routing configurations in a directory or an S3 bucket (the module docstring: layout and protocol).
 
     Parameters
     ----------
-    root : str or Path
-        The store's directory; created on the first write.
+    location : str or Path
+        A local directory (created on the first write), or ``s3://bucket/prefix``
+        (``s3a://`` too): :func:`locality.storage.open_objects`.
     lock_timeout : float, default 300
-        Seconds a write waits for another writer before raising
+        Seconds a write waits for another writer's lease before raising
         :class:`~locality.errors.StoreBusyError`.
     job : str, optional
-        What this writer is, recorded in the lock file and the history
+        What this writer is, recorded in the lease and the history
         (default: the command line).
+    lease_seconds : float, default 60
+        How long the lease lasts unless renewed (every third of it): how long a
+        writer that died on another host keeps others waiting.
     """
 
     def __init__(
-        self, root: str | os.PathLike, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, job: str | None = None
+        self,
+        location: str | os.PathLike,
+        *,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        job: str | None = None,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> None:
-        if not isinstance(root, (str, os.PathLike)) or not str(os.fspath(root)).strip():
-            # Path("") is the working directory: an empty --store (an unset variable) must not write there
-            raise InvalidParameterError(
-                f"the 'root' parameter of ConfigStore (--store) must name a directory; got {root!r}"
-            )
-        self.root = Path(root)
+        self.objects = open_objects(location, owner="ConfigStore", parameter="root")
+        self.location = self.objects.location
         self.lock_timeout = check_wait(lock_timeout, "lock_timeout", "ConfigStore")
+        self.lease_seconds = check_interval(lease_seconds, "lease_seconds", "ConfigStore", lower=0.3)
         self.job = job or " ".join([Path(sys.argv[0]).name, *sys.argv[1:3]]).strip()
+        key = str(self.objects.root.resolve()) if self.is_local else self.location
+        self._lease = WriterLease.of(self.objects, key)
+        # The ETag of CURRENT and SCHEDULE as this writer last wrote them (None: absent): its conditional writes
+        # succeed only while nobody else wrote them (docs/store-protocol.md, Fencing).
+        self._fenced: dict[str, str | None] = {}
+        # What this writer read of the store while it holds the lease (CURRENT, the history, the claimed numbers):
+        # only the lease holder changes them, so it reads each once and forgets what it writes itself.
+        self._memo: dict[str, object] = {}
 
     @property
-    def digests_path(self) -> Path:
+    def is_local(self) -> bool:
+        return isinstance(self.objects, DirectoryObjects)
+
+    @property
+    def root(self) -> Path:
+        """The store's directory (a local store only)."""
+        if not self.is_local:
+            raise StoreError(f"the store {self.location} is not a local directory")
+        return self.objects.root
+
+    @property
+    def digest_cache(self) -> _JsonObject:
         """Where the input files' digests are remembered between runs (:mod:`locality._digests`)."""
-        return self.root / _DIGESTS
+        return _JsonObject(self.objects, DIGESTS, "the input digests remembered by the store")
 
     # ------------------------------------------------------------------ reading (never locked)
     def versions(self) -> list[int]:
         """Numbers of the complete versions, oldest first (damaged ones included: :meth:`get` names the damage).
 
-        A version directory without a manifest is a write that never
-        completed, not a version; an entry that is not a directory is a
-        damaged version.
+        A number claimed without a manifest is a write that never completed,
+        not a version; an object where a version's folder belongs is a damaged version.
         """
-        return [n for n, path in self._numbered() if not path.is_dir() or os.path.lexists(path / _MANIFEST)]
+        return sorted(n for n, complete in self._numbered().items() if complete)
 
     def current_version(self) -> int | None:
         """The version ``CURRENT`` points at, or None for an empty store.
@@ -348,24 +444,44 @@ class ConfigStore:
         Raises
         ------
         StoreError
-            The store path is not a directory, or ``CURRENT`` does not hold a version number.
+            The store is not a directory or bucket, or ``CURRENT`` does not hold a version number.
         """
-        self._check_is_directory()
-        path = self.root / _CURRENT
-        repair = f"`locality rollback --store {self.root} --to N` repairs it"
+        return self._read_current()[0]
+
+    def _remembered(self, key: str, read):
+        """``read()``, read once while this thread holds the lease (see ``_memo``)."""
+        if not self._lease.held():
+            return read()
+        if key not in self._memo:
+            self._memo[key] = read()
+        return self._memo[key]
+
+    def _forget(self, *keys: str) -> None:
+        for key in keys:
+            self._memo.pop(key, None)
+
+    def _read_current(self) -> tuple[int | None, str | None]:
+        """The current version and ``CURRENT``'s ETag (None, None for an empty store)."""
+        return self._remembered("current", self._read_current_now)
+
+    def _read_current_now(self) -> tuple[int | None, str | None]:
+        what = "the store's CURRENT"
+        repair = f"`locality rollback --store {self.location} --to N` repairs it"
         try:
-            text = read_text(path, "the store's CURRENT", limit=_CURRENT_LIMIT)
+            blob = read_blob(self.objects, CURRENT, what, limit=_CURRENT_LIMIT)
+            text = None if blob is None else decode(blob.data, what, self.objects.where(CURRENT))
         except StoreDamagedError as exc:
-            raise StoreDamagedError(f"{exc}; versions: {self._listing()} ({repair})", path) from None
-        if text is None:
-            return None
-        if not _NUMBER.fullmatch(text.strip()):
+            raise StoreDamagedError(f"{exc}; versions: {self._listing()} ({repair})", exc.path, exc.problem) from None
+        if blob is None:
+            return None, None
+        parsed = parse_current(text)
+        if parsed is None:
             raise damaged(
-                "the store's CURRENT",
-                path,
+                what,
+                self.objects.where(CURRENT),
                 f"{text.strip()[:40]!r} is not a version number; versions: {self._listing()} ({repair})",
             )
-        return int(text)
+        return parsed[0], blob.etag
 
     def get(self, version: int | None = None) -> StoredVersion:
         """A version (default: the current one).
@@ -374,29 +490,41 @@ class ConfigStore:
         ------
         StoreError
             The store is missing or empty, ``CURRENT`` is damaged, or there is no such version.
-        SerializationError
+        StoreDamagedError
             The version's manifest is damaged.
         """
         named_by_current = version is None
         if named_by_current:
             version = self.current_version()
             if version is None:
-                raise StoreError(f"the store {self.root} has no published version yet")
-        path = self._version_dir(version)
-        what = f"the manifest of version {version}"
-        doc = read_json(path / _MANIFEST, what, limit=_MANIFEST_LIMIT) if self._version_exists(version) else None
+                raise StoreError(f"the store {self.location} has no published version yet")
+        name = f"{_version_prefix(version)}/{MANIFEST}"
+        doc = read_json(self.objects, name, f"the manifest of version {version}", limit=_MANIFEST_LIMIT)
         if doc is None and named_by_current:
             raise StoreError(
-                f"{self.root / _CURRENT} names version {version}, which the store does not have; "
-                f"versions: {self._listing()} (`locality rollback --store {self.root} --to N` repairs it)"
+                f"{self.objects.where(CURRENT)} names version {version}, which the store does not have; "
+                f"versions: {self._listing()} (`locality rollback --store {self.location} --to N` repairs it)"
             )
         if doc is None:
-            raise StoreError(f"the store {self.root} has no version {version}; versions: {self._listing()}")
-        return StoredVersion(version, path, _checked_manifest(doc, version, path / _MANIFEST))
+            raise StoreError(f"the store {self.location} has no version {version}; versions: {self._listing()}")
+        return StoredVersion(version, self.objects, _checked_manifest(doc, version, self.objects.where(name)))
 
     def find(self, fingerprint: str) -> int | None:
-        """The newest version published with ``fingerprint``, if any (damaged versions are skipped, and logged)."""
-        for version in reversed(self.versions()):
+        """The newest version once current that was published with ``fingerprint`` (damaged ones skipped, logged).
+
+        The history names each move's fingerprint, so only the versions it names
+        with that fingerprint (or with none: stores from before it did) are read.
+        """
+        try:
+            recorded = {e["version"]: e.get("fingerprint") for e in self._read_history()[0]}
+        except StoreError:
+            recorded = {}
+        current = self._current_or_none()
+        published = set(recorded) | ({current} if current is not None else set())
+        return self._newest_with(fingerprint, sorted(v for v in published if recorded.get(v) in (fingerprint, None)))
+
+    def _newest_with(self, fingerprint: str, versions: list[int]) -> int | None:
+        for version in reversed(versions):
             try:
                 manifest = self.get(version).manifest
             except StoreError as exc:
@@ -416,25 +544,31 @@ class ConfigStore:
         StoreDamagedError
             ``history.jsonl`` is not a file (the next writer sets it aside).
         """
-        entries, damaged_lines = self._read_history()
+        entries, damaged_lines, _ = self._read_history()
         for number, line in damaged_lines:
-            logger.warning("%s line %d is damaged and skipped: %r", self.root / _HISTORY, number, line[:80])
+            logger.warning("%s line %d is damaged and skipped: %r", self.objects.where(HISTORY), number, line[:80])
         return entries
+
+    def retired(self) -> list[int]:
+        """Complete versions that never became current and never will: a newer version became current after them."""
+        published = self._ever_current()
+        newest = max(published, default=0)
+        return [v for v in self.versions() if v not in published and v < newest]
 
     def survey(self) -> StoreSurvey:
         """Read the whole store defensively: the current version (whole), every manifest, the history.
 
-        Every damaged file is named in :attr:`StoreSurvey.damage`; the versions
+        Every damaged object is named in :attr:`StoreSurvey.damage`; the versions
         other than the current one are checked by size (:meth:`StoredVersion.verify`
         with ``quick``), the current one by size, SHA-256 and a full read.
 
         Raises
         ------
         StoreError
-            ``root`` is not a store: missing, or a file.
+            ``location`` is not a store: nothing is there, or a file is.
         """
-        if not self.root.is_dir():
-            raise StoreError(f"there is no store at {self.root}" + (": it is a file" if self.root.exists() else ""))
+        if not self.objects.exists():
+            raise StoreError(f"there is no store at {self.location}")
         damage: list[str] = []
         current = current_damage = None
         try:
@@ -461,76 +595,68 @@ class ConfigStore:
                     damage.append(str(exc))
         history: list[dict] = []
         try:
-            history, damaged_lines = self._read_history()
+            history, damaged_lines, _ = self._read_history()
             damage += [
-                f"{self.root / _HISTORY} line {n} is damaged (skipped): {line[:60]!r}" for n, line in damaged_lines
+                f"{self.objects.where(HISTORY)} line {n} is damaged (skipped): {line[:60]!r}"
+                for n, line in damaged_lines
             ]
         except StoreError as exc:
             damage.append(f"{exc} (the next publish or rollback sets it aside)")
-        lock = self.root / _LOCK
-        if os.path.lexists(lock) and not lock.is_file():
-            damage.append(
-                f"the store's lock file ({lock}) is damaged: it is not a file (the next writer sets it aside)"
-            )
+        try:
+            self.objects.get(LEASE, limit=64 * 1024)
+        except NotAnObject as exc:
+            damage.append(f"the store's lease ({exc.where}) is damaged: {exc.problem} (the next writer sets it aside)")
         try:
             schedule = self.schedule()
         except StoreError as exc:
             schedule = SwitchSchedule()
             damage.append(str(exc))
-        return StoreSurvey(current, versions, history, damage, current_damage, schedule)
+        readable = {stored.version for stored in versions}
+        for version in sorted(set(schedule.versions) - readable):
+            damage.append(
+                f"the store's schedule ({self.objects.where(SCHEDULE_FILE)}) is damaged: it names version {version}, "
+                f"which the store does not have whole (versions: {sorted(readable)})"
+            )
+        published = {e["version"] for e in history} | ({current} if current is not None else set())
+        newest = max(published, default=0)
+        retired = [s.version for s in versions if s.version not in published and s.version < newest]
+        return StoreSurvey(current, versions, history, damage, current_damage, schedule, retired)
 
     # ------------------------------------------------------------------ checks before a job starts
     def check_writable(self) -> None:
         """Raise :class:`StoreError` unless a writer could use the store (it may not exist yet).
 
-        Checks, by trying, that the directory (or the nearest existing parent
-        it would be created in) accepts a new file.
+        A local store: the directory (or the nearest existing parent it would be
+        created in) accepts a new file, tried for real. A bucket: it exists and answers.
         """
-        self._check_is_directory()
-        probe_dir = self.root
-        while not probe_dir.exists():
-            probe_dir = probe_dir.parent
-        if not probe_dir.is_dir():
-            raise StoreError(f"the store {self.root} cannot be created: {probe_dir} is a file, not a directory")
-        probe = probe_dir / f".probe-{uuid.uuid4().hex}"  # not .tmp-*: a writer's cleanup must not race it
-        try:
-            probe.touch(exist_ok=False)
-            probe.unlink()
-        except OSError as exc:
-            where = "" if probe_dir == self.root else f" (it would be created in {probe_dir})"
-            raise StoreError(f"the store {self.root} is not writable{where}: {exc.strerror}") from None
-        versions = self.root / _VERSIONS
-        if versions.exists() and not versions.is_dir():
-            raise StoreError(f"the store {self.root} is damaged: {versions} is a file, not a directory")
+        self.objects.check_writable()
+        self._numbered()  # a file where versions/ belongs is named now, not after the job ran
 
-    # ------------------------------------------------------------------ writing (always locked)
+    # ------------------------------------------------------------------ writing (always under the lease)
     @contextmanager
     def lock(self) -> Iterator[ConfigStore]:
-        """Hold the store's writer lock for the block (re-entrant in this thread).
+        """Hold the store's lease for the block (re-entrant in this thread).
 
-        The first holder after a crash cleans what the crash left: ``.tmp-*``
-        entries, and a move of ``CURRENT`` the history does not record.
+        The first holder fences ``CURRENT`` and ``SCHEDULE`` with its token and
+        handles what an interrupted writer left (docs/store-protocol.md, steps 3 and 4).
 
         Raises
         ------
         StoreBusyError
-            Another writer kept the lock for ``lock_timeout`` seconds.
+            Another writer kept the lease for ``lock_timeout`` seconds.
         StoreError
-            The store is not a writable directory.
+            The store cannot be written.
         """
-        self._check_is_directory()
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create the store {self.root}: {exc.strerror}") from None
-        writer = WriterLock.of(self.root / _LOCK)
-        first = writer.acquire(self.lock_timeout, self.job)
+        first = self._lease.acquire(self.lock_timeout, self.job, self.lease_seconds)
         try:
             if first:
+                self._fenced, self._memo = {}, {}
                 self._recover()
             yield self
         finally:
-            writer.release()
+            if self._lease.depth == 1:
+                self._memo = {}
+            self._lease.release()
 
     def publish(
         self,
@@ -541,15 +667,17 @@ class ConfigStore:
         metadata: Mapping | None = None,
         in_force_from: int | None = None,
     ) -> PublishResult:
-        """Write ``config`` and its artifacts as a new version and make it current, atomically, under the lock.
+        """Write ``config`` and its artifacts as a new version and make it current, under the lease.
 
         Parameters
         ----------
         config : RoutingConfiguration
         fingerprint : str
             Identity of the input and parameters (:func:`fingerprint`). When a
-            version already has it, nothing is written and ``CURRENT`` stays
-            where it is (see :class:`PublishResult`).
+            version once current already has it, nothing is written and
+            ``CURRENT`` stays where it is (see :class:`PublishResult`); when a
+            complete version that never became current has it (the same run,
+            interrupted), that version is adopted.
         artifacts : mapping of file name -> bytes, str or JSON-ready dict
             Files stored beside the configuration (report, plot, plan).
         metadata : mapping, optional
@@ -565,7 +693,10 @@ class ConfigStore:
         Raises
         ------
         StoreBusyError
-            Another writer held the store for ``lock_timeout`` seconds.
+            Another writer held the store for ``lock_timeout`` seconds, or this
+            writer lost its lease while it worked (:class:`~locality.errors.LeaseLostError`).
+        StoreUnavailableError
+            The store could not be reached: nothing was published.
         StoreError
             The version could not be written (read-only store, disk full,
             file size limit): nothing was published.
@@ -580,27 +711,42 @@ class ConfigStore:
                     logger.warning(
                         "store %s: version %d was made from the same input and parameters; nothing published and "
                         "CURRENT stays at %s (`locality rollback --store %s --to %d` makes it current)",
-                        self.root,
+                        self.location,
                         existing,
                         previous,
-                        self.root,
+                        self.location,
                         existing,
                     )
                 return PublishResult(existing, previous, created=False, current_version=previous)
-            version = self.next_version()
-            schedule = None if in_force_from is None else self.schedule().scheduled(version, in_force_from, previous)
+            orphan = self._newest_with(fingerprint, self._orphans())
+            if orphan is not None and self._is_whole(orphan):
+                self._make_current(
+                    orphan,
+                    previous,
+                    in_force_from,
+                    "publish",
+                    f"{self.job} (adopted version {orphan}, written by an interrupted run of the same input)",
+                )
+                logger.info("store %s: adopted version %d (previous %s)", self.location, orphan, previous)
+                return PublishResult(orphan, previous, created=True, current_version=orphan)
+            if in_force_from is not None:  # a point before the seal is refused before anything is written
+                self.schedule().scheduled(self.next_version(), in_force_from, previous)
+            version = self._claim()
             manifest = {
                 "version": version,
                 "created": _now(),
                 "fingerprint": fingerprint,
-                "files": [_CONFIG_DIR, *(artifacts or {})],
+                "files": [CONFIGURATION, *(artifacts or {})],
+                "job": self.job,
                 **dict(metadata or {}),
             }
-            self._write_version(version, config, artifacts or {}, manifest)
-            if schedule is not None:  # before CURRENT: a crash in between leaves the schedule right for its routers
-                self._write_schedule(schedule)
-            self._move_current(version, previous, "publish", self.job)
-        logger.info("store %s: published version %d (previous %s)", self.root, version, previous)
+            if in_force_from is not None:
+                manifest["in_force_from"] = in_force_from
+            files = {f"{CONFIGURATION}/{name}": data for name, data in config.to_files().items()}
+            files.update({name: as_bytes(content) for name, content in (artifacts or {}).items()})
+            self._write_version(version, files, manifest)
+            self._make_current(version, previous, in_force_from, "publish", self.job)
+        logger.info("store %s: published version %d (previous %s)", self.location, version, previous)
         return PublishResult(version, previous, created=True, current_version=version)
 
     def rollback(self, version: int, *, reason: str | None = None, in_force_from: int | None = None) -> PublishResult:
@@ -613,68 +759,79 @@ class ConfigStore:
         ------
         StoreError
             No such version.
-        SerializationError
+        StoreDamagedError
             The version's files are damaged (then it cannot become current).
         InvalidParameterError
             ``in_force_from`` lies before the schedule's seal.
         """
         with self.lock():
             previous = self._current_or_none()
-            stored = self.get(version)
-            stored.verify()
-            _ = stored.config  # read it whole: a damaged version must not become current
-            if in_force_from is not None:
-                self._write_schedule(self.schedule().scheduled(version, in_force_from, previous))
-            if version != previous:
-                self._move_current(version, previous, "rollback", reason or f"no reason given ({self.job})")
+            self._check_whole(version)
+            if in_force_from is not None or version != previous:
+                self._make_current(
+                    version, previous, in_force_from, "rollback", reason or f"no reason given ({self.job})"
+                )
         return PublishResult(version, previous, created=False, current_version=version)
 
     # ------------------------------------------------------------------ the switch schedule
     def schedule(self) -> SwitchSchedule:
         """Which version is in force from which point, for routers that route by point (:mod:`locality.schedule`)."""
-        self._check_is_directory()
-        return SwitchSchedule.read(self.root)
+        return self._read_schedule()[0]
+
+    def _read_schedule(self) -> tuple[SwitchSchedule, str | None]:
+        what = "the store's schedule"
+        where = self.objects.where(SCHEDULE_FILE)
+        try:
+            blob = read_blob(self.objects, SCHEDULE_FILE, what)
+            if blob is None:
+                return SwitchSchedule(), None
+            return SwitchSchedule.from_document(
+                parse_json(decode(blob.data, what, where), what, where), where
+            ), blob.etag
+        except StoreDamagedError as exc:
+            raise StoreDamagedError(
+                f"the store's schedule {where} is damaged: {exc.problem}", where, exc.problem
+            ) from None
 
     def seal(self, until: int) -> SwitchSchedule:
         """Promise that no version will be scheduled before ``until``, so routers by point route up to it.
 
-        Under the lock; a seal never moves back (an earlier ``until`` changes nothing).
+        Under the lease; a seal never moves back (an earlier ``until`` changes nothing).
         """
         with self.lock():
             schedule = self.schedule().sealed(until, self._current_or_none())
-            self._write_schedule(schedule)
+            self._write_pointer(SCHEDULE_FILE, self._schedule_bytes(schedule))
         return schedule
 
-    def _write_schedule(self, schedule: SwitchSchedule) -> None:
-        self.write_atomically(SCHEDULE_FILE, lambda path: write_bytes(path, as_bytes(schedule.to_dict())))
+    def _schedule_bytes(self, schedule: SwitchSchedule) -> bytes:
+        return as_bytes({**schedule.to_dict(), "writer": self._lease.token})
 
-    def write_atomically(self, relative: str, writer: Callable[[Path], None]) -> Path:
-        """Write job state (a file or a directory) at ``ROOT/relative`` through a temporary sibling and a rename.
+    # ------------------------------------------------------------------ the online job's state
+    def write_state(self, relative: str, content: bytes | Mapping[str, bytes]) -> None:
+        """Write job state at ``relative``: one object (bytes), or a folder of objects (name -> bytes).
 
-        Must be called while holding :meth:`lock`. ``writer(path)`` writes the
-        file or directory at ``path``. An existing directory is not replaced
-        (job state written once per key, like the online job's statistics).
+        Under :meth:`lock` only. A folder is written once: when it is complete
+        already (its last object exists), it is left as it is.
         """
-        if not WriterLock.of(self.root / _LOCK).held():
-            raise RuntimeError(f"write_atomically({relative!r}) needs the store's lock: use `with store.lock():`")
-        target = self.root / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f"{_TMP}{uuid.uuid4().hex}-{target.name}")
+        if not self._lease.held():
+            raise RuntimeError(f"write_state({relative!r}) needs the store's lease: use `with store.lock():`")
+        self._lease.check()
         try:
-            writer(tmp)
-            fsync_tree(tmp)
-            os.replace(tmp, target)
-            fsync(target.parent)
-        except OSError as exc:
-            raise StoreError(f"cannot write {target} in the store: {exc.strerror or exc}") from None
-        finally:
-            remove(tmp)
-        return target
+            if isinstance(content, bytes):
+                self.objects.put(relative, content)
+                return
+            names = list(content)
+            if names and self.objects.head(f"{relative}/{names[-1]}") is not None:
+                return
+            for name in names:  # the last one written last: its presence says the folder is whole
+                self.objects.put(f"{relative}/{name}", content[name])
+        except NotAnObject as exc:
+            raise StoreError(f"cannot write {exc.where} in the store: {exc.problem}") from None
 
     def read_state(self, relative: str, what: str, *, fields: Mapping[str, tuple[str, bool]] | None = None):
-        """Job state at ``ROOT/relative`` (what :meth:`write_atomically` wrote): text, or with ``fields`` a JSON object.
+        """Job state at ``relative`` (what :meth:`write_state` wrote): text, or with ``fields`` a JSON object.
 
-        None when there is none. ``what`` names the file in messages;
+        None when there is none. ``what`` names the object in messages;
         ``fields`` (name -> (kind, required), kinds of
         :data:`locality._store_files.FIELD_KINDS`) asks for a JSON object
         with those fields.
@@ -682,20 +839,29 @@ class ConfigStore:
         Raises
         ------
         StoreDamagedError
-            The file is not a file of UTF-8 text, or not the JSON object ``fields`` describes.
+            The object is not UTF-8 text, or not the JSON object ``fields`` describes.
         """
-        path = self.root / relative
         if fields is None:
-            return read_text(path, what)
-        doc = read_json(path, what)
-        return None if doc is None else check_fields(doc, fields, what, path)
+            return read_text(self.objects, relative, what)
+        doc = read_json(self.objects, relative, what)
+        return None if doc is None else check_fields(doc, fields, what, self.objects.where(relative))
 
-    # ------------------------------------------------------------------ the online job's state
     def statistics(self, window: str | None = None) -> KeyCounts | None:
         """The blended counts stored after ``window`` (default: the latest window's); None when there are none."""
         window = self.latest_window() if window is None else window
-        path = None if window is None else self.root / _STATISTICS / window
-        return KeyCounts.read(path) if path is not None and path.is_dir() else None
+        if window is None:
+            return None
+        folder = f"{_STATISTICS}/{window}"
+        if self.objects.head(f"{folder}/counts.json") is None:
+            return None
+
+        def read(name: str) -> bytes:
+            blob = read_blob(self.objects, f"{folder}/{name}", f"the statistics of window {window}")
+            if blob is None:
+                raise OSError(f"{self.objects.where(folder + '/' + name)} is missing")
+            return blob.data
+
+        return KeyCounts.from_files(read, self.objects.where(folder))
 
     def latest_window(self) -> str | None:
         """The window whose blended counts the next online run blends with (None before the first).
@@ -708,13 +874,15 @@ class ConfigStore:
         what = "the online job's statistics/LATEST"
         latest = self.read_state(_LATEST, what)
         if latest is not None and not _WINDOW_NAME.fullmatch(latest.strip()):
-            raise damaged(what, self.root / _LATEST, f"{latest[:40]!r} names no window")
+            raise damaged(what, self.objects.where(_LATEST), f"{latest[:40]!r} names no window")
         return None if latest is None else latest.strip()
 
     def record_statistics(self, window: str, counts: KeyCounts) -> None:
         """Store the blended counts after ``window`` and make it the latest window (under :meth:`lock`)."""
-        self.write_atomically(f"{_STATISTICS}/{window}", counts.write)
-        self.write_atomically(_LATEST, lambda p: p.write_text(window))
+        files = counts.to_files()
+        order = sorted(files, key=lambda name: name == "counts.json")  # counts.json last: the folder is whole
+        self.write_state(f"{_STATISTICS}/{window}", {name: files[name] for name in order})
+        self.write_state(_LATEST, window.encode())
 
     def decision(self, window: str) -> dict | None:
         """The outcome an online run recorded for ``window``; None when no run decided it."""
@@ -722,112 +890,158 @@ class ConfigStore:
 
     def record_decision(self, window: str, outcome: Mapping) -> None:
         """Record the outcome of ``window`` (under :meth:`lock`), so that a rerun returns it."""
-        self.write_atomically(f"{_DECISIONS}/{window}.json", lambda p: p.write_text(json.dumps(outcome, default=str)))
+        self.write_state(f"{_DECISIONS}/{window}.json", json.dumps(outcome, default=str).encode())
 
-    def served_loads_file(self, since: datetime) -> Path:
-        """Where the ledger of the balance window that began at ``since`` is kept."""
-        return self.root / _BALANCE / f"{since.strftime('%Y%m%dT%H%M%S%z')}.json"
+    def _served_loads_name(self, since: datetime) -> str:
+        return f"{_BALANCE}/{since.strftime('%Y%m%dT%H%M%S%z')}.json"
 
     def served_loads(self, since: datetime) -> dict | None:
         """The ledger of what each instance served since ``since`` (``loads``, ``until``, ``rows``); None before it."""
-        relative = str(self.served_loads_file(since).relative_to(self.root))
         fields = {"loads": ("a JSON object", True), "until": ("a string", True), "rows": ("an integer", True)}
-        return self.read_state(relative, _served_loads_what(since), fields=fields)
+        return self.read_state(self._served_loads_name(since), _served_loads_what(since), fields=fields)
 
     def served_loads_damaged(self, since: datetime, problem: str) -> StoreDamagedError:
         """The error for the ledger of ``since`` damaged by ``problem`` (what its reader finds wrong in its fields)."""
-        return damaged(_served_loads_what(since), self.served_loads_file(since), problem)
+        return damaged(_served_loads_what(since), self.objects.where(self._served_loads_name(since)), problem)
 
     def record_served_loads(self, since: datetime, ledger: Mapping) -> None:
         """Store the ledger of the balance window that began at ``since`` (under :meth:`lock`)."""
-        relative = str(self.served_loads_file(since).relative_to(self.root))
-        self.write_atomically(relative, lambda p: p.write_text(json.dumps(ledger)))
+        self.write_state(self._served_loads_name(since), json.dumps(ledger).encode())
 
     def next_version(self) -> int:
-        """The number the next publish takes (one more than any numbered directory, complete or not)."""
-        return max((n for n, _ in self._numbered()), default=0) + 1
+        """The number the next publish claims (one more than any number claimed, complete or not)."""
+        return max(self._numbered(), default=0) + 1
 
-    # ------------------------------------------------------------------ helpers
-    def _write_version(self, version: int, config: RoutingConfiguration, artifacts: Mapping, manifest: dict) -> None:
-        versions_dir = self.root / _VERSIONS
-        tmp = versions_dir / f"{_TMP}{uuid.uuid4().hex}"
-        current_file = ""
+    # ------------------------------------------------------------------ the protocol's steps
+    def _write_pointer(self, name: str, data: bytes) -> None:
+        """Replace ``CURRENT`` or ``SCHEDULE`` on the ETag this writer holds (created if absent): fenced."""
+        self._lease.check()
+        etag = self._fenced.get(name)
+        self._forget("current")
         try:
-            versions_dir.mkdir(exist_ok=True)
-            tmp.mkdir()
-            current_file = str(tmp / _CONFIG_DIR)
-            config.write(tmp / _CONFIG_DIR)
-            for name, content in artifacts.items():
-                current_file = str(tmp / name)
-                write_bytes(tmp / name, as_bytes(content))
-            manifest["checksums"] = checksums(tmp)
-            current_file = str(tmp / _MANIFEST)
-            write_bytes(tmp / _MANIFEST, as_bytes(manifest))
-            fsync_tree(tmp)
-            os.rename(tmp, self._version_dir(version))
-            fsync(versions_dir)
-        except OSError as exc:
-            raise StoreError(
-                f"cannot write version {version} into the store {self.root} ({current_file or versions_dir}): "
-                f"{exc.strerror or exc}; nothing was published"
+            self._fenced[name] = (
+                self.objects.create(name, data) if etag is None else self.objects.replace(name, data, etag)
+            )
+        except ConditionFailed:
+            self._lease.lost = self._lease.lost or f"another writer wrote {name} after this one took the lease"
+            raise LeaseLostError(
+                f"this writer lost the lease of the store {self.location}: another writer wrote its {name} "
+                f"(nothing more is written by this one; retry later)"
             ) from None
-        finally:
-            remove(tmp)
+        except NotAnObject as exc:
+            raise StoreError(f"cannot write {exc.where}: {exc.problem}") from None
 
-    def _move_current(self, version: int, previous: int | None, action: str, reason: str) -> None:
-        """Point ``CURRENT`` at ``version``, then record the move in the history."""
+    def _make_current(
+        self, version: int, previous: int | None, in_force_from: int | None, action: str, reason: str
+    ) -> None:
+        """Schedule ``version`` (when a point is given), point ``CURRENT`` at it, record the move."""
+        if in_force_from is not None:  # before CURRENT: a crash in between leaves the schedule right for its routers
+            schedule = self.schedule().scheduled(version, in_force_from, previous)
+            self._write_pointer(SCHEDULE_FILE, self._schedule_bytes(schedule))
         self._point_current(version)
         self._record(version, previous, action, reason)
 
     def _point_current(self, version: int) -> None:
-        """Replace ``CURRENT`` atomically and durably (a synced temporary file, ``os.replace``, a synced directory)."""
-        tmp = self.root / f"{_TMP}{uuid.uuid4().hex}-{_CURRENT}"
-        self._clear_for_file(self.root / _CURRENT, "the store's CURRENT")
+        self._write_pointer(CURRENT, f"{version}\nwriter {self._lease.token}\n".encode())
+
+    def _claim(self) -> int:
+        """Claim the next version number (create its ``claim.json`` if absent): only its claimer writes under it."""
+        version = self.next_version()
+        claim = as_bytes({"writer": self._lease.token, "job": self.job, "at": _now(), **this_process()})
+        self._forget("numbered")
+        for _ in range(_CLAIM_ATTEMPTS):
+            self._lease.check()
+            try:
+                self.objects.create(f"{_version_prefix(version)}/{CLAIM}", claim)
+                return version
+            except ConditionFailed:
+                logger.warning("store %s: version %d was claimed by another writer", self.location, version)
+                version += 1
+            except NotAnObject as exc:
+                raise StoreError(f"cannot claim version {version} of the store: {exc.where}: {exc.problem}") from None
+        raise StoreBusyError(
+            f"the store {self.location}: version numbers up to {version - 1} were claimed by other writers while this "
+            "one held the lease (a writer whose lease lapsed is still writing); nothing was published (retry later)"
+        )
+
+    def _write_version(self, version: int, files: Mapping[str, bytes], manifest: dict) -> None:
+        """Write the claimed version's files, then its manifest with their sizes and SHA-256 (created last).
+
+        A write that fails removes what it wrote (its own objects, its claim
+        included), so a rerun takes the same number.
+        """
+        prefix = _version_prefix(version)
+        self._forget("numbered")
+        claim = self.objects.get(f"{prefix}/{CLAIM}")
+        checksums = {CLAIM: {"size": len(claim.data), "sha256": _sha256(claim.data)}} if claim else {}
+        name = ""
         try:
-            write_bytes(tmp, f"{version}\n".encode())
-            os.replace(tmp, self.root / _CURRENT)
-            fsync(self.root)
-        except OSError as exc:
-            raise StoreError(f"cannot move {self.root / _CURRENT} to version {version}: {exc.strerror}") from None
-        finally:
-            remove(tmp)
+            for name, data in files.items():
+                self._lease.check()
+                self.objects.put(f"{prefix}/{name}", data)
+                checksums[name] = {"size": len(data), "sha256": _sha256(data)}
+            name = MANIFEST
+            self._lease.check()
+            self.objects.create(f"{prefix}/{MANIFEST}", as_bytes({**manifest, "checksums": checksums}))
+        except BaseException as exc:
+            self._remove_own(prefix)
+            if isinstance(exc, (StoreError, NotAnObject)) and not isinstance(exc, StoreBusyError):
+                problem = exc.problem if isinstance(exc, NotAnObject) else str(exc)
+                error = type(exc) if isinstance(exc, StoreError) else StoreError
+                raise error(
+                    f"cannot write version {version} into the store {self.location} "
+                    f"({self.objects.where(f'{prefix}/{name}')}): {problem}; nothing was published"
+                ) from None
+            raise
+
+    def _remove_own(self, prefix: str) -> None:
+        """Remove the version this writer claimed and could not finish (best effort: a claim left is never reused).
+
+        Only the claimer writes under a claimed number, so everything there is its own.
+        """
+        self._forget("numbered")
+        try:
+            self.objects.delete_folder(prefix)
+        except (StoreError, NotAnObject) as exc:
+            logger.warning("store %s: could not remove %s: %s", self.location, self.objects.where(prefix), exc)
 
     def _record(self, version: int, previous: int | None, action: str, reason: str) -> None:
+        """Append a move of ``CURRENT`` to the history (replaced on its ETag: an object store cannot append)."""
         entry = {"version": version, "previous": previous, "at": _now(), "action": action, "reason": reason}
-        path = self.root / _HISTORY
         try:
-            self._clear_for_file(path, "the store's history")
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            entry["fingerprint"] = self.get(version).manifest.get("fingerprint")
+        except StoreError:
+            pass  # a version whose manifest does not read is found by reading it, as before the history said
+        line = json.dumps(entry) + "\n"
+        self._forget("history")
+        for _ in range(3):
             try:
-                size = os.fstat(fd).st_size
-                # A crash may have cut the last line short: start on a line of our own.
-                torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
-                os.write(fd, (("\n" if torn else "") + json.dumps(entry) + "\n").encode())
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except (OSError, StoreError) as exc:
-            logger.warning(
-                "store %s: could not record %s of version %d in %s: %s", self.root, action, version, path, exc
-            )
-
-    @staticmethod
-    def _clear_for_file(path: Path, what: str) -> None:
-        """Set aside whatever is at ``path`` if it is not a file (a directory where a store file belongs)."""
-        if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
-            set_aside(path, what)
+                _, _, blob = self._read_history_now()
+                if blob is None:
+                    self.objects.create(HISTORY, line.encode())
+                    return
+                torn = blob.data and not blob.data.endswith(b"\n")  # a crash cut the last line short
+                self.objects.replace(HISTORY, blob.data + (b"\n" if torn else b"") + line.encode(), blob.etag)
+                return
+            except ConditionFailed:
+                continue
+            except StoreDamagedError:
+                set_aside(self.objects, HISTORY, "the store's history")
+            except (StoreError, NotAnObject) as exc:
+                logger.warning("store %s: could not record %s of version %d: %s", self.location, action, version, exc)
+                return
+        logger.warning(
+            "store %s: could not record %s of version %d: the history kept changing", self.location, action, version
+        )
 
     def _recover(self) -> None:
-        """What the first lock holder after a crash does: remove ``.tmp-*`` leftovers, record an unrecorded move."""
-        for directory in [self.root, *(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))]:
-            for leftover in directory.glob(f"{_TMP}*"):
-                logger.info("removing %s left by an interrupted write", leftover)
-                remove(leftover)
+        """What each new lease holder does first: fence, clean, record an unrecorded move, adopt a scheduled orphan."""
+        if isinstance(self.objects, DirectoryObjects):
+            self.objects.sweep(process_is_gone)
+        self._fence()
+        self._remove_abandoned_claims()
         history = self._repair_history()
-        try:
-            current = self.current_version()
-        except StoreError:
-            return  # a damaged CURRENT is repaired by the next publish or rollback, and recorded then
+        current = self._current_or_none()
         if current is None:
             return
         if not history or int(history[-1]["version"]) != current:
@@ -837,48 +1051,185 @@ class ConfigStore:
                 else "current when the store started keeping a history"
             )
             self._record(current, int(history[-1]["version"]) if history else None, "recorded", reason)
+        try:
+            scheduled = set(self.schedule().versions)
+        except StoreError:
+            return
+        for orphan in self._orphans():
+            if orphan in scheduled and self._is_whole(orphan):  # routers by point already route by it: in force
+                self._make_current(
+                    orphan, current, None, "recorded", "scheduled by a writer interrupted before CURRENT moved"
+                )
+                return
+
+    def _remove_abandoned_claims(self) -> None:
+        """Remove the versions claimed, never finished, by writers that died on this host (nobody else can finish them).
+
+        A claim made on another host is left alone: its writer may be alive, stalled, and
+        about to write again (it never becomes a version: its number is past, and it is never current).
+        """
+        for number, complete in self._numbered().items():
+            if complete:
+                continue
+            prefix = _version_prefix(number)
+            try:
+                claim = self.objects.get(f"{prefix}/{CLAIM}")
+                doc = None if claim is None else json.loads(claim.data)
+            except (ValueError, NotAnObject, StoreError):
+                continue  # an unreadable claim: not ours to judge
+            if doc is None:
+                if isinstance(self.objects, DirectoryObjects):  # a folder made for a claim that never came
+                    self.objects.remove_empty_folder(prefix)
+                continue
+            if isinstance(doc, dict) and is_gone(doc):
+                logger.info(
+                    "store %s: removing version %d, claimed by a writer that died (%s)",
+                    self.location,
+                    number,
+                    doc.get("job"),
+                )
+                self._remove_own(prefix)
+
+    def _fence(self) -> None:
+        """Rewrite ``CURRENT`` and ``SCHEDULE`` under this writer's token, each on the ETag read.
+
+        A ``CURRENT`` that is no object (a directory, a FIFO) is set aside: the next move replaces it. A
+        damaged ``SCHEDULE`` is left as it is, named by ``show``: routers by point need what it held.
+        """
+        for name in (CURRENT, SCHEDULE_FILE):
+            try:
+                blob = read_blob(self.objects, name, f"the store's {name}", limit=None if name != CURRENT else 4096)
+            except StoreDamagedError:
+                if name == SCHEDULE_FILE:
+                    continue
+                set_aside(self.objects, name, f"the store's {name}")
+                blob = None
+            if blob is None:
+                self._fenced[name] = None
+                continue
+            self._fenced[name] = blob.etag
+            stamped = self._stamped(name, blob.data)
+            if stamped is not None and stamped != blob.data:
+                self._write_pointer(name, stamped)
+
+    def _stamped(self, name: str, data: bytes) -> bytes | None:
+        """``data`` (of ``CURRENT`` or ``SCHEDULE``) under this writer's token; None when it is damaged."""
+        try:
+            if name == CURRENT:
+                parsed = parse_current(data.decode("ascii"))
+                return None if parsed is None else f"{parsed[0]}\nwriter {self._lease.token}\n".encode()
+            return self._schedule_bytes(SwitchSchedule.from_document(json.loads(data), self.objects.where(name)))
+        except (ValueError, StoreError):
+            return None  # a damaged pointer is replaced by the next move, and named by show until then
 
     def _repair_history(self) -> list[dict]:
         """The history's entries, after setting aside a history with damaged lines (rewritten with the others).
 
         A crash may cut the last line short, and hands or disks may damage
-        others; the damaged file is kept beside the store
+        others; the damaged object is kept beside the store
         (``history.jsonl.damaged-*``) so that ``show`` lists a sound history again.
         """
-        path = self.root / _HISTORY
+        self._forget("history")
         try:
-            entries, bad = self._read_history()
+            entries, bad, blob = self._read_history_now()
         except StoreDamagedError:
-            return []  # not a file: _record sets it aside and starts a new one
-        if bad:
-            tmp = self.root / f"{_TMP}{uuid.uuid4().hex}-{_HISTORY}"
+            set_aside(self.objects, HISTORY, "the store's history")
+            return []
+        if bad and blob is not None:
             try:
-                write_bytes(tmp, "".join(json.dumps(entry) + "\n" for entry in entries).encode())
-                set_aside(path, f"the store's history ({len(bad)} damaged lines, first {bad[0][0]})")
-                os.replace(tmp, path)
-                fsync(self.root)
-            except (OSError, StoreError) as exc:
-                logger.warning("store %s: could not set aside the damaged lines of %s: %s", self.root, path, exc)
-            finally:
-                remove(tmp)
+                aside = set_aside(
+                    self.objects, HISTORY, f"the store's history ({len(bad)} damaged lines, first {bad[0][0]})"
+                )
+                logger.info("the damaged history is kept as %s", aside)
+                self.objects.create(HISTORY, "".join(json.dumps(e) + "\n" for e in entries).encode())
+            except (ConditionFailed, StoreError, NotAnObject) as exc:
+                logger.warning("store %s: could not set aside the damaged lines of its history: %s", self.location, exc)
         return entries
+
+    def _read_history(self) -> tuple[list[dict], list[tuple[int, str]], object]:
+        """The history's valid entries, its damaged lines ``(number, text)`` and the object read (None: none).
+
+        Lines are ASCII JSON objects (``json.dumps`` escapes the rest), so a
+        line with a byte that is not is damaged, like one cut short.
+        """
+        return self._remembered("history", self._read_history_now)
+
+    def _read_history_now(self) -> tuple[list[dict], list[tuple[int, str]], object]:
+        what = "the store's history"
+        where = self.objects.where(HISTORY)
+        blob = read_blob(self.objects, HISTORY, what, limit=_HISTORY_LIMIT)
+        text = "" if blob is None else blob.data.decode("utf-8", errors="replace")
+        entries, bad = [], []
+        for number, line in enumerate(text.splitlines(), 1):
+            try:
+                entry = check_fields(json.loads(line), _HISTORY_FIELDS, what, where)
+                if entry["version"] < 1 or "\ufffd" in line:
+                    raise ValueError(line)
+                entries.append(entry)
+            except (ValueError, StoreDamagedError):
+                bad.append((number, line))
+        return entries, bad, blob
+
+    # ------------------------------------------------------------------ helpers
+    def _check_whole(self, version: int) -> None:
+        """Raise StoreError unless ``version`` reads whole: a damaged version must not become current."""
+        stored = self.get(version)
+        stored.verify()
+        _ = stored.config
+
+    def _is_whole(self, version: int) -> bool:
+        """Whether ``version`` reads whole (its damage logged when not)."""
+        try:
+            self._check_whole(version)
+            return True
+        except StoreError as exc:
+            logger.warning("store %s: version %d is not adopted: %s", self.location, version, exc)
+            return False
+
+    def _ever_current(self) -> set[int]:
+        """The versions that were current once: the history's, and the current one."""
+        try:
+            published = {e["version"] for e in self._read_history()[0]}
+        except StoreError:
+            published = set()
+        current = self._current_or_none()
+        return published | ({current} if current is not None else set())
+
+    def _orphans(self) -> list[int]:
+        """Complete versions newer than every version once current: written by runs interrupted before CURRENT moved."""
+        newest = max(self._ever_current(), default=0)
+        return [v for v in self.versions() if v > newest]
 
     def _current_or_none(self) -> int | None:
         try:
             return self.current_version()
         except StoreError as exc:
+            if isinstance(exc, StoreBusyError):
+                raise
             logger.warning("%s; the next move of CURRENT replaces it", exc)
             return None
 
-    def _numbered(self) -> list[tuple[int, Path]]:
-        directory = self.root / _VERSIONS
-        if not is_directory(directory, "the store's versions directory"):
-            return []
-        return sorted((int(p.name), p) for p in directory.iterdir() if _NUMBER.fullmatch(p.name))
+    def _numbered(self) -> dict[int, bool]:
+        """Every claimed version number -> whether its version is complete (or is an object where a folder belongs)."""
+        return self._remembered("numbered", self._numbered_now)
 
-    def _version_exists(self, version: int) -> bool:
-        """True if version ``version`` has a directory; StoreDamagedError if a file (or else) is in its place."""
-        return is_directory(self._version_dir(version), f"version {version} of the store")
+    def _numbered_now(self) -> dict[int, bool]:
+        try:
+            children = self.objects.children(f"{VERSIONS}/")
+        except NotAnObject as exc:
+            raise damaged("the store's versions directory", exc.where, exc.problem) from None
+        numbered = {int(name): is_folder for name, is_folder in children.items() if _NUMBER.fullmatch(name)}
+        if self.is_local:  # a manifest is one stat away: no listing of every version's files
+            root = self.objects.root / VERSIONS
+            return {n: not folder or os.path.lexists(root / f"{n:06d}" / MANIFEST) for n, folder in numbered.items()}
+        complete = {
+            int(info.name.split("/")[1])
+            for info in self.objects.list(f"{VERSIONS}/")
+            if info.name.count("/") == 2
+            and info.name.endswith(f"/{MANIFEST}")
+            and _NUMBER.fullmatch(info.name.split("/")[1])
+        }
+        return {n: not folder or n in complete for n, folder in numbered.items()}
 
     def _listing(self) -> str:
         """The version numbers, for a message (or why they cannot be listed)."""
@@ -886,35 +1237,3 @@ class ConfigStore:
             return str(self.versions())
         except StoreError as exc:
             return f"none readable ({exc})"
-
-    def _read_history(self) -> tuple[list[dict], list[tuple[int, str]]]:
-        """The history's valid entries and its damaged lines ``(number, text)``.
-
-        Lines are ASCII JSON objects (``json.dumps`` escapes the rest), so a
-        line with a byte that is not is damaged, like one cut short.
-        """
-        path = self.root / _HISTORY
-        what = "the store's history"
-        try:
-            text = read_text(path, what)
-        except StoreDamagedError as exc:
-            if "UTF-8" not in str(exc):
-                raise
-            text = path.read_bytes().decode("utf-8", errors="replace")
-        entries, bad = [], []
-        for number, line in enumerate((text or "").splitlines(), 1):
-            try:
-                entry = check_fields(json.loads(line), _HISTORY_FIELDS, what, path)
-                if entry["version"] < 1 or "\ufffd" in line:
-                    raise ValueError(line)
-                entries.append(entry)
-            except (ValueError, StoreDamagedError):
-                bad.append((number, line))
-        return entries, bad
-
-    def _check_is_directory(self) -> None:
-        if self.root.exists() and not self.root.is_dir():
-            raise StoreError(f"the store {self.root} is a file, not a directory")
-
-    def _version_dir(self, version: int) -> Path:
-        return self.root / _VERSIONS / f"{version:06d}"

@@ -86,7 +86,7 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
     store = ConfigStore(params.store, lock_timeout=params.lock_timeout, job="locality optimize")
     store.check_writable()
     check_trace(params.trace)
-    key = fingerprint(input_identity(params.trace, store.digests_path), params.fingerprint_parameters())
+    key = fingerprint(input_identity(params.trace, store.digest_cache), params.fingerprint_parameters())
     existing = store.find(key)
     if existing is not None:
         stored = store.get(existing)

@@ -217,4 +217,4 @@ class OnlineParams(JobParams):
         params.pop("lock_timeout")
         params["trace"] = self.trace.describe()
         params["topology"] = self.topology.to_dict() if self.topology else None
-        return fingerprint(input_identity(self.trace, ConfigStore(self.store).digests_path), params)[:32]
+        return fingerprint(input_identity(self.trace, ConfigStore(self.store).digest_cache), params)[:32]

@@ -66,7 +66,7 @@ class ParquetScan:
 
         if not spec.local:
             return None
-        files = [name for name, _, _ in input_files(spec)]
+        files = [file.path for file in input_files(spec)]
         if not files or spec.file_format(files) != "parquet":
             return None
         slices = _slices(files, spark.sparkContext.defaultParallelism)

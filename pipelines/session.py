@@ -1,10 +1,11 @@
 """Building a SparkSession that works here and under ``spark-submit``.
 
 Only entry points call :func:`build_session`; everything else takes the
-session as an argument. Under ``spark-submit`` the master, memory and jars
-come from the submit command and ``getOrCreate`` returns that session
-unchanged. An embedded session loads the jars the set-up fetched
-(GraphFrames, :mod:`pipelines.jars`).
+session as an argument. Under ``spark-submit`` the master, memory, jars and
+Hadoop settings come from the submit command and ``getOrCreate`` returns that
+session unchanged. An embedded session loads the jars the set-up fetched
+(GraphFrames, Hadoop's ``s3a`` connector: :mod:`pipelines.jars`) and points
+``s3a`` where the AWS SDKs' standard variables point (:func:`s3a_options`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 
 from pipelines.jars import spark_jars, spark_jars_dir
 
-__all__ = ["build_session", "DEFAULT_MASTER"]
+__all__ = ["build_session", "s3a_options", "DEFAULT_MASTER"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +48,9 @@ def build_session(
     ``sys.executable``; ``SPARK_LOCAL_IP`` defaults to loopback for an
     embedded session. The console progress bar and the UI are off: the CLI
     shows its own progress on stderr. An embedded session puts the jars of
-    :func:`pipelines.jars.spark_jars` (GraphFrames, fetched by the set-up) on
-    ``spark.jars``; under ``spark-submit``, ``--jars`` / ``--packages`` do.
+    :func:`pipelines.jars.spark_jars` (GraphFrames, ``s3a``, fetched by the
+    set-up) on ``spark.jars`` and configures ``s3a`` with :func:`s3a_options`;
+    under ``spark-submit``, ``--jars`` / ``--packages`` / ``--conf`` do.
     """
     from pyspark.errors import PySparkRuntimeError
     from pyspark.sql import SparkSession
@@ -75,6 +77,8 @@ def build_session(
         if jars:
             builder = builder.config("spark.jars", ",".join(jars))
         logger.debug("jars of the embedded session (from %s): %s", spark_jars_dir(), jars or "none")
+        for name, value in s3a_options().items():
+            builder = builder.config(f"spark.hadoop.{name}", value)
     spark = (
         builder.config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
@@ -84,3 +88,26 @@ def build_session(
     spark.sparkContext.setLogLevel(log_level)
     logger.info("Spark %s, master %s", spark.version, spark.sparkContext.master)
     return spark
+
+
+def s3a_options() -> dict[str, str]:
+    """Hadoop's ``s3a`` settings that reach the S3 the AWS SDKs' standard variables name (:mod:`locality._aws`).
+
+    ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` give the endpoint, with
+    buckets addressed by path; the region is always given, as ``s3a`` signs for
+    ``us-east-2`` when it has an endpoint and no region; credentials come from
+    the AWS SDK's default chain (variables, profiles, web identity, the
+    instance's role), where ``s3a``'s own list has no profiles. ``s3://`` is
+    served by ``s3a`` too: traces and stores take either scheme.
+    """
+    from locality._aws import s3_settings
+
+    settings = s3_settings()
+    options = {
+        "fs.s3a.endpoint.region": settings.region,
+        "fs.s3a.aws.credentials.provider": "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider",
+        "fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+    }
+    if settings.endpoint is not None:
+        options |= {"fs.s3a.endpoint": settings.endpoint, "fs.s3a.path.style.access": "true"}
+    return options

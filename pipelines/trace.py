@@ -11,17 +11,20 @@ There are two readers of one contract: :func:`read_trace` (a Spark DataFrame,
 for the jobs) and :func:`read_trace_frame` (a pandas DataFrame read with
 pyarrow, for ``locality replay``, which holds the trace in memory anyway and
 needs no Spark). Both take the same files (a directory or glob holding files
-of more than one format is refused, naming them), run the same checks, parse
+of more than one format is refused, naming them; the format is the one the
+listed files' names say), run the same checks, parse
 CSV as CSV (quoted fields may hold newlines and doubled quotes, as
 spreadsheets and Python's ``csv`` write them), read a timestamp column held as
 ISO 8601 text as timestamps, and keep the same time range: instants, UTC
 where a zone is missing (:mod:`locality.time_range`). CSV and JSON files may
 be compressed (``.gz``, ``.bz2``).
 
-:func:`check_trace` looks at local files before Spark does any work (a job
-checks them before it even starts its session): every file exists, can be
-read and is not empty; Parquet footers hold the columns with usable types
-(and the same types in every file); CSV headers hold the columns once each;
+:func:`check_trace` looks at the files before Spark does any work (a job
+checks them before it even starts its session), local or in S3; those only
+Spark's Hadoop file system lists (``hdfs://``...), once a session runs
+(:mod:`pipelines.trace_files`): every file exists, can be read and is not
+empty; Parquet footers hold the columns with usable types (and the same
+types in every file); CSV headers hold the columns once each;
 the first :data:`PREFIX_BYTES` of each CSV or JSON file decode with the
 trace's ``encoding`` into keys without U+FFFD, and JSON lines are objects
 whose keys keep one type. What the prefix does not show, the counting pass
@@ -40,21 +43,21 @@ import codecs
 import csv
 import dataclasses
 import functools
-import glob
 import gzip
 import io
 import json
 import logging
-import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
+from typing import BinaryIO
 
+from locality._digests import DigestCache, file_digests
 from locality.errors import InvalidParameterError, JobError, TraceError
 from locality.time_range import parse_time, within
+from pipelines.trace_files import TraceFile, can_list, is_glob, is_local, list_files, open_file
 
 __all__ = [
     "TraceSpec",
@@ -161,12 +164,12 @@ class TraceSpec:
 
     @property
     def local(self) -> bool:
-        """True when Python can open the files (a path or ``file://``); False for ``hdfs://``, ``s3a://``..."""
-        return "://" not in self.path or self.path.startswith("file://")
+        """True for a local path or ``file://``; False for ``s3a://``, ``hdfs://``..."""
+        return is_local(self.path)
 
     def file_format(self, files: Sequence[str]) -> str:
-        """``format``, or the one the names of ``files`` (or the path) say."""
-        return self.format or _detect_format(self.path, list(files))
+        """``format``, or the one the names of the trace's listed ``files`` say."""
+        return self.format or _detect_format(self.path, files)
 
     def time_range(self) -> tuple[datetime | None, datetime | None]:
         """``(start, end)`` as UTC-aware datetimes (None when unset)."""
@@ -200,25 +203,6 @@ def _spark_encoding(name: object) -> str:
     return ENCODINGS[canonical]
 
 
-def _matching_files(path: str) -> list[str]:
-    if any(ch in path for ch in "*?["):
-        files = sorted(glob.glob(path))
-    elif os.path.isdir(path):
-
-        def unreadable(exc: OSError) -> None:
-            raise TraceError(f"cannot list the trace directory {exc.filename!r}: {exc.strerror}")
-
-        files = sorted(
-            os.path.join(root, name)
-            for root, _, names in os.walk(path, onerror=unreadable)
-            for name in names
-            if not name.startswith((".", "_"))
-        )
-    else:
-        files = [path] if os.path.exists(path) else []
-    return files
-
-
 def _format_of(name: str) -> str | None:
     """The format a file name says (``.csv``, ``.csv.gz``, ``.parquet``...), or None."""
     lower = name.lower()
@@ -234,20 +218,22 @@ def _compression(name: str):
     return next((opener for ext, opener in COMPRESSIONS.items() if name.lower().endswith(ext)), None)
 
 
-def _detect_format(path: str, files: list[str]) -> str:
-    for name in files or [path]:
+def _detect_format(path: str, files: Sequence[str]) -> str:
+    """The format the names of the files listed say (not the path: a directory's name says nothing)."""
+    for name in files:
         fmt = _format_of(name)
         if fmt is not None:
             return fmt
     raise TraceError(f"cannot tell the format of {path!r} from its file names; pass format (parquet, csv or json)")
 
 
-def _data_files(spec: TraceSpec, files: list[str]) -> list[str]:
-    """The trace's data files among ``files``: those of its one format (a README or _SUCCESS beside them is not data).
+def _data_files(spec: TraceSpec, listed: list[TraceFile]) -> list[TraceFile]:
+    """The trace's data files among ``listed``: those of its one format (a README beside them is not data).
 
     Files without a format's extension are all data when no file has one
     (then ``format`` says what they are). With ``newest``, only the newest
-    that many (by modification time, then name).
+    that many (by modification time, then name), from the listing: a remote
+    trace's too.
 
     Raises
     ------
@@ -255,36 +241,40 @@ def _data_files(spec: TraceSpec, files: list[str]) -> list[str]:
         The files are of more than one format (the message names some of
         each), or of another format than ``format``.
     """
-    by_format: dict[str, list[str]] = {}
-    for name in files:
-        fmt = _format_of(name)
+    by_format: dict[str, list[TraceFile]] = {}
+    for file in listed:
+        fmt = _format_of(file.path)
         if fmt is not None:
-            by_format.setdefault(fmt, []).append(name)
+            by_format.setdefault(fmt, []).append(file)
     if len(by_format) > 1:
-        listing = "; ".join(f"{fmt}: {_some(names)}" for fmt, names in sorted(by_format.items()))
+        listing = "; ".join(f"{fmt}: {_some(_paths(files))}" for fmt, files in sorted(by_format.items()))
         first = sorted(by_format)[0]
-        where = spec.path.rstrip("/") + "/*" + FORMATS[first][0] if os.path.isdir(spec.path) else "a glob"
+        where = "a glob" if is_glob(spec.path) else spec.path.rstrip("/") + "/*" + FORMATS[first][0]
         raise TraceError(
             f"the trace at {spec.path!r} holds files of {len(by_format)} formats ({listing}): a trace is one format; "
             f"move the others away, or name the files of one format (e.g. {where!r})"
         )
     if spec.format is not None and by_format and spec.format not in by_format:
-        (fmt, names), *_ = by_format.items()
+        (fmt, files), *_ = by_format.items()
         raise TraceError(
             f"the format is {spec.format} (--format) but the files of the trace at {spec.path!r} are {fmt}: "
-            f"{_some(names)}"
+            f"{_some(_paths(files))}"
         )
-    matching = next(iter(by_format.values())) if by_format else files
-    if len(matching) < len(files):
+    matching = next(iter(by_format.values())) if by_format else listed
+    if len(matching) < len(listed):
         logger.info(
             "trace %s: not data (no %s extension): %s",
             spec.path,
             "/".join(by_format),
-            _some(sorted(set(files) - set(matching))),
+            _some(sorted(set(_paths(listed)) - set(_paths(matching)))),
         )
     if spec.newest is not None:
-        matching = sorted(matching, key=lambda f: (os.stat(f).st_mtime_ns, f))[-spec.newest :]
-    return sorted(matching)
+        matching = sorted(matching, key=lambda f: (f.modified_ns, f.path))[-spec.newest :]
+    return sorted(matching, key=lambda f: f.path)
+
+
+def _paths(files: Sequence[TraceFile]) -> list[str]:
+    return [file.path for file in files]
 
 
 def _some(names: Sequence[str], shown: int = 3) -> str:
@@ -340,50 +330,49 @@ def _after_colon(line: str) -> str:
     return line
 
 
-def input_files(spec: TraceSpec) -> list[tuple[str, int, int]]:
-    """``(path, size, mtime_ns)`` of every local input file (the data files of the trace's one format).
+def input_files(spec: TraceSpec) -> list[TraceFile]:
+    """The trace's data files (those of its one format; with ``newest``, the newest), sorted by path.
 
-    Non-local paths (``hdfs://``, ``s3a://``) give the path alone.
+    Listed where they are (:mod:`pipelines.trace_files`): a local directory or
+    glob, an S3 prefix, or, with a Spark session at hand, any Hadoop file system.
+
+    Raises
+    ------
+    TraceError
+        The listing failed, or the files are of more than one format.
     """
-    if not spec.local:
-        return [(spec.path, 0, 0)]
-    out = []
-    files = _matching_files(spec.path.removeprefix("file://"))
-    if files:
-        files = _data_files(spec, files)
-    for name in files:
-        try:
-            stat = os.stat(name)
-        except OSError as exc:
-            raise TraceError(f"cannot read the trace file {name!r}: {exc.strerror}") from None
-        out.append((os.path.abspath(name), stat.st_size, stat.st_mtime_ns))
-    return out
+    listed = list_files(spec.path)
+    return _data_files(spec, listed) if listed else []
 
 
-def input_identity(spec: TraceSpec, cache: Path | None = None) -> list[tuple]:
-    """What identifies the trace's content, for the store's fingerprint: ``(size, SHA-256)`` of every local file.
+def input_identity(spec: TraceSpec, cache: DigestCache | None = None) -> list[tuple]:
+    """What identifies the trace's content, for the store's fingerprint, one tuple per file.
 
-    A file touched, copied with its dates or moved is the same input; a file
-    rewritten is not (:mod:`locality._digests`, whose ``cache`` spares reading
-    unchanged files again). A path Python cannot open (``hdfs://``,
-    ``s3a://``) is identified by the path alone.
+    A local file is its ``(size, SHA-256)``: a file touched, copied with its
+    dates or moved is the same input; a file rewritten is not
+    (:mod:`locality._digests`, whose ``cache`` spares reading unchanged files
+    again). A remote file is ``(path, size, ETag)`` from the listing (its
+    modification time where the file system has no ETag, as HDFS): reading
+    every byte of a remote trace to identify it would cost what the job costs,
+    and a file rewritten at the same path gets a new ETag (and a new time).
     """
-    from locality._digests import file_digests
-
+    files = input_files(spec)
     if not spec.local:
-        return [(spec.path,)]
-    names = [name for name, _, _ in input_files(spec)]
+        return [(file.path, file.size, file.etag or file.modified_ns) for file in files]
     try:
-        return file_digests(names, cache)
+        return file_digests(_paths(files), cache)
     except OSError as exc:
         raise TraceError(f"cannot read the trace file {exc.filename!r}: {exc.strerror}") from None
 
 
 def check_trace(spec: TraceSpec, *, spark: bool = True) -> None:
-    """Check the trace's local files before Spark starts (see the module docstring); remote paths pass.
+    """Check the trace's files before Spark starts (see the module docstring), local or remote.
 
-    ``spark=False`` for the reader without Spark: what only Spark cannot
-    read (nanosecond timestamps) passes.
+    A trace on a Hadoop file system (``hdfs://``...) can be listed only through
+    a Spark session: with none running yet, it passes, and the job checks it
+    once its session started (:func:`read_trace` does). ``spark=False`` for the
+    reader without Spark: what only Spark cannot read (nanosecond timestamps)
+    passes.
 
     Raises
     ------
@@ -395,7 +384,8 @@ def check_trace(spec: TraceSpec, *, spark: bool = True) -> None:
     InvalidParameterError
         ``encoding`` given for Parquet files.
     """
-    if not spec.local:
+    if not can_list(spec.path):
+        logger.info("trace %s: checked once Spark started (only Spark's Hadoop file system lists it)", spec.path)
         return
     files = input_files(spec)
     if not files:
@@ -404,34 +394,44 @@ def check_trace(spec: TraceSpec, *, spark: bool = True) -> None:
 
 
 @functools.lru_cache(maxsize=32)
-def _check_files(spec: TraceSpec, files: tuple[tuple[str, int, int], ...], spark: bool) -> None:
-    # Cached by the files' (path, size, mtime): the CLI checks before starting Spark and read_trace checks again.
-    names = [name for name, _, _ in files]
-    fmt = spec.file_format(names)
+def _check_files(spec: TraceSpec, files: tuple[TraceFile, ...], spark: bool) -> None:
+    # Cached by the files' (path, size, time, ETag): the CLI checks before starting Spark and read_trace checks again.
+    fmt = spec.file_format(_paths(files))
     if fmt == "parquet" and spec.encoding is not None:
         raise InvalidParameterError(_PARQUET_ENCODING)
     kinds_seen: dict[str, tuple[str, str, str]] = {}  # column -> (kind, type name, first file with it)
-    for name, size, _ in files:
-        if size == 0:
-            raise TraceError(f"the trace file {name!r} is empty (0 bytes): remove it or point at the other files")
+    for file in files:
+        if file.size == 0:
+            raise TraceError(f"the trace file {file.path!r} is empty (0 bytes): remove it or point at the other files")
         if fmt == "parquet":
-            _check_parquet(spec, name, kinds_seen, spark)
+            _check_parquet(spec, file, kinds_seen, spark)
             continue
-        prefix, whole = _read_prefix(name)
+        prefix, whole = _read_prefix(file)
         if fmt == "csv":
-            _check_csv(spec, name, _decode_prefix(prefix, spec.encoding, whole), whole)
+            _check_csv(spec, file.path, _decode_prefix(prefix, spec.encoding, whole), whole)
         else:
-            _check_json(spec, name, _decode_prefix(prefix, spec.encoding, whole).split("\n"))
+            _check_json(spec, file.path, _decode_prefix(prefix, spec.encoding, whole).split("\n"))
 
 
-def _read_prefix(name: str) -> tuple[bytes, bool]:
+@contextmanager
+def _data(file: TraceFile) -> Iterator[BinaryIO]:
+    """``file`` opened for its data: decompressed when its name says so (``.gz``, ``.bz2``), seekable otherwise."""
+    with open_file(file) as raw:
+        opener = _compression(file.path)
+        if opener is None:
+            yield raw
+        else:
+            with opener(raw, "rb") as decompressed:
+                yield decompressed
+
+
+def _read_prefix(file: TraceFile) -> tuple[bytes, bool]:
     """The first :data:`PREFIX_BYTES` of a file's data (decompressed), and whether that is all of it."""
-    opener = _compression(name) or open
     try:
-        with opener(name, "rb") as fh:
+        with _data(file) as fh:
             data = fh.read(PREFIX_BYTES + 1)
     except (OSError, EOFError) as exc:  # EOFError: a compressed file cut short
-        raise TraceError(f"cannot read the trace file {name!r}: {getattr(exc, 'strerror', None) or exc}") from None
+        raise TraceError(f"cannot read the trace file {file.path!r}: {getattr(exc, 'strerror', None) or exc}") from None
     return data[:PREFIX_BYTES], len(data) <= PREFIX_BYTES
 
 
@@ -499,12 +499,14 @@ def _check_columns_present(spec: TraceSpec, where: str, names: Sequence[str]) ->
         raise TraceError(f"{where} has no column {', '.join(map(repr, missing))}; columns present: {list(names)}")
 
 
-def _check_parquet(spec: TraceSpec, name: str, kinds_seen: dict[str, tuple[str, str, str]], spark: bool) -> None:
+def _check_parquet(spec: TraceSpec, file: TraceFile, kinds_seen: dict[str, tuple[str, str, str]], spark: bool) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    name = file.path
     try:
-        schema = pq.read_schema(name)
+        with _data(file) as fh:
+            schema = pq.read_schema(fh)
     except (OSError, pa.ArrowException) as exc:
         raise TraceError(f"cannot read the trace at {name!r}: not a Parquet file, or truncated ({exc})") from None
     _check_columns_present(spec, f"the trace file {name!r}", schema.names)
@@ -637,7 +639,7 @@ def read_trace(spark, spec: TraceSpec):
     from pyspark.sql import functions as F
 
     check_trace(spec)
-    files = [name for name, _, _ in input_files(spec)] if spec.local else []
+    files = _paths(input_files(spec))
     fmt = spec.file_format(files)
     reader = spark.read
     if fmt == "csv":
@@ -648,10 +650,10 @@ def read_trace(spark, spec: TraceSpec):
         reader = reader.option("encoding", spec.encoding)
         if fmt == "json":
             reader = reader.option("lineSep", "\n")  # Spark needs it to split lines of a non-UTF-8 JSON file
-    # Spark reads the glob/directory itself; a file list keeps hidden files out.
-    source = files if spec.local else spec.path
+    # The files listed, not the directory or glob: Spark reads what was checked and what the fingerprint names
+    # (with newest, the newest files alone; never a README beside the data).
     with spark_read_errors(spec.path):
-        df = reader.format(fmt).load(source)
+        df = reader.format(fmt).load(files)
         names = df.columns
         if fmt == "json" and _CORRUPT in names:
             _raise_on_corrupt_json(df, spec)
@@ -678,22 +680,20 @@ def read_trace_frame(spec: TraceSpec):
     The same files, checks, column types and time range as :func:`read_trace`
     (a timestamp without a zone is UTC). Rows with a null or empty key are
     dropped, as the counting pass drops them, and their number is logged. For
-    a trace that fits in memory (``locality replay``); local paths only.
+    a trace that fits in memory (``locality replay``): local, or in S3.
 
     Raises
     ------
     TraceError
-        As :func:`read_trace`; also a path Python cannot open (``hdfs://``...),
-        and files that disagree on a column's type.
+        As :func:`read_trace`; also a trace only Spark's Hadoop file system
+        lists (``hdfs://``...), and files that disagree on a column's type.
     """
     import pyarrow as pa
 
-    if not spec.local:
-        raise TraceError(f"{spec.path!r} is not a local path: this command reads local files (copy the trace here)")
     check_trace(spec, spark=False)
-    files = [name for name, _, _ in input_files(spec)]
-    fmt = spec.file_format(files)
-    tables = [_arrow_table(name, fmt, spec) for name in files]
+    files = input_files(spec)  # a trace no one can list without Spark is refused here, saying so
+    fmt = spec.file_format(_paths(files))
+    tables = [_arrow_table(file, fmt, spec) for file in files]
     try:
         table = pa.concat_tables(tables, promote_options="permissive")
     except pa.ArrowException as exc:
@@ -711,7 +711,7 @@ def read_trace_frame(spec: TraceSpec):
     return _without_missing_keys(frame, spec)
 
 
-def _arrow_table(name: str, fmt: str, spec: TraceSpec):
+def _arrow_table(file: TraceFile, fmt: str, spec: TraceSpec):
     """One file of the trace as an Arrow table (CSV parsed as CSV; text in ``spec.encoding``)."""
     import pyarrow as pa
     import pyarrow.csv as pa_csv
@@ -719,10 +719,9 @@ def _arrow_table(name: str, fmt: str, spec: TraceSpec):
     import pyarrow.parquet as pq
 
     try:
-        if fmt == "parquet":
-            return pq.read_table(name, columns=list(spec.columns))
-        opener = _compression(name) or open
-        with opener(name, "rb") as fh:
+        with _data(file) as fh:
+            if fmt == "parquet":
+                return pq.read_table(fh, columns=list(spec.columns))
             data = fh.read()
         if fmt == "csv":
             return pa_csv.read_csv(
@@ -738,7 +737,7 @@ def _arrow_table(name: str, fmt: str, spec: TraceSpec):
             data = data.decode(spec.encoding).encode("utf-8")
         return pa_json.read_json(io.BytesIO(data))
     except (OSError, EOFError, UnicodeDecodeError, pa.ArrowException) as exc:
-        raise TraceError(f"cannot read the trace file {name!r}: {str(exc).splitlines()[0][:300]}") from None
+        raise TraceError(f"cannot read the trace file {file.path!r}: {str(exc).splitlines()[0][:300]}") from None
 
 
 def _nullable_int():

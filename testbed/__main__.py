@@ -1,4 +1,4 @@
-"""``python -m testbed clean``: remove what killed testbed runs left behind; ``list``: show every run's names."""
+"""``python -m testbed clean``: remove what killed runs left behind; ``list``: every run's namespaces, links, mounts."""
 
 from __future__ import annotations
 

@@ -5,8 +5,17 @@ operator per server (Caneill et al., Middleware 2016, Section 4.1). :class:`Flin
 that with Flink's own scripts from the ``apache-flink`` wheel (``bin/jobmanager.sh`` and
 ``bin/taskmanager.sh start-foreground``, the jars in ``lib/``): a JobManager in one server and a
 TaskManager in each of the others, each bound to its server's address, with ``slots`` task slots
-(one by default: server *i* runs subtask *i* of every operator). One ``FLINK_CONF_DIR`` written
-here holds the cluster's ``config.yaml`` (JSON, which YAML reads) and Flink's own log4j files.
+(one by default: server *i* runs subtask *i* of every operator).
+
+The servers may share nothing but the network (a :class:`~testbed.network.Testbed` with private
+files): each daemon's configuration (``config.yaml``, written as JSON, which YAML reads, and Flink's
+own log4j files) is written into its server's own files (:data:`CONF_DIR`), its logs go there too
+and its console to a host file, and what the jobs read and write travels to an object store by URI:
+with ``s3_env`` (the AWS variables of an S3 server, :attr:`testbed.s3server.S3Server.env`), every
+daemon has them, as an instance's role and settings would give them, and Flink's own S3 file system
+(``flink-s3-fs-hadoop``, fetched by ``make flink-s3`` and installed into the distribution's
+``plugins/`` by :func:`install_s3_plugin`) is pointed at the same server
+(:func:`locality.engines.flink_s3.flink_s3_configuration`): savepoints go to ``s3://...``.
 
 Jobs are submitted with ``bin/flink run --detached`` from the JobManager's server and followed
 through the REST API, read from inside that server (:meth:`Testbed.call_in`): a job's state,
@@ -22,16 +31,25 @@ import re
 import shutil
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from locality._aws import S3Settings
 from locality.engines.flink_rest import FlinkRest
+from locality.engines.flink_s3 import S3_PLUGINS, flink_s3_configuration
 from testbed.network import Server, Testbed
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FlinkCluster", "JobVertex", "flink_home_of"]
+__all__ = [
+    "FlinkCluster",
+    "JobVertex",
+    "fetched_s3_plugin",
+    "flink_home_of",
+    "install_s3_plugin",
+    "s3_settings_of",
+]
 
 REST_PORT = 8081
 #: Bounds (seconds) of the waits for the cluster, a submission, a job's state.
@@ -39,6 +57,46 @@ START_TIMEOUT = 180.0
 SUBMIT_TIMEOUT = 180.0
 STATE_TIMEOUT = 120.0
 FINAL_STATES = {"FINISHED", "CANCELED", "FAILED"}
+#: Each daemon's configuration and log folders, in its server's files (``{run}``: the testbed run's name,
+#: so that runs seeing the host's ``/tmp`` do not share them).
+CONF_DIR, LOG_DIR = "/tmp/locality-flink-{run}/conf", "/tmp/locality-flink-{run}/log"
+#: Flink's own files a daemon's configuration folder holds besides ``config.yaml``.
+_CONF_FILES = ("log4j-console.properties", "log4j-cli.properties", "logback-console.xml")
+
+
+def fetched_s3_plugin() -> Path:
+    """The S3 plugin jar ``make flink-s3`` fetched (``$LOCALITY_FLINK_PLUGINS/s3-fs-hadoop/``).
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming the command that fetches it.
+    """
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = Path(os.environ.get("LOCALITY_FLINK_PLUGINS") or cache / "locality" / "flink-plugins") / S3_PLUGINS[0]
+    found = sorted(folder.glob("flink-s3-fs-hadoop-*.jar"))
+    if not found:
+        raise FileNotFoundError(f"Flink's S3 plugin is not in {folder}: run `make flink-s3` (or `make test`)")
+    return found[-1]
+
+
+def install_s3_plugin(flink_home: Path) -> Path:
+    """Flink's S3 plugin installed in ``flink_home/plugins/s3-fs-hadoop/`` (once: copied aside, then renamed in).
+
+    Flink loads every folder of ``plugins/`` as a plugin of its own when a process starts (the
+    JobManager, a TaskManager, the ``flink`` command, a tool that sets its file systems up as they
+    do: ``LocalFileSystems`` in locality-flink-state). Returns the installed jar.
+    """
+    jar = fetched_s3_plugin()
+    folder = Path(flink_home) / "plugins" / S3_PLUGINS[0]
+    installed = folder / jar.name
+    if not installed.is_file() or installed.stat().st_size != jar.stat().st_size:
+        folder.mkdir(parents=True, exist_ok=True)
+        aside = folder / f".{jar.name}.{os.getpid()}"
+        shutil.copyfile(jar, aside)
+        os.replace(aside, installed)  # a Flink process starting meanwhile sees the whole jar or none
+        logger.info("installed Flink's S3 plugin %s", installed)
+    return installed
 
 
 def flink_home_of(python_environment: Path) -> Path:
@@ -70,13 +128,18 @@ class FlinkCluster:
     jobmanager : Server
     taskmanagers : list of Server
     workdir : Path
-        Configuration (``conf/``) and logs (``log/``).
+        A host folder for the daemons' consoles (``jobmanager.log``, ``taskmanager-<i>.log``): captured
+        here, handed to each daemon as its output; the daemons see none of it.
     flink_home : Path
         The Flink distribution (:func:`flink_home_of`).
     slots : int
         Task slots per TaskManager.
     taskmanager_memory, jobmanager_memory : str
         Process memory of each (Flink's ``*.memory.process.size``).
+    s3_env : mapping, optional
+        The AWS variables of the object store the jobs use (endpoint, region, credentials): every daemon
+        gets them (the store's Java reader in a job reads them) and Flink's S3 plugin, installed into
+        ``flink_home`` here, is configured for the same server.
     """
 
     def __init__(
@@ -90,6 +153,7 @@ class FlinkCluster:
         slots: int = 1,
         taskmanager_memory: str = "1024m",
         jobmanager_memory: str = "1024m",
+        s3_env: Mapping[str, str] | None = None,
     ) -> None:
         if jobmanager in taskmanagers:
             raise ValueError("the 'taskmanagers' of FlinkCluster must be other servers than its jobmanager")
@@ -99,6 +163,8 @@ class FlinkCluster:
         self.workdir = Path(workdir)
         self.home = Path(flink_home)
         self.slots = slots
+        self.s3_env = dict(s3_env or {})
+        self.conf_dir = CONF_DIR.format(run=bed.name)
         self.settings = {
             "jobmanager.rpc.address": jobmanager.address,
             "jobmanager.bind-host": jobmanager.address,
@@ -113,24 +179,30 @@ class FlinkCluster:
             # The REST API fetches every TaskManager's metrics when a job's details are read: traffic on
             # the links being measured. Once an hour at most: the harness reads no metric from REST.
             "metrics.fetcher.update-interval": 3_600_000,
+            # The machine is shared: a loaded TaskManager can answer a task deployment after the default 10 s.
+            "pekko.ask.timeout": "60 s",
+            **(flink_s3_configuration(s3_settings_of(self.s3_env)) if self.s3_env else {}),
         }
 
-    @property
-    def conf_dir(self) -> Path:
-        return self.workdir / "conf"
-
     def environment(self, server: Server) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(FLINK_CONF_DIR=str(self.conf_dir), FLINK_LOG_DIR=str(self.workdir / "log" / server.namespace))
-        (self.workdir / "log" / server.namespace).mkdir(parents=True, exist_ok=True)
-        return env
+        """A daemon's variables: its configuration and log folders, and the object store's, no other AWS ones."""
+        env = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+        return env | self.s3_env | {"FLINK_CONF_DIR": self.conf_dir, "FLINK_LOG_DIR": LOG_DIR.format(run=self.bed.name)}
+
+    def configure(self, server: Server) -> None:
+        """Write the cluster's configuration into ``server``'s files (a daemon, or a server running ``flink``)."""
+        config = json.dumps(self.settings, indent=1) + "\n"
+        self.bed.write_file(server, f"{self.conf_dir}/config.yaml", config.encode())
+        for name in _CONF_FILES:
+            self.bed.write_file(server, f"{self.conf_dir}/{name}", (self.home / "conf" / name).read_bytes())
 
     def start(self) -> FlinkCluster:
         """Write the configuration, start the JobManager and TaskManagers; return once all registered."""
-        self.conf_dir.mkdir(parents=True, exist_ok=True)
-        for name in ("log4j-console.properties", "log4j-cli.properties", "logback-console.xml"):
-            shutil.copy(self.home / "conf" / name, self.conf_dir / name)
-        (self.conf_dir / "config.yaml").write_text(json.dumps(self.settings, indent=1) + "\n")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.s3_env:
+            install_s3_plugin(self.home)
+        for server in [self.jobmanager, *self.taskmanagers]:
+            self.configure(server)
         self.bed.spawn(
             self.jobmanager,
             [self.home / "bin" / "jobmanager.sh", "start-foreground"],
@@ -240,12 +312,12 @@ class FlinkCluster:
             self.rest(f"/jobs/{job}?mode=cancel", method="PATCH")
         return self.wait_final(job)
 
-    def stop_with_savepoint(self, job: str, savepoints: Path, timeout: float) -> str:
-        """Stop ``job`` with a savepoint in ``savepoints`` (REST, from inside the JobManager's server); its path."""
+    def stop_with_savepoint(self, job: str, directory: str, timeout: float) -> str:
+        """Stop ``job`` with a savepoint in the URI ``directory`` (REST, from the JobManager's server); its path."""
         rest = FlinkRest(self.url)
         return self.bed.call_in(
             self.jobmanager,
-            lambda: rest.stop_with_savepoint(job, savepoints.as_uri(), timeout=timeout),
+            lambda: rest.stop_with_savepoint(job, directory, timeout=timeout),
             timeout=timeout + 30,
         )
 
@@ -266,3 +338,9 @@ def _java_options(default_config: Path) -> str:
     if not found:
         raise RuntimeError(f"no env.java.opts.all in {default_config}: is it Flink 2.x's config.yaml?")
     return found.group(1).strip()
+
+
+def s3_settings_of(s3_env: Mapping[str, str]) -> S3Settings:
+    """Where the AWS variables ``s3_env`` point (the endpoint variable the store reads first wins)."""
+    endpoint = s3_env.get("AWS_ENDPOINT_URL_S3") or s3_env.get("AWS_ENDPOINT_URL")
+    return S3Settings(endpoint, s3_env.get("AWS_REGION") or "us-east-1")

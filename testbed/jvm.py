@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = ["FLINK_JVM_OPTIONS", "JVM", "classpath", "java", "run_java"]
@@ -44,8 +45,18 @@ def classpath(*modules: str) -> str:
 
 
 def run_java(
-    modules: list[str], main: str, *args: object, timeout: float = 300, jvm_options: tuple[str, ...] = ()
+    modules: list[str],
+    main: str,
+    *args: object,
+    timeout: float = 300,
+    jvm_options: tuple[str, ...] = (),
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
-    """Run ``main`` of the given modules; output captured as text, bounded by ``timeout`` seconds."""
+    """Run ``main`` of the given modules; output captured as text, bounded by ``timeout`` seconds.
+
+    ``env`` holds variables set for the JVM on top of this process's environment (e.g. an S3 server's
+    :attr:`~testbed.s3server.S3Server.env`).
+    """
     command = [java(), *jvm_options, "-cp", classpath(*modules), main, *map(str, args)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    environment = None if env is None else {**os.environ, **env}
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environment)

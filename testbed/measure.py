@@ -13,18 +13,23 @@ last reported (:func:`sink_counts`: the time and its records so far, written by 
 - ``cpu_cores``: cores the testbed's processes used; ``machine_busy``: the machine's busy share;
 - ``bound``: ``network`` when a link ran at >= 90% of its rate, ``cpu`` when the machine was >= 90%
   busy, else ``neither`` (a run is usually bounded by one: the figures say which).
+
+The sink's reports are files of the TaskManagers' servers (:class:`SinkFolder`): with private files
+each server holds its own subtasks' reports, read from inside it (:meth:`Testbed.call_in`), as one
+reads a file on another machine; without, they all see one folder, which the same reads find once.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from testbed.network import LinkCounters, Testbed
+from testbed.network import LinkCounters, Server, Testbed
 
-__all__ = ["Interval", "Sample", "take_sample", "process_cpu_seconds", "sink_counts", "sink_records"]
+__all__ = ["Interval", "Sample", "SinkFolder", "take_sample", "process_cpu_seconds", "sink_counts", "sink_records"]
 
 NETWORK_BOUND_USE = 0.9
 CPU_BOUND_BUSY = 0.9
@@ -46,20 +51,47 @@ def _machine_cpu() -> tuple[float, float]:
     return (sum(values) - idle) / _TICKS, sum(values) / _TICKS
 
 
-def sink_counts(directory: Path | None) -> list[tuple[float, int]]:
-    """``(seconds since the epoch, records)`` each sink subtask last wrote to ``directory``, by subtask."""
-    if directory is None or not directory.is_dir():
+@dataclass(frozen=True)
+class SinkFolder:
+    """The folder ``path`` the sink's subtasks report to, in the files of the TaskManagers' ``servers``."""
+
+    bed: Testbed
+    servers: tuple[Server, ...]
+    path: str
+
+    @classmethod
+    def of(cls, bed: Testbed, servers: Sequence[Server], path: str | Path) -> SinkFolder:
+        return cls(bed, tuple(servers), str(path))
+
+    def reports(self) -> dict[int, str]:
+        """Each sink subtask's last report (``<epoch ms> <records>``), by subtask, from every server."""
+        found: dict[int, str] = {}
+        for server in self.servers:
+            found |= self.bed.call_in(server, lambda: _read_reports(Path(self.path)))
+        return found
+
+
+def _read_reports(folder: Path) -> dict[int, str]:
+    """The ``sink-<subtask>.txt`` files of ``folder`` as this process sees its files (none: empty)."""
+    if not folder.is_dir():
+        return {}
+    return {int(path.stem.split("-")[1]): path.read_text() for path in folder.glob("sink-*.txt")}
+
+
+def sink_counts(sink: SinkFolder | None) -> list[tuple[float, int]]:
+    """``(seconds since the epoch, records)`` each sink subtask last reported to ``sink``, by subtask."""
+    if sink is None:
         return []
     counts = []
-    for path in sorted(directory.glob("sink-*.txt"), key=lambda p: int(p.stem.split("-")[1])):
-        millis, records = path.read_text().split()
+    for _, report in sorted(sink.reports().items()):
+        millis, records = report.split()
         counts.append((int(millis) / 1000, int(records)))
     return counts
 
 
-def sink_records(directory: Path | None) -> int:
-    """The records every sink subtask has reported to ``directory``, summed."""
-    return sum(records for _, records in sink_counts(directory))
+def sink_records(sink: SinkFolder | None) -> int:
+    """The records every sink subtask has reported to ``sink``, summed."""
+    return sum(records for _, records in sink_counts(sink))
 
 
 @dataclass(frozen=True)
@@ -74,9 +106,9 @@ class Sample:
     sink: list[tuple[float, int]]
 
 
-def take_sample(bed: Testbed, sink_dir: Path | None = None) -> Sample:
-    """Read every counter now (the sink's reports from ``sink_dir``, if given)."""
-    sink = sink_counts(sink_dir)
+def take_sample(bed: Testbed, sink_folder: SinkFolder | None = None) -> Sample:
+    """Read every counter now (the sink's reports from ``sink_folder``, if given)."""
+    sink = sink_counts(sink_folder)
     busy, total = _machine_cpu()
     return Sample(
         time.monotonic(),

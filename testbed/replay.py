@@ -1,4 +1,4 @@
-"""The replay job (``jvm/locality-flink-bench``) on a :class:`~testbed.flink.FlinkCluster`, measured.
+"""The replay job (``jvm/examples/locality-flink-bench``) on a :class:`~testbed.flink.FlinkCluster`, measured.
 
 Two kinds of run, as the core paper's evaluation needs them (Caneill et al., Middleware 2016,
 Section 4):
@@ -20,13 +20,13 @@ locality ``locality evaluate`` computes, and the run fails.
 from __future__ import annotations
 
 import logging
-import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.flink import FlinkCluster, JobVertex
-from testbed.measure import Interval, sink_records, take_sample
+from testbed.measure import Interval, SinkFolder, sink_records, take_sample
 from testbed.network import Testbed
 
 logger = logging.getLogger(__name__)
@@ -42,10 +42,11 @@ __all__ = [
     "measure",
     "run_bounded",
     "run_steady",
+    "sink_folder",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
-JAR = REPO / "jvm" / "locality-flink-bench" / "target" / "locality-flink-bench-0.1.0-job.jar"
+JAR = REPO / "jvm" / "examples" / "locality-flink-bench" / "target" / "locality-flink-bench-0.1.0-job.jar"
 MAIN = "io.locality.flink.bench.ReplayJob"
 BOUNDED_TIMEOUT = 900.0
 
@@ -54,11 +55,12 @@ BOUNDED_TIMEOUT = 900.0
 class Routing:
     """What the job keys its operators by: ``tables`` (the current version of ``store``) or ``hash``.
 
-    Both read ``store`` for the parallelism and max parallelism its tables are for.
+    Both read ``store`` (a directory the servers see, or an ``s3://`` URI) for the parallelism and max
+    parallelism its tables are for.
     """
 
     name: str
-    store: Path
+    store: Path | str
 
     def args(self) -> list[object]:
         return ["--store", self.store, "--mode", self.name]
@@ -73,13 +75,18 @@ class BoundedRun:
     sent_payload: list[float]
 
 
+def sink_folder(cluster: FlinkCluster) -> SinkFolder:
+    """A fresh folder for a run's sink reports, in the TaskManagers' files."""
+    return SinkFolder.of(cluster.bed, cluster.taskmanagers, f"/tmp/locality-sink-{uuid.uuid4().hex[:12]}")
+
+
 def _submit(cluster: FlinkCluster, jar: Path, trace: Path, routing: Routing, padding: int, passes: int) -> tuple:
     """Submit the replay; returns the job id and the fresh folder its sink reports to."""
     if not jar.is_file():
         raise FileNotFoundError(f"{jar} is not built: run `make jvm` (mvn -f jvm/pom.xml install)")
-    sink_dir = Path(tempfile.mkdtemp(prefix="sink-", dir=cluster.workdir))
-    args = ["--trace", trace, "--padding", padding, "--passes", passes, "--sink-dir", sink_dir, *routing.args()]
-    return cluster.submit(jar, MAIN, args), sink_dir
+    sink = sink_folder(cluster)
+    args = ["--trace", trace, "--padding", padding, "--passes", passes, "--sink-dir", sink.path, *routing.args()]
+    return cluster.submit(jar, MAIN, args), sink
 
 
 def check_colocated(vertices: list[JobVertex]) -> None:
@@ -121,7 +128,7 @@ def run_bounded(
 ) -> BoundedRun:
     """Replay ``trace`` ``passes`` times; the payload each server sent, less ``idle`` rates and ``overhead``."""
     first = take_sample(bed)
-    job, sink_dir = _submit(cluster, jar, trace, routing, padding, passes)
+    job, sink = _submit(cluster, jar, trace, routing, padding, passes)
     state = cluster.wait_final(job, BOUNDED_TIMEOUT)
     last = take_sample(bed)
     if state != "FINISHED":
@@ -131,7 +138,7 @@ def run_bounded(
     seconds = last.time - first.time
     fixed = overhead or [0.0] * len(idle)
     sent = [(b - a).sent_payload - rate * seconds - f for a, b, rate, f in zip(first.links, last.links, idle, fixed)]
-    return BoundedRun(sink_records(sink_dir), seconds, sent)
+    return BoundedRun(sink_records(sink), seconds, sent)
 
 
 def run_steady(
@@ -146,11 +153,11 @@ def run_steady(
     jar: Path = JAR,
 ) -> Interval:
     """Replay ``trace`` without end; measure ``duration`` seconds after ``warmup``; cancel."""
-    job, sink_dir = _submit(cluster, jar, trace, routing, padding, 0)
+    job, sink = _submit(cluster, jar, trace, routing, padding, 0)
     try:
         cluster.wait_running(job)
         check_colocated(cluster.vertices(job))
-        interval, _ = measure(bed, sink_dir, warmup=warmup, duration=duration)
+        interval, _ = measure(bed, sink, warmup=warmup, duration=duration)
         if cluster.state(job) != "RUNNING":
             raise RuntimeError(f"the replay job stopped while measured: {cluster.failure(job)}")
     finally:
@@ -158,14 +165,14 @@ def run_steady(
     return interval
 
 
-def measure(bed: Testbed, sink_dir: Path, *, warmup: float, duration: float) -> tuple[Interval, tuple[float, float]]:
-    """After ``warmup`` seconds, an :class:`Interval` of ``duration`` seconds at the sink reporting to ``sink_dir``.
+def measure(bed: Testbed, sink: SinkFolder, *, warmup: float, duration: float) -> tuple[Interval, tuple[float, float]]:
+    """After ``warmup`` seconds, an :class:`Interval` of ``duration`` seconds at the sink reporting to ``sink``.
 
     Also returns when its first and last samples were taken (seconds since the epoch).
     """
     time.sleep(warmup)
-    first = take_sample(bed, sink_dir)
+    first = take_sample(bed, sink)
     began = time.time()
     time.sleep(duration)
-    last = take_sample(bed, sink_dir)
+    last = take_sample(bed, sink)
     return Interval.between(first, last, bed.rate_mbit), (began, time.time())

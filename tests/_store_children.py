@@ -4,7 +4,9 @@ Children start from a forkserver that has imported this module (and with it
 numpy, pandas, pyarrow and locality) once, so each child starts in
 milliseconds and without the test process's threads (the Spark session).
 Every function here is a child's whole life; results come back through a
-``multiprocessing`` queue or the exit code.
+``multiprocessing`` queue or the exit code. Each takes the store's location
+and the environment that reaches it (a bucket needs the S3 server's AWS
+variables: the forkserver's own environment is the one it started with).
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ import io
 import os
 import resource
 import signal
+import sys
 
 import numpy as np
 import pandas as pd
 
 from locality.datasets.catalog import card
-from locality.errors import StoreError
+from locality.errors import StoreBusyError, StoreError, StoreUnavailableError
 from locality.hashing import make_fallback
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.store import ConfigStore
@@ -40,26 +43,48 @@ def make_config(index: int, entries: int) -> RoutingConfiguration:
     return RoutingConfiguration(topology, {op: RoutingTable(op, fallback, series) for op in OPS}, {"index": index})
 
 
-def publish_range(root: str, first: int, count: int, entries: int) -> None:
+def publish_range(root: str, env: dict, first: int, count: int, entries: int) -> None:
     """Publish configurations ``first .. first + count - 1`` (fingerprint ``f<i>``)."""
+    os.environ.update(env)
     store = ConfigStore(root, lock_timeout=120, job=f"child {os.getpid()}")
     for index in range(first, first + count):
         store.publish(make_config(index, entries), fingerprint=f"f{index}", artifacts={"report.json": {"i": index}})
 
 
-def publish_forever(root: str, index: int, entries: int, ready) -> None:
+def publish_once(root: str, env: dict, index: int, entries: int, start) -> None:
+    """Publish configuration ``index`` once, when ``start`` is set; exit 0 (published) or 75 (busy, unreachable)."""
+    os.environ.update(env)
+    store = ConfigStore(root, lock_timeout=300, job=f"child {os.getpid()}")
+    store.current_version()  # the store's client made before the race, as a long-running job has it
+    config = make_config(index, entries)
+    start.wait(60)
+    try:
+        store.publish(config, fingerprint=f"f{index}", artifacts={"report.json": {"i": index}})
+    except (StoreBusyError, StoreUnavailableError) as exc:
+        print(f"child {index}: {exc}", file=sys.stderr)
+        os._exit(75)
+
+
+def publish_forever(root: str, env: dict, index: int, entries: int, ready, results=None) -> None:
     """Publish configuration ``index`` again and again (fingerprints ``f<index>:<n>``) until killed.
 
     ``ready`` is set once the configuration is built: from then on the child
     spends its time publishing, so a kill lands at a random moment of one.
+    ``results``, when given, receives what stopped it (the error's type and message) if it ever stops.
     """
+    os.environ.update(env)
     store = ConfigStore(root, lock_timeout=120, job=f"child {os.getpid()}")
     config = make_config(index, entries)
     ready.set()
     n = 0
-    while True:
-        store.publish(config, fingerprint=f"f{index}:{n}", artifacts={"report.json": {"i": index}})
-        n += 1
+    try:
+        while True:
+            store.publish(config, fingerprint=f"f{index}:{n}", artifacts={"report.json": {"i": index}})
+            n += 1
+    except StoreError as exc:
+        if results is None:
+            raise
+        results.put((type(exc).__name__, str(exc), n))
 
 
 def publish_under_file_size_limit(root: str, index: int, entries: int, limit: int, results) -> None:
@@ -112,8 +137,28 @@ def publish_read_only(root: str, index: int, trace: str, results) -> None:
     results.put(outcomes)
 
 
-def hold_lock(root: str, ready, release) -> None:
-    """Hold the store's writer lock (as ``locality optimize``) until ``release`` is set."""
+def hold_lock(root: str, env: dict, ready, release) -> None:
+    """Hold the store's lease (as ``locality optimize``) until ``release`` is set."""
+    os.environ.update(env)
     with ConfigStore(root, job="locality optimize").lock():
         ready.set()
         release.wait(60)
+
+
+def publish_after_a_stall(root: str, env: dict, index: int, lease_seconds: float, ready, resume, results) -> None:
+    """Take the lease, wait for ``resume`` (the parent stops this process meanwhile, past the lease), then publish.
+
+    The lease's own check is switched off, as if the stall fell between the check and the write (a GC pause):
+    what must stop this writer is the conditional write of ``CURRENT``, refused by the store itself.
+    """
+    os.environ.update(env)
+    store = ConfigStore(root, lock_timeout=30, job="stalled writer", lease_seconds=lease_seconds)
+    store._lease.check = lambda: None
+    try:
+        with store.lock():
+            ready.set()
+            resume.wait(120)
+            store.publish(make_config(index, 100), fingerprint=f"f{index}")
+        results.put(("published", ""))
+    except StoreError as exc:
+        results.put((type(exc).__name__, str(exc)))

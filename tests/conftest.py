@@ -1,11 +1,17 @@
-"""Shared fixtures: the real traces in ../shared/data (a missing trace fails, never skips).
+"""Shared fixtures: the real traces in ../shared/data (a missing trace fails, never skips), and a real S3 server.
 
 Where a trace is and which columns it has is written once, on its card
 (``datasets/catalog.toml``, read by :mod:`locality.datasets.catalog`).
+The S3 server (``testbed/s3server.py``: the Versity S3 Gateway, installed by
+``make s3server``) runs on loopback for the session, with its data in a
+temporary directory removed at the end; a missing server fails the tests that
+need it, never skips them.
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -46,6 +52,42 @@ def read_trace(name: str) -> pd.DataFrame:
     """Every column of a shared trace, in its card's order."""
     entry = trace_card(name)
     return pd.read_parquet(entry.path).sort_values(entry.order, kind="stable").reset_index(drop=True)
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A real S3-compatible server on loopback for the whole session (stopped and its data removed at the end)."""
+    from testbed.s3server import S3Server
+
+    try:
+        server = S3Server()
+    except FileNotFoundError as exc:
+        pytest.fail(str(exc))
+    with server:
+        yield server
+
+
+@pytest.fixture
+def s3_env(s3_server, monkeypatch) -> dict[str, str]:
+    """The AWS variables that point this process (and the children given them) at the session's S3 server."""
+    for name, value in s3_server.env.items():
+        monkeypatch.setenv(name, value)
+    return s3_server.env
+
+
+@pytest.fixture
+def s3_store(s3_env) -> str:
+    """A store URI of its own in the session's bucket."""
+    return f"s3://locality/{uuid.uuid4().hex}"
+
+
+@pytest.fixture(params=["directory", "s3"])
+def store_location(request, tmp_path) -> Iterator[str]:
+    """A store's location, once a local directory and once a prefix of a bucket on the S3 server."""
+    if request.param == "directory":
+        yield str(tmp_path / "store")
+    else:
+        yield request.getfixturevalue("s3_store")
 
 
 @pytest.fixture(scope="session")

@@ -56,7 +56,7 @@ def test_an_unexpected_failure_is_one_line_naming_its_log(store, tmp_path, capsy
 def test_bad_input_is_one_line_without_traceback_and_with_debug_a_traceback(tmp_path, capsys):
     (tmp_path / "file").write_text("x")
     assert main(["show", "--store", str(tmp_path / "file")]) == ExitCode.BAD_INPUT
-    assert capsys.readouterr().err == f"error: there is no store at {tmp_path / 'file'}: it is a file\n"
+    assert capsys.readouterr().err == f"error: the store {tmp_path / 'file'} is a file, not a directory\n"
     assert main(["show", "--store", str(tmp_path / "file"), "--debug"]) == ExitCode.BAD_INPUT
     assert "Traceback" in capsys.readouterr().err
 
@@ -121,3 +121,22 @@ def test_a_check_that_finds_a_problem_does_not_exit_0(tmp_path, capsys, monkeypa
     rows = {row["name"]: row["status"] for row in json.loads(out)}
     assert rows["ira_troll_hashtags"].startswith("NOT OK") and rows["twitter_like"].startswith("recipes")
     assert "fail their check" in err and "ira_troll_hashtags" in err
+
+
+@pytest.mark.parametrize(
+    "args, code, says",
+    [
+        (["show", "--store", "{tmp}/file"], ExitCode.BAD_INPUT, "is a file, not a directory"),
+        (["show", "--store", "hdfs:///stores/x"], ExitCode.BAD_INPUT, "is not served"),
+        (["optimize", "{tmp}/trace.parquet", "--store", "{tmp}/store"], ExitCode.BAD_INPUT, "Missing option"),
+        (["datasets", "no-such-dataset"], ExitCode.BAD_INPUT, "no-such-dataset"),
+    ],
+)
+def test_json_on_failure_is_one_document_naming_the_error_and_the_exit(tmp_path, capsys, args, code, says):
+    """A scheduler that parses stdout gets one JSON document whatever happened."""
+    (tmp_path / "file").write_text("x")
+    assert main([a.format(tmp=tmp_path) for a in args] + ["--json"]) == code
+    out, err = capsys.readouterr()
+    document = json.loads(out)
+    assert document["exit_code"] == code and says in document["error"] and says in err
+    assert out.count("\n") == 1

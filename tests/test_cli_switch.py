@@ -47,3 +47,17 @@ def test_an_empty_store_needs_a_version_to_switch_to(switch_args, tmp_path, caps
     args[args.index("--store") + 1] = str(empty)
     assert main(args) == ExitCode.BAD_INPUT
     assert "has no current version: give --to" in capsys.readouterr().err
+
+
+def test_a_switch_without_restart_takes_no_job_to_start(switch_args, capsys):
+    """``--no-restart`` (an application cluster, restarted by its deployment) refuses the job's jar and arguments."""
+    assert main([*switch_args, "--to", "1", "--no-restart"]) == ExitCode.BAD_INPUT
+    assert "--no-restart starts no job: --jar, --jar-id, --entry-class" in capsys.readouterr().err
+
+
+def test_a_local_rewrite_needs_a_flink_distribution(switch_args, monkeypatch, capsys):
+    monkeypatch.delenv("FLINK_HOME", raising=False)
+    args = [a for a in switch_args if a not in ("--entry-class", "Job", "--jar")]
+    args = [a for a in args if not a.endswith("job.jar")]
+    assert main([*args, "--to", "1", "--no-restart", "--rewrite", "local"]) == ExitCode.BAD_INPUT
+    assert "--rewrite local needs a Flink distribution" in capsys.readouterr().err

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from locality._digests import file_digests
-from locality.store import fingerprint
+from locality.store import ConfigStore, fingerprint
 from pipelines.trace import TraceSpec, input_identity
 
 
@@ -27,8 +27,7 @@ def test_touching_or_moving_an_input_keeps_its_fingerprint(tmp_path):
     for i in range(3):
         _trace(tmp_path / "trace" / f"part-{i}.parquet", seed=i)
     spec = TraceSpec(str(tmp_path / "trace"), ["a", "b"])
-    cache = tmp_path / "store" / "digests.json"
-    cache.parent.mkdir()
+    cache = ConfigStore(tmp_path / "store").digest_cache
     before = _key(spec, cache)
     for part in (tmp_path / "trace").iterdir():
         os.utime(part, ns=(1_000_000_000, 1_000_000_000))  # touched: new dates, same bytes
@@ -42,7 +41,7 @@ def test_a_rewrite_with_the_same_size_and_dates_is_another_input(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("a,b\nx,y\n")
     spec = TraceSpec(str(path), ["a", "b"])
-    cache = tmp_path / "digests.json"
+    cache = ConfigStore(tmp_path / "store").digest_cache
     before = _key(spec, cache)
     stat = os.stat(path)
     path.write_text("a,b\ny,x\n")  # same size; the dates put back as they were
@@ -54,12 +53,12 @@ def test_a_rewrite_with_the_same_size_and_dates_is_another_input(tmp_path):
 def test_unchanged_files_are_not_read_again(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("a,b\nx,y\n")
-    cache = tmp_path / "digests.json"
+    cache = ConfigStore(tmp_path / "store").digest_cache
     [(size, digest)] = file_digests([str(path)], cache)
-    remembered = json.loads(cache.read_text())["files"][str(path)]
+    remembered = json.loads((tmp_path / "store" / "digests.json").read_text())["files"][str(path)]
     assert remembered[2] == size and remembered[5] == digest
     # a wrong digest remembered under the file's exact identity is what comes back: the file was not read
-    cache.write_text(json.dumps({"files": {str(path): [*remembered[:5], "0" * 64]}}))
+    (tmp_path / "store" / "digests.json").write_text(json.dumps({"files": {str(path): [*remembered[:5], "0" * 64]}}))
     assert file_digests([str(path)], cache) == [(size, "0" * 64)]
     os.utime(path)  # the change time moves: read again
     assert file_digests([str(path)], cache) == [(size, digest)]
@@ -68,8 +67,9 @@ def test_unchanged_files_are_not_read_again(tmp_path):
 def test_a_damaged_cache_is_rebuilt(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("a,b\nx,y\n")
-    cache = tmp_path / "digests.json"
+    cache = ConfigStore(tmp_path / "store").digest_cache
+    (tmp_path / "store").mkdir()
     expected = file_digests([str(path)])
     for damage in (b"\xff\xfe", b"[1, 2]", b'{"files": {"x": "y"}}'):
-        cache.write_bytes(damage)
+        (tmp_path / "store" / "digests.json").write_bytes(damage)
         assert file_digests([str(path)], cache) == expected

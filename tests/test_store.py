@@ -1,5 +1,6 @@
 import json
 import os
+import socket
 import threading
 import time
 
@@ -84,8 +85,8 @@ def test_a_second_writer_waits_then_fails_naming_the_holder(tmp_path):
     assert f"store busy: held by pid {os.getpid()} (locality optimize" in str(outcome["error"])  # the same process
     assert "since 20" in str(outcome["error"]) and "--lock-timeout" in str(outcome["error"])
     assert waiter.versions() == []
-    # once released, the lock file names nobody and the waiter publishes
-    assert (tmp_path / "LOCK").read_text() == ""
+    # once released, the lease says so and the waiter publishes
+    assert json.loads((tmp_path / "LEASE").read_text())["released"] is True
     assert waiter.publish(config(1), fingerprint="f1").version == 1
 
 
@@ -114,13 +115,14 @@ def _publish_error(store):
     return None
 
 
-def test_job_state_is_written_only_under_the_lock(tmp_path):
+def test_job_state_is_written_only_under_the_lease(tmp_path):
     store = ConfigStore(tmp_path)
-    with pytest.raises(RuntimeError, match="needs the store's lock"):
-        store.write_atomically("decisions/w.json", lambda p: p.write_text("{}"))
+    with pytest.raises(RuntimeError, match="needs the store's lease"):
+        store.write_state("decisions/w.json", b"{}")
     with store.lock():
-        path = store.write_atomically("decisions/w.json", lambda p: p.write_text("{}"))
-    assert path.read_text() == "{}" and not list((tmp_path / "decisions").glob(".tmp-*"))
+        store.write_state("decisions/w.json", b"{}")
+    assert (tmp_path / "decisions" / "w.json").read_text() == "{}"
+    assert not list((tmp_path / "decisions").glob(".tmp-*"))
 
 
 def test_an_unrecorded_move_of_current_is_recorded_by_the_next_writer(tmp_path):
@@ -168,17 +170,20 @@ def test_failure_while_writing_leaves_nothing_visible(tmp_path, monkeypatch):
     store = ConfigStore(tmp_path)
     store.publish(config(1), fingerprint="f1")
 
-    def crash(self, directory):
-        (directory / "tables").mkdir(parents=True)
-        (directory / "tables" / "00.parquet").write_bytes(b"half")
-        raise RuntimeError("disk full")
+    put = store.objects.put
 
-    monkeypatch.setattr(RoutingConfiguration, "write", crash)
-    with pytest.raises(RuntimeError, match="disk full"):
+    def put_until_the_disk_fills(name, data):
+        if name.endswith("00.parquet"):
+            raise OSError("disk full")
+        return put(name, data)
+
+    monkeypatch.setattr(store.objects, "put", put_until_the_disk_fills)
+    with pytest.raises(OSError, match="disk full"):
         store.publish(config(2), fingerprint="f2")
     monkeypatch.undo()
     assert store.versions() == [1] and store.current_version() == 1
-    assert not list((tmp_path / "versions").glob(".tmp-*"))
+    # what the failed write wrote (its claim included) is gone: the number is free again
+    assert sorted(p.name for p in (tmp_path / "versions").iterdir()) == ["000001"]
     # a rerun after the failure publishes normally
     assert store.publish(config(2), fingerprint="f2").version == 2
 
@@ -186,10 +191,16 @@ def test_failure_while_writing_leaves_nothing_visible(tmp_path, monkeypatch):
 def test_killed_run_leftovers_are_cleaned_and_ignored(tmp_path):
     store = ConfigStore(tmp_path)
     store.publish(config(1), fingerprint="f1")
-    (tmp_path / "versions" / ".tmp-deadbeef").mkdir()
+    dead = 2**22 + 1  # above any pid the kernel hands out (pid_max is at most 2**22)
+    leftover = tmp_path / "versions" / f".tmp-{socket.gethostname()}-{dead}-{'d' * 32}"
+    leftover.write_bytes(b"half a file")
+    elsewhere = tmp_path / "versions" / f".tmp-another-host-1-{'e' * 32}"  # its writer may live: kept
+    older = tmp_path / "versions" / ".tmp-0123"  # a locality from before the lease left it: removed
+    older.mkdir()
+    elsewhere.write_bytes(b"half a file")
     assert store.versions() == [1]
     store.publish(config(2), fingerprint="f2")
-    assert not (tmp_path / "versions" / ".tmp-deadbeef").exists()
+    assert not leftover.exists() and elsewhere.exists() and not older.exists()
 
 
 def test_errors_name_the_problem(tmp_path):

@@ -35,6 +35,14 @@ def _rewrite_manifest(root: Path, directory: str, **changes) -> None:
 _DROP = object()
 
 
+def _drop_checksum(root: Path, directory: str, name: str) -> None:
+    """The manifest of ``directory`` without ``name``'s checksum (as a hand-edited or older manifest would be)."""
+    path = root / directory / "manifest.json"
+    doc = json.loads(path.read_text())
+    del doc["checksums"][name]
+    path.write_text(json.dumps(doc))
+
+
 def _replace_with_directory(path: Path) -> None:
     shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
     path.mkdir()
@@ -67,7 +75,7 @@ CASES = {
         True,
         True,
     ),
-    "lock_a_directory": (lambda r: _replace_with_directory(r / "LOCK"), "LOCK", True, True),
+    "lease_a_directory": (lambda r: _replace_with_directory(r / "LEASE"), "LEASE", True, True),
     "schedule_a_directory": (lambda r: _replace_with_directory(r / "SCHEDULE"), "SCHEDULE", True, True),
     "schedule_of_another_shape": (lambda r: (r / "SCHEDULE").write_text('{"entries": 3}'), "SCHEDULE", True, True),
     "current_version_a_file": (lambda r: _replace_with_file(r / V2), V2, False, True),
@@ -89,6 +97,20 @@ CASES = {
         True,
     ),
     "manifest_files_a_number": (lambda r: _rewrite_manifest(r, V2, files=3), "manifest.json", False, True),
+    "manifest_leaving_out_the_json_document": (
+        lambda r: _drop_checksum(r, V2, "configuration/configuration.json"),
+        "configuration.json",
+        False,
+        True,
+    ),
+    "schedule_naming_a_missing_version": (
+        lambda r: (r / "SCHEDULE").write_text(
+            '{"entries": [{"version": 1, "from": 0}, {"version": 9, "from": 5}], "sealed_until": 10}'
+        ),
+        "SCHEDULE",
+        True,
+        True,
+    ),
     "configuration_a_file": (lambda r: _replace_with_file(r / V2 / "configuration"), "configuration", False, True),
     "header_a_directory": (
         lambda r: _replace_with_directory(r / V2 / "configuration" / "header.json"),

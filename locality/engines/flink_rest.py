@@ -25,7 +25,7 @@ from pathlib import Path
 
 from locality.errors import EngineError
 
-__all__ = ["FlinkRest", "SAVEPOINT_FORMAT"]
+__all__ = ["FlinkRest", "SAVEPOINT_FORMAT", "Unreachable"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +34,10 @@ SAVEPOINT_FORMAT = "CANONICAL"
 #: Vertex states of a job that is not yet processing records (Flink's ExecutionState before RUNNING).
 _STARTING = {"CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RECONCILING"}
 _ENDED = {"FINISHED", "CANCELED", "FAILED"}
+
+
+class Unreachable(EngineError):
+    """Nobody answers at the REST endpoint (a refused connection, a timeout), as opposed to Flink refusing a call."""
 
 
 class FlinkRest:
@@ -79,7 +83,7 @@ class FlinkRest:
             ) from None
         except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
             reason = getattr(error, "reason", error)
-            raise EngineError(f"cannot reach Flink's REST API at {self.url} ({method} {path}): {reason}") from None
+            raise Unreachable(f"cannot reach Flink's REST API at {self.url} ({method} {path}): {reason}") from None
         return json.loads(text) if text else {}
 
     def overview(self) -> dict:
@@ -171,7 +175,11 @@ class FlinkRest:
 
         Flink takes the savepoint as one consistent cut: every record before its barrier has
         been processed, none after it, and the sources' positions are saved with it. The job
-        then ends (``FINISHED``). If the savepoint fails, Flink keeps the job running.
+        then ends (``FINISHED``). If the savepoint fails, Flink keeps the job running. An
+        application cluster may stop serving once its job has ended (unless it is configured
+        with ``execution.shutdown-on-application-finish: false``, as Flink's Kubernetes
+        Operator configures it): a REST endpoint gone after the savepoint completed counts as
+        the job's end.
         """
         body = {"targetDirectory": directory, "drain": False, "formatType": SAVEPOINT_FORMAT}
         trigger = self._request("POST", f"/jobs/{job_id}/stop", body)["request-id"]
@@ -185,7 +193,11 @@ class FlinkRest:
         if "location" not in operation:
             cause = _cause_lines(operation.get("failure-cause", {}).get("stack-trace", ""))
             raise EngineError(f"Flink did not stop job {job_id} with a savepoint (the job keeps running): {cause}")
-        self.wait_for_end(job_id, timeout=timeout)
+        try:
+            self.wait_for_end(job_id, timeout=timeout)
+        except Unreachable:
+            logger.info("%s stopped serving after job %s stopped: an application cluster ends with its job", self.url,
+                        job_id)  # fmt: skip
         return operation["location"]
 
     # ------------------------------------------------------------------ waits

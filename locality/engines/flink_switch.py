@@ -18,17 +18,22 @@ buffering: no record of a moved key is processed while its state moves,
 because none is processed at all.
 
 :func:`switch_flink_job` does it through the cluster's REST API
-(:class:`~locality.engines.flink_rest.FlinkRest`): the rewrite runs as a Flink
-job on the same cluster (its slots are free while the job is stopped), so it
-reads the savepoint and the store where the cluster does. What can be checked
-before the stop is checked first; a rewrite that fails restarts the job on the
-old version from the untouched savepoint.
+(:class:`~locality.engines.flink_rest.FlinkRest`), in four phases, each a
+function of its own: the checks (:func:`check_switch`: nothing stops when one
+fails), the stop, the rewrite (on the cluster or on a MiniCluster here:
+:mod:`locality.engines.flink_rewrite`) and the restart. The savepoints are
+wherever the cluster writes them (``s3://bucket/savepoints``: no machine needs
+a disk another one sees). An application cluster runs one job, takes no jar and
+ends with its job; there the switch rewrites locally and hands the rewritten
+savepoint back (no ``launcher``), for the user's deployment to restart from.
+A rewrite or a restart that fails restarts the job on its old version from the
+untouched savepoint, when the switch restarts jobs at all and the old version
+is the job's declared one.
 """
 
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,38 +41,28 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from locality.engines.flink_rest import FlinkRest
+from locality.engines.flink_rewrite import REWRITE_CLASS, RewriteRequest, Rewritten, rewriter_jar
 from locality.errors import EngineError, InvalidParameterError
+from locality.storage import is_remote, open_objects
 
 __all__ = [
+    "CheckedSwitch",
     "FlinkJobLauncher",
-    "SwitchResult",
-    "switch_flink_job",
-    "rewriter_jar",
     "REWRITE_CLASS",
+    "SwitchResult",
     "VERSION_FIELD",
     "VERSION_PARAMETER",
+    "check_switch",
+    "rewriter_jar",
+    "switch_flink_job",
 ]
 
 logger = logging.getLogger(__name__)
 
-#: The main of the savepoint rewrite, in ``locality-flink-state``'s tool jar.
-REWRITE_CLASS = "io.locality.flink.state.RewriteSavepoint"
 #: What the job's arguments hold where the version goes (``--version {version}``).
 VERSION_FIELD = "{version}"
 #: The global job parameter in which a job declares the version it runs (Java: ``JobVersion.declare``).
 VERSION_PARAMETER = "locality.version"
-_REWRITE_PREFIX = "locality-rewrite/"
-
-
-def rewriter_jar() -> Path:
-    """The tool jar built in this checkout (``mvn -f jvm/pom.xml install``): ``locality-flink-state-*-tool.jar``."""
-    target = Path(__file__).resolve().parents[2] / "jvm" / "locality-flink-state" / "target"
-    found = sorted(target.glob("locality-flink-state-*-tool.jar"))
-    if not found:
-        raise InvalidParameterError(
-            f"no savepoint rewriter jar in {target}: build it with `mvn -f jvm/pom.xml install`, or give --rewriter-jar"
-        )
-    return found[-1]
 
 
 @dataclass(frozen=True)
@@ -81,33 +76,225 @@ class FlinkJobLauncher:
     def args_for(self, version: int) -> list[str]:
         return [arg.replace(VERSION_FIELD, str(version)) for arg in self.args]
 
+    def check(self, rest: FlinkRest) -> None:
+        """Before the stop: the job's jar is on the cluster."""
+        if not rest.has_jar(self.jar_id):
+            raise EngineError(f"Flink at {rest.url} has no uploaded jar {self.jar_id!r}")
+
+    def start(self, rest: FlinkRest, version: int, savepoint: str, *, timeout: float) -> str:
+        """Run the job on ``version`` from ``savepoint`` and wait until every task runs (state restored); its id."""
+        job = rest.run_jar(self.jar_id, self.entry_class, self.args_for(version), savepoint=savepoint)
+        rest.wait_until_running(job, timeout=timeout)
+        return job
+
+
+@dataclass(frozen=True)
+class CheckedSwitch:
+    """A switch checked before anything stops: the job, both versions, the operators, the migration plan's moves.
+
+    ``declared`` says whether the job declares ``from_version`` itself (then it may be restarted on it
+    by a failed switch); ``store`` is the URI or absolute path the rewrite reads; ``parallelism`` is the
+    keyed operators' (the rewrite keeps it).
+    """
+
+    job_id: str
+    from_version: int
+    to_version: int
+    declared: bool
+    store: str
+    operators: tuple[str, ...]
+    names: tuple[str, ...]
+    plan_moved: dict[str, int]
+    parallelism: int
+
+    def rewrite_request(self, savepoint: str) -> RewriteRequest:
+        """The rewrite of ``savepoint`` into ``SAVEPOINT-vTO``, beside it."""
+        output = f"{savepoint.rstrip('/')}-v{self.to_version}"
+        return RewriteRequest(savepoint, output, self.store, self.from_version, self.to_version, self.operators,
+                              self.names, self.parallelism)  # fmt: skip
+
 
 @dataclass
 class SwitchResult:
     """What a switch did: the jobs and savepoints, the rewrite's counts, and how long each phase took.
 
-    ``phases`` holds seconds: ``stop`` (stop request to savepoint written and job ended),
-    ``rewrite`` (rewrite job submitted to finished), ``restart`` (job submitted to every task
-    running, state restored) and ``down`` (stop request to running again). ``stopped_at`` and
-    ``running_at`` are wall-clock times (seconds since the epoch) of the stop request and of
-    the restarted job running.
+    ``phases`` holds seconds: ``stop`` (stop request to savepoint written and job ended), ``rewrite``
+    (rewrite started to finished) and, when the switch restarted the job, ``restart`` (job submitted
+    to every task running, state restored) and ``down`` (stop request to running again).
+    ``stopped_at`` and ``running_at`` are wall-clock times (seconds since the epoch) of the stop
+    request and of the restarted job running. Without a restart (an application cluster: the user's
+    deployment restarts it), ``new_job`` and ``running_at`` are None and ``rewritten`` is the
+    savepoint to restart from on ``to_version``.
     """
 
     old_job: str
-    new_job: str
+    new_job: str | None
     from_version: int
     to_version: int
     savepoint: str
     rewritten: str
-    rewrite_job: str
+    rewrite_job: str | None
+    rewrite_where: str
     operators: dict[str, dict[str, int]]
     plan_moved_keys: dict[str, int]
     phases: dict[str, float] = field(default_factory=dict)
     stopped_at: float = 0.0
-    running_at: float = 0.0
+    running_at: float | None = None
 
     def to_dict(self) -> dict:
         return dict(vars(self))
+
+
+def check_switch(
+    rest: FlinkRest,
+    job_id: str,
+    *,
+    store: str | Path,
+    to_version: int,
+    operators: Sequence[str],
+    from_version: int | None = None,
+) -> CheckedSwitch:
+    """What can be checked before the job stops (see :func:`switch_flink_job`); raises on the first problem."""
+    job = rest.job(job_id)
+    if job["state"] != "RUNNING":
+        raise EngineError(f"job {job_id} is {job['state']}, not RUNNING: there is nothing to switch")
+    declared = _declared_version(rest, job_id)
+    from_version = _version_it_runs(job_id, declared, from_version, to_version)
+    names, plan_moved, parallelism = _check_versions(store, from_version, to_version, operators)
+    store_arg = str(store) if is_remote(store) else str(Path(store).resolve())
+    return CheckedSwitch(job_id, from_version, to_version, declared is not None, store_arg, tuple(operators),
+                         tuple(names), plan_moved, parallelism)  # fmt: skip
+
+
+def switch_flink_job(
+    rest: FlinkRest,
+    job_id: str,
+    *,
+    store: str | Path,
+    to_version: int,
+    savepoint_dir: str,
+    operators: Sequence[str],
+    rewrite,
+    launcher: FlinkJobLauncher | None = None,
+    from_version: int | None = None,
+    timeout: float = 300.0,
+    progress: Callable[[str], None] = logger.info,
+) -> SwitchResult:
+    """Switch the running Flink job ``job_id`` to version ``to_version`` of ``store``.
+
+    Parameters
+    ----------
+    rest : FlinkRest
+        The cluster's REST API.
+    job_id : str
+        The running job, keyed by the tables of the version it runs.
+    store : str or path
+        The configuration store: ``s3://bucket/prefix``, which the cluster reads with the same AWS
+        configuration, or a directory at the same path on the cluster's machines.
+    to_version : int
+        The version the job restarts on.
+    savepoint_dir : str
+        Where the savepoint is taken (a URI the cluster writes, e.g. ``s3://bucket/savepoints``); the
+        rewritten savepoint goes beside it, named after it with ``-v<to_version>``.
+    operators : sequence of str
+        ``OPERATOR=UID[,state=NAME][,key=TYPE][,value=TYPE]`` for each keyed operator whose
+        real keys' state the tables route (``RealKeyOperator`` in Java).
+    rewrite : ClusterRewrite or LocalRewrite
+        Where the savepoint is rewritten (:mod:`locality.engines.flink_rewrite`).
+    launcher : FlinkJobLauncher, optional
+        The job's jar (uploaded), main class and arguments; ``{version}`` in them becomes the
+        version it starts on. None: the job is not restarted, the rewritten savepoint is handed
+        back (an application cluster, restarted by its deployment).
+    from_version : int, optional
+        The version the job runs. A job that declares it (``JobVersion.declare``, the global
+        job parameter ``locality.version``) needs none, and a wrong one is refused before
+        anything stops; an undeclared one is taken on trust (the rewrite still refuses a
+        savepoint whose state is not where this version puts it).
+    timeout : float
+        Seconds each phase (stop, rewrite, restart) may take.
+    progress : callable
+        Receives one line per step.
+
+    Returns
+    -------
+    SwitchResult
+
+    Raises
+    ------
+    InvalidParameterError, StoreError
+        Before anything is stopped: a version, operator or table that cannot be switched.
+    EngineError
+        Flink refused or failed a step. The message says where the job is: still running (a check
+        or the savepoint failed), restarted on its version from the untouched savepoint (the rewrite
+        or the restart failed, the version being the job's declared one), or stopped with the
+        savepoints named (no restart asked, the version not declared, or no restart succeeded).
+    """
+    checked = check_switch(rest, job_id, store=store, to_version=to_version, operators=operators,
+                           from_version=from_version)  # fmt: skip
+    rewrite.check(savepoint_dir)
+    if launcher is not None:
+        launcher.check(rest)
+    clock = _Clock()
+    savepoint = _stop(rest, checked, savepoint_dir, timeout, progress, clock)
+    request = checked.rewrite_request(savepoint)
+    try:
+        rewritten = _rewrite(rewrite, request, timeout, progress, clock)
+    except EngineError as error:
+        _remove_partial(request.output)
+        raise _recover(rest, checked, launcher, savepoint, str(error), timeout) from None
+    new_job = None
+    if launcher is not None:
+        new_job = _restart(rest, checked, launcher, request.output, savepoint, timeout, progress, clock)
+    else:
+        progress(f"job {job_id} stays stopped: restart it on version {to_version} from {request.output}")
+    return SwitchResult(
+        job_id, new_job, checked.from_version, to_version, savepoint, request.output, rewritten.job, rewrite.where,
+        rewritten.counts, checked.plan_moved, clock.phases, clock.stopped_at,
+        None if new_job is None else clock.stopped_at + clock.phases["down"],
+    )  # fmt: skip
+
+
+# -- the checks ------------------------------------------------------------------------------------------------
+def _declared_version(rest: FlinkRest, job_id: str) -> int | None:
+    """The version a job declares (its global job parameter ``locality.version``), or None."""
+    value = rest.user_config(job_id).get(VERSION_PARAMETER)
+    try:
+        return None if value is None else int(value)
+    except ValueError:
+        raise EngineError(f"job {job_id} declares {VERSION_PARAMETER}={value!r}, not a version number") from None
+
+
+def _version_it_runs(job_id: str, declared: int | None, from_version: int | None, to_version: int) -> int:
+    """The version the job runs: the one it declares, checked against ``--from``, else ``--from`` on trust."""
+    if from_version is None and declared is None:
+        raise InvalidParameterError(
+            f"job {job_id} does not declare the version it runs ({VERSION_PARAMETER}): give --from"
+        )
+    if declared is not None and from_version not in (None, declared):
+        raise InvalidParameterError(
+            f"job {job_id} runs version {declared} ({VERSION_PARAMETER}), not --from {from_version}"
+        )
+    runs = declared if declared is not None else from_version
+    if runs == to_version:
+        raise InvalidParameterError(f"job {job_id} already runs version {to_version}: there is nothing to switch")
+    return runs
+
+
+def _check_versions(
+    store: str | Path, from_version: int, to_version: int, operators: Sequence[str]
+) -> tuple[list[str], dict[str, int], int]:
+    """Both versions read whole, each naming the operators with ``flink`` tables: names, plan moves, parallelism."""
+    from locality.router import load_snapshot
+    from locality.store import ConfigStore
+
+    config_store = ConfigStore(store)
+    before, after = load_snapshot(config_store, from_version), load_snapshot(config_store, to_version)
+    names = _operators_of(operators, before.configuration)
+    _operators_of(operators, after.configuration)
+    plan = after.plan_from(before)
+    plan_moved = {op: int(len(plan.moves_of(op))) for op in names}
+    parallelism = max(before.configuration.tables[op].fallback.n_instances for op in names)
+    return names, plan_moved, parallelism
 
 
 def _operators_of(specs: Sequence[str], config) -> list[str]:
@@ -135,208 +322,100 @@ def _operators_of(specs: Sequence[str], config) -> list[str]:
     return names
 
 
-def switch_flink_job(
-    rest: FlinkRest,
-    job_id: str,
-    *,
-    store: str | Path,
-    to_version: int,
-    savepoint_dir: str,
-    operators: Sequence[str],
-    launcher: FlinkJobLauncher,
-    rewriter_jar_id: str,
-    from_version: int | None = None,
-    timeout: float = 300.0,
-    progress: Callable[[str], None] = logger.info,
-) -> SwitchResult:
-    """Switch the running Flink job ``job_id`` to version ``to_version`` of ``store``.
+# -- the phases ------------------------------------------------------------------------------------------------
+class _Clock:
+    """Wall-clock time of the stop request, and the seconds of each phase since the previous one ended."""
 
-    Parameters
-    ----------
-    rest : FlinkRest
-        The cluster's REST API.
-    job_id : str
-        The running job, keyed by the tables of the version it runs.
-    store : path
-        The configuration store, at the same path on the cluster's machines.
-    to_version : int
-        The version the job restarts on.
-    savepoint_dir : str
-        Where the savepoint is taken (a URI or path the cluster writes); the rewritten
-        savepoint goes beside it, named after it with ``-v<to_version>``.
-    operators : sequence of str
-        ``OPERATOR=UID[,state=NAME][,key=TYPE][,value=TYPE]`` for each keyed operator whose
-        real keys' state the tables route (``RealKeyOperator`` in Java).
-    launcher : FlinkJobLauncher
-        The job's jar (uploaded), main class and arguments; ``{version}`` in them becomes the
-        version it starts on.
-    rewriter_jar_id : str
-        The uploaded tool jar of ``locality-flink-state``.
-    from_version : int, optional
-        The version the job runs. A job that declares it (``JobVersion.declare``, the global
-        job parameter ``locality.version``) needs none, and a wrong one is refused before
-        anything stops; an undeclared one is taken on trust (the rewrite still refuses a
-        savepoint whose state is not where this version puts it).
-    timeout : float
-        Seconds each phase (stop, rewrite, restart) may take.
-    progress : callable
-        Receives one line per step.
+    def __init__(self) -> None:
+        self.stopped_at = time.time()
+        self._started = self._mark = time.monotonic()
+        self.phases: dict[str, float] = {}
 
-    Returns
-    -------
-    SwitchResult
+    def lap(self, phase: str) -> float:
+        now = time.monotonic()
+        self.phases[phase], self._mark = now - self._mark, now
+        return self.phases[phase]
 
-    Raises
-    ------
-    InvalidParameterError, StoreError
-        Before anything is stopped: a version, operator or table that cannot be switched.
-    EngineError
-        Flink refused or failed a step. The message says where the job is: still running (the
-        savepoint failed), restarted on its version from the untouched savepoint (the rewrite
-        or the restart failed, the version being the job's declared one), or stopped with the
-        savepoints named (the version was not declared, or no restart succeeded).
-    """
-    from locality.router import load_snapshot
-    from locality.store import ConfigStore
+    def down(self) -> float:
+        self.phases["down"] = time.monotonic() - self._started
+        return self.phases["down"]
 
-    job = rest.job(job_id)
-    if job["state"] != "RUNNING":
-        raise EngineError(f"job {job_id} is {job['state']}, not RUNNING: there is nothing to switch")
-    declared = _declared_version(rest, job_id)
-    if from_version is None and declared is None:
-        raise InvalidParameterError(
-            f"job {job_id} does not declare the version it runs ({VERSION_PARAMETER}): give --from"
-        )
-    if declared is not None and from_version not in (None, declared):
-        raise InvalidParameterError(
-            f"job {job_id} runs version {declared} ({VERSION_PARAMETER}), not --from {from_version}"
-        )
-    from_version = declared if declared is not None else from_version
-    if from_version == to_version:
-        raise InvalidParameterError(f"job {job_id} already runs version {to_version}: there is nothing to switch")
-    config_store = ConfigStore(store)
-    before, after = load_snapshot(config_store, from_version), load_snapshot(config_store, to_version)
-    names = _operators_of(operators, before.configuration)
-    _operators_of(operators, after.configuration)
-    plan = after.plan_from(before)
-    plan_moved = {op: int(len(plan.moves_of(op))) for op in names}
-    parallelism = max(before.configuration.tables[op].fallback.n_instances for op in names)
-    for jar in (launcher.jar_id, rewriter_jar_id):
-        if not rest.has_jar(jar):
-            raise EngineError(f"Flink at {rest.url} has no uploaded jar {jar!r}")
 
-    def back_to_old(error: EngineError, savepoint: str, also: str = "") -> EngineError:
-        """Restart the job on its version from ``savepoint`` when that version is sure; the error to raise."""
-        if declared is None:
-            return EngineError(
-                f"{error}{also}; the job is stopped (it does not declare its version, so it is not "
-                f"restarted on --from {from_version} by guess): restart it from {savepoint}"
-            )
-        try:
-            restarted = _restart(rest, launcher, from_version, savepoint, timeout)
-        except EngineError as again:
-            return EngineError(
-                f"{error}{also}; restarting on version {from_version} from {savepoint} failed too "
-                f"({again}): the job is stopped"
-            )
-        return EngineError(
-            f"{error}{also}; job restarted on version {from_version} from {savepoint} as job {restarted}"
-        )
+def _stop(rest: FlinkRest, checked: CheckedSwitch, savepoint_dir: str, timeout: float, progress, clock) -> str:
+    """Stop the job with a savepoint in ``savepoint_dir``: the cut between the two versions. Its path."""
+    progress(f"stopping job {checked.job_id} with a savepoint in {savepoint_dir} (version {checked.from_version})")
+    savepoint = rest.stop_with_savepoint(checked.job_id, savepoint_dir, timeout=timeout)
+    progress(f"savepoint {savepoint} ({clock.lap('stop'):.1f} s)")
+    return savepoint
 
-    phases: dict[str, float] = {}
-    stopped_at = time.time()
-    started = time.monotonic()
-    progress(f"stopping job {job_id} with a savepoint in {savepoint_dir} (version {from_version})")
-    savepoint = rest.stop_with_savepoint(job_id, savepoint_dir, timeout=timeout)
-    phases["stop"] = time.monotonic() - started
-    progress(f"savepoint {savepoint} ({phases['stop']:.1f} s); rewriting it for version {to_version}")
 
-    rewritten = f"{savepoint.rstrip('/')}-v{to_version}"
-    mark = time.monotonic()
-    rewrite_args = [
-        "--savepoint",
-        savepoint,
-        "--output",
-        rewritten,
-        "--store",
-        str(Path(store).resolve()),
-        "--from",
-        str(from_version),
-        "--to",
-        str(to_version),
-        "--parallelism",
-        str(parallelism),
-    ]
-    for spec in operators:
-        rewrite_args += ["--operator", spec]
+def _rewrite(rewrite, request: RewriteRequest, timeout: float, progress, clock) -> Rewritten:
+    """Rewrite the savepoint for the new version, where ``rewrite`` runs it."""
+    progress(f"rewriting it for version {request.to_version} ({rewrite.where})")
+    rewritten = rewrite.run(request, timeout=timeout)
+    moved = ", ".join(f"{op} {c['moved']:,} of {c['entries']:,} keys" for op, c in rewritten.counts.items())
+    progress(f"rewritten into {request.output} ({clock.lap('rewrite'):.1f} s): moved {moved}")
+    return rewritten
+
+
+def _restart(
+    rest: FlinkRest, checked: CheckedSwitch, launcher: FlinkJobLauncher, rewritten: str, savepoint: str,
+    timeout: float, progress, clock,
+) -> str:  # fmt: skip
+    """Start the job on the new version from the rewritten savepoint; on failure, back on the old one."""
+    progress(f"restarting on version {checked.to_version}")
     try:
-        rewrite_job = rest.run_jar(rewriter_jar_id, REWRITE_CLASS, rewrite_args, parallelism=parallelism)
-        state = rest.wait_for_end(rewrite_job, timeout=timeout)
-        if state != "FINISHED":
-            raise EngineError(f"the savepoint rewrite (job {rewrite_job}) ended {state}: {rest.failure(rewrite_job)}")
+        job = launcher.start(rest, checked.to_version, rewritten, timeout=timeout)
     except EngineError as error:
-        _remove_local(rewritten)
-        raise back_to_old(error, savepoint) from None
-    phases["rewrite"] = time.monotonic() - mark
-    counts = _rewrite_counts(rest.accumulators(rewrite_job), names)
-    moved = ", ".join(f"{op} {c['moved']:,} of {c['entries']:,} keys" for op, c in counts.items())
-    progress(
-        f"rewritten into {rewritten} ({phases['rewrite']:.1f} s): moved {moved}; restarting on version {to_version}"
-    )
-
-    mark = time.monotonic()
-    try:
-        new_job = _restart(rest, launcher, to_version, rewritten, timeout)
-    except EngineError as error:
-        raise back_to_old(error, savepoint, f" (the rewritten savepoint {rewritten} stays)") from None
-    phases["restart"] = time.monotonic() - mark
-    phases["down"] = time.monotonic() - started
-    progress(f"job {new_job} runs on version {to_version} ({phases['restart']:.1f} s; down {phases['down']:.1f} s)")
-    return SwitchResult(
-        job_id,
-        new_job,
-        from_version,
-        to_version,
-        savepoint,
-        rewritten,
-        rewrite_job,
-        counts,
-        plan_moved,
-        phases,
-        stopped_at,
-        stopped_at + phases["down"],
-    )
-
-
-def _declared_version(rest: FlinkRest, job_id: str) -> int | None:
-    """The version a job declares (its global job parameter ``locality.version``), or None."""
-    value = rest.user_config(job_id).get(VERSION_PARAMETER)
-    try:
-        return None if value is None else int(value)
-    except ValueError:
-        raise EngineError(f"job {job_id} declares {VERSION_PARAMETER}={value!r}, not a version number") from None
-
-
-def _restart(rest: FlinkRest, launcher: FlinkJobLauncher, version: int, savepoint: str, timeout: float) -> str:
-    """Run the job on ``version`` from ``savepoint`` and wait until it runs; its id."""
-    job = rest.run_jar(launcher.jar_id, launcher.entry_class, launcher.args_for(version), savepoint=savepoint)
-    rest.wait_until_running(job, timeout=timeout)
+        also = f" (the rewritten savepoint {rewritten} stays)"
+        raise _recover(rest, checked, launcher, savepoint, f"{error}{also}", timeout) from None
+    clock.lap("restart")
+    progress(f"job {job} runs on version {checked.to_version} ({clock.phases['restart']:.1f} s; "
+             f"down {clock.down():.1f} s)")  # fmt: skip
     return job
 
 
-def _rewrite_counts(accumulators: dict[str, str], operators: Sequence[str]) -> dict[str, dict[str, int]]:
-    """The rewrite job's counters (``locality-rewrite/OPERATOR/FIELD``) per operator (Java's ``RewriteSummary``)."""
-    counts: dict[str, dict[str, int]] = {op: {} for op in operators}
-    for name, value in accumulators.items():
-        if name.startswith(_REWRITE_PREFIX):
-            op, _, what = name[len(_REWRITE_PREFIX) :].partition("/")
-            counts.setdefault(op, {})[what] = int(value)
-    fields = ("entries", "bytes", "moved", "moved_bytes", "rekeyed")
-    return {op: {f: fields_of.get(f, 0) for f in fields} for op, fields_of in counts.items()}
+def _recover(
+    rest: FlinkRest, checked: CheckedSwitch, launcher: FlinkJobLauncher | None, savepoint: str, error: str,
+    timeout: float,
+) -> EngineError:  # fmt: skip
+    """After a failed rewrite or restart: the job back on its version from ``savepoint`` when that is sure; the error.
+
+    Restarting a job whose version is not declared on ``--from`` by guess could put every key's state
+    where no record looks: it stays stopped, as does a job the switch was not asked to restart.
+    """
+    old = checked.from_version
+    if launcher is None:
+        return EngineError(f"{error}; the job is stopped: restart it on version {old} from {savepoint}")
+    if not checked.declared:
+        return EngineError(
+            f"{error}; the job is stopped (it does not declare its version, so it is not "
+            f"restarted on --from {old} by guess): restart it from {savepoint}"
+        )
+    try:
+        restarted = launcher.start(rest, old, savepoint, timeout=timeout)
+    except EngineError as again:
+        return EngineError(
+            f"{error}; restarting on version {old} from {savepoint} failed too ({again}): the job is stopped"
+        )
+    return EngineError(f"{error}; job restarted on version {old} from {savepoint} as job {restarted}")
 
 
-def _remove_local(path: str) -> None:
-    """Remove a half-written savepoint when it is on this machine's file system (a remote one stays, named)."""
-    parsed = urlparse(path)
+def _remove_partial(savepoint: str) -> None:
+    """Remove what a failed rewrite wrote of ``savepoint``, in a directory or a bucket (anything else stays, named).
+
+    Flink names a local savepoint ``file:/path`` (one slash); the store's backends take a path or an
+    ``s3://`` URI of the folder it is in.
+    """
+    parsed = urlparse(savepoint)
     if parsed.scheme in ("", "file"):
-        shutil.rmtree(parsed.path if parsed.scheme else path, ignore_errors=True)
+        folder = Path(parsed.path if parsed.scheme else savepoint)
+        parent, name = str(folder.parent), folder.name
+    elif is_remote(savepoint):
+        parent, _, name = savepoint.rstrip("/").rpartition("/")
+    else:
+        return
+    try:
+        open_objects(parent, owner="locality switch flink", parameter="savepoint").delete_folder(name)
+    except Exception as error:  # noqa: BLE001 - the switch's own error says more than a failed cleanup
+        logger.warning("could not remove the half-written savepoint %s: %s", savepoint, error)

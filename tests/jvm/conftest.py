@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,25 @@ import pytest
 from testbed import jvm
 from testbed.jvm import FLINK_JVM_OPTIONS, JVM
 
-__all__ = ["FLINK_JVM_OPTIONS", "JVM", "TWEET_MAX_PARALLELISM", "classpath", "java", "run_java"]
+__all__ = [
+    "CORE_EXAMPLES",
+    "FLINK_EXAMPLES",
+    "FLINK_JVM_OPTIONS",
+    "JVM",
+    "KAFKA_EXAMPLES",
+    "STORM_EXAMPLES",
+    "TWEET_MAX_PARALLELISM",
+    "classpath",
+    "java",
+    "run_java",
+]
+
+#: The modules of the programs on the library jars (``jvm/examples``), as :func:`classpath` takes them: the
+#: command-line helpers over locality-core, and the apps and helpers of each engine, on its drop-in jar.
+CORE_EXAMPLES = "examples/locality-core-examples"
+FLINK_EXAMPLES = "examples/locality-flink-examples"
+KAFKA_EXAMPLES = "examples/locality-kafka-streams-examples"
+STORM_EXAMPLES = "examples/locality-storm-examples"
 
 
 @contextlib.contextmanager
@@ -43,11 +62,16 @@ def classpath(*modules: str) -> str:
 
 
 def run_java(
-    modules: list[str], main: str, *args: object, timeout: float = 300, jvm_options: tuple[str, ...] = ()
+    modules: list[str],
+    main: str,
+    *args: object,
+    timeout: float = 300,
+    jvm_options: tuple[str, ...] = (),
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
     """:func:`testbed.jvm.run_java`, failing the test without ``java`` or on a module not built."""
     with _failing_unbuilt():
-        return jvm.run_java(modules, main, *args, timeout=timeout, jvm_options=jvm_options)
+        return jvm.run_java(modules, main, *args, timeout=timeout, jvm_options=jvm_options, env=env)
 
 
 #: Max parallelism of the tweet tables for Flink's Java jobs: Flink's default for parallelism 6, set by the job.

@@ -1,4 +1,4 @@
-"""The two-stage Flink Java job (``locality-flink``'s ``TwoStageJob``) on a local MiniCluster follows the tweet tables.
+"""The two-stage Flink Java job (``TwoStageJob``, on locality-flink's drop-in jar) on a MiniCluster follows the tables.
 
 The tables are learned from the first half of the tweet trace with Flink's own fallback
 (``--hash flink``, M = 128) and published to a store. The job reads the second half as JSON
@@ -23,7 +23,7 @@ import pytest
 from locality.evaluation import evaluate
 from locality.hashing import FlinkKeyGroups
 from locality.store import ConfigStore
-from tests.jvm.conftest import TWEET_MAX_PARALLELISM, run_java
+from tests.jvm.conftest import FLINK_EXAMPLES, TWEET_MAX_PARALLELISM, run_java
 
 OPERATORS = ["location", "hashtag"]
 JOB = "io.locality.flink.job.TwoStageJob"
@@ -50,7 +50,7 @@ def job_input(flink_tweet_tables, tmp_path_factory):
 def run_job(job_input, mode: str, out) -> tuple[dict, pd.DataFrame]:
     """Run the job in ``mode``; its summary and its output records, joined to the records streamed."""
     store, path, records = job_input
-    done = run_java(["locality-flink"], JOB, "--store", store.root, "--input", path, "--mode", mode,
+    done = run_java([FLINK_EXAMPLES], JOB, "--store", store.root, "--input", path, "--mode", mode,
                     "--output", out, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-5000:]
     summary = json.loads(done.stdout)
@@ -130,7 +130,7 @@ def test_measured_same_slot_share_is_what_evaluate_says(runs, job_input, flink_t
 
 def test_tables_run_only_with_their_parallelism(job_input):
     store, path, _ = job_input
-    done = run_java(["locality-flink"], JOB, "--store", store.root, "--input", path, "--mode", "tables",
+    done = run_java([FLINK_EXAMPLES], JOB, "--store", store.root, "--input", path, "--mode", "tables",
                     "--parallelism", "4")  # fmt: skip
     assert done.returncode == 2
     assert "the tables of 'location' are for parallelism 6 and max parallelism 128" in done.stderr
@@ -140,6 +140,6 @@ def test_a_bad_input_line_fails_the_job_naming_the_field(job_input, tmp_path):
     store = job_input[0]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"seq": 1, "location": "US/Ohio", "hashtag": "tbt"}\n{"seq": 2, "location": "US/Ohio"}\n')
-    done = run_java(["locality-flink"], JOB, "--store", store.root, "--input", bad, "--mode", "raw")
+    done = run_java([FLINK_EXAMPLES], JOB, "--store", store.root, "--input", bad, "--mode", "raw")
     assert done.returncode == 2
     assert "no field 'hashtag' in the input line '{\"seq\": 2" in done.stderr

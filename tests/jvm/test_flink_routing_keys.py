@@ -1,10 +1,11 @@
 """Java's Flink routing keys (``locality-flink``) are Python's, key for key, on real tables.
 
 The store holds the tweet tables learned with Flink's own fallback (``--hash flink``,
-M = 128, parallelism 6); Java's ``PrintRoutingKeys`` computes each key's routing key with
-``FlinkRoutingKeys`` (surrogates found with Flink's own ``KeyGroupRangeAssignment``) and
-Python's :class:`~locality.engines.flink.FlinkKeySelector` does the same: every key of the
-trace, plus odd and reserved keys, must get the same routing key or be refused by both.
+M = 128, parallelism 6); Java's ``PrintRoutingKeys`` (``jvm/examples``, on locality-flink's
+drop-in jar) computes each key's routing key with ``FlinkRoutingKeys`` (surrogates found with
+Flink's own ``KeyGroupRangeAssignment``) and Python's
+:class:`~locality.engines.flink.FlinkKeySelector` does the same: every key of the trace, plus
+odd and reserved keys, must get the same routing key or be refused by both.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from locality.hashing import FlinkKeyGroups, make_fallback
 from locality.hashing.flink import flink_surrogates
 from locality.store import ConfigStore
 from tests.engines.test_flink_splits import TAGS, split_config
-from tests.jvm.conftest import run_java
+from tests.jvm.conftest import FLINK_EXAMPLES, run_java
 from tests.jvm.test_store_routes import ODD_STRINGS
 
-FLINK = ["locality-flink"]
+FLINK = [FLINK_EXAMPLES]
 
 
 def python_routing_key(selector: FlinkKeySelector, key, server: int | None = None):

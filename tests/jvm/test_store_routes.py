@@ -22,14 +22,14 @@ from locality.router import Router
 from locality.store import ConfigStore
 from locality.topology import Topology
 from tests.conftest import read_trace
-from tests.jvm.conftest import run_java
+from tests.jvm.conftest import CORE_EXAMPLES, run_java
 
 #: engine -> the JVM modules whose fallback computes its hash
 ENGINE_MODULES = {
-    "ring": ["locality-core"],
-    "flink": ["locality-flink"],
-    "kafka": ["locality-kafka-streams"],
-    "storm": ["locality-storm"],
+    "ring": [CORE_EXAMPLES],
+    "flink": [CORE_EXAMPLES, "locality-flink"],
+    "kafka": [CORE_EXAMPLES, "locality-kafka-streams"],
+    "storm": [CORE_EXAMPLES, "locality-storm"],
 }
 
 #: keys no trace holds, beside every key of the traces: empty, non-ASCII, non-BMP, long, reserved-looking
@@ -98,7 +98,7 @@ def test_a_damaged_version_is_refused_by_python_and_java(traces, damage, tmp_pat
     with pytest.raises(StoreError) as refused:
         Router(store.root)
     assert str(table) in str(refused.value) and wanted in str(refused.value)
-    done = run_java(["locality-core"], "io.locality.routing.RouteKeys", store.root, "hashtag", "/dev/null", "/dev/null")
+    done = run_java([CORE_EXAMPLES], "io.locality.routing.RouteKeys", store.root, "hashtag", "/dev/null", "/dev/null")
     assert done.returncode == 2
     assert str(table) in done.stderr and wanted in done.stderr
 

@@ -1,6 +1,6 @@
 """A real Kafka broker for the tests: KRaft, one node, on loopback, from Maven Central's jars.
 
-``make test`` builds ``jvm/locality-kafka-streams``, whose test-scope dependency ``kafka_2.13``
+``make test`` builds ``jvm/examples/locality-kafka-streams-examples``, whose test-scope dependency ``kafka_2.13``
 brings the broker; Maven writes its classpath to ``target/broker-classpath.txt``. The
 session fixture :func:`kafka_broker` formats a fresh log directory of its own, starts the
 broker (combined broker and controller) on two free ports of 127.0.0.1, waits with a bound
@@ -32,16 +32,11 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from locality.store import ConfigStore
+from testbed.kafka import BROKER_CLASSPATH, CLUSTER_ID, JVM_OPTIONS, broker_properties, stop_process
 from tests.conftest import tables_from_first_half
 from tests.jvm.conftest import JVM, java
 
-BROKER_CLASSPATH = JVM / "locality-kafka-streams" / "target" / "broker-classpath.txt"
-#: A fixed cluster id: 16 bytes in Kafka's URL-safe base64, as ``kafka-storage random-uuid`` prints one.
-CLUSTER_ID = "bG9jYWxpdHktdGVzdHMhIQ"
 STARTUP_TIMEOUT = 120.0  # seconds; a first start on a busy 2-core machine takes about 10
-STOP_TIMEOUT = 30.0
-#: JVM options of the broker and the apps: small heaps, one GC thread (2 cores shared by everything).
-JVM_OPTIONS = ["-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"]
 
 
 @dataclass(frozen=True)
@@ -69,30 +64,6 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def broker_properties(data: Path, port: int, controller_port: int) -> str:
-    """One node acting as broker and KRaft controller, every internal topic with one replica and partition."""
-    settings = {
-        "process.roles": "broker,controller",
-        "node.id": 1,
-        "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
-        "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "log.dirs": data,
-        "auto.create.topics.enable": "false",
-        "offsets.topic.replication.factor": 1,
-        "offsets.topic.num.partitions": 1,
-        "transaction.state.log.replication.factor": 1,
-        "transaction.state.log.min.isr": 1,
-        "share.coordinator.state.topic.replication.factor": 1,
-        "share.coordinator.state.topic.min.isr": 1,
-        "group.initial.rebalance.delay.ms": 0,
-    }
-    return "".join(f"{name}={value}\n" for name, value in settings.items())
-
-
 def _log_tail(path: Path, lines: int = 40) -> str:
     text = path.read_text(errors="replace") if path.is_file() else ""
     return "\n".join(text.splitlines()[-lines:])
@@ -113,17 +84,6 @@ def _wait_until_answers(process: subprocess.Popen, port: int, log: Path) -> None
             pass
         time.sleep(0.5)
     pytest.fail(f"the Kafka broker did not answer within {STARTUP_TIMEOUT:.0f} s:\n{_log_tail(log)}", pytrace=False)
-
-
-def stop_process(process: subprocess.Popen, timeout: float = STOP_TIMEOUT) -> None:
-    """SIGTERM (a clean shutdown), then SIGKILL past ``timeout`` seconds."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=timeout)
 
 
 @contextmanager

@@ -11,19 +11,42 @@ instances (a restart) names its files ``SERVER.RUN.*`` instead. Start them with
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from confluent_kafka import Producer
 
-from tests.jvm.conftest import classpath, java
+from locality.counts import count_keys
+from locality.optimizer import make_fallbacks, optimize
+from locality.routing import RoutingConfiguration
+from locality.topology import Topology
+from testbed.kafka import JVM_OPTIONS, stop_process
+from tests.jvm.conftest import KAFKA_EXAMPLES, classpath, java
 
-from .conftest import JVM_OPTIONS, stop_process
+from .conftest import tweet_values
 
 APP = "io.locality.kafka.TwoStageCountsApp"
 READY_TIMEOUT = 240.0  # six JVMs joining one group on a busy 2-core machine take about a minute
+
+
+def learned_on(rows: pd.DataFrame, topology: Topology) -> RoutingConfiguration:
+    """Tables for location -> hashtag on ``topology`` with Kafka's fallback, learned on ``rows``."""
+    operators = list(topology.operators)
+    return optimize(count_keys(rows, operators).graph(), topology, make_fallbacks(topology, "kafka")).config
+
+
+def produce_at_points(broker, topic: str, records: pd.DataFrame) -> None:
+    """The records keyed by location, in their order, each stamped with its ``point`` (librdkafka's partitioning)."""
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20})
+    for key, value, point in zip(records["location"], tweet_values(records), records["point"]):
+        producer.produce(topic, key=key, value=value, timestamp=int(point))
+        producer.poll(0)
+    assert producer.flush(120) == 0
 
 
 def expected_tasks(topology, first_subtopology: int = 0) -> dict[str, list[str]]:
@@ -79,13 +102,29 @@ def wait_until_each_runs_its_tasks(
     pytest.fail(f"the instances did not settle on their tasks within {READY_TIMEOUT:.0f} s: {reported}", pytrace=False)
 
 
-def start_instances(servers, work: Path, run: str = "", **options) -> dict[str, subprocess.Popen]:
+def start_instances(
+    servers,
+    work: Path,
+    run: str = "",
+    env: Mapping[str, str] | None = None,
+    *,
+    launch: Callable[[str], Sequence[str]] | None = None,
+    files: str | os.PathLike | None = None,
+    **options,
+) -> dict[str, subprocess.Popen]:
     """One ``TwoStageCountsApp`` per server with ``options`` (``--name value``; ``True`` for a flag).
 
-    Every instance logs what it counts to ``WORK/SERVER[RUN].jsonl``; with ``switch_log=True`` its
-    switch events to ``WORK/SERVER[RUN].switch.jsonl``. Its state directory is the same in every run.
+    Every instance logs what it counts to ``FILES/SERVER[RUN].jsonl``; with ``switch_log=True`` its
+    switch events to ``FILES/SERVER[RUN].switch.jsonl``. Its state directory is the same in every run.
+    ``env`` holds variables set for the JVMs on top of this process's (an S3 server's AWS variables).
+    ``launch(server)`` is the command prefix the instance of ``server`` runs under (default: none, here;
+    a testbed server's :meth:`~testbed.network.Testbed.command`), and ``files`` the folder of its state
+    and logs as it sees its files (default: ``work``; a folder of the server's own, which must exist).
+    Its stdout and stderr go to ``WORK/SERVER[RUN].out`` / ``.err`` in any case (host files).
     """
-    command = [java(), *JVM_OPTIONS, "-XX:TieredStopAtLevel=1", "-cp", classpath("locality-kafka-streams"), APP]
+    environment = None if env is None else {**os.environ, **env}
+    command = [java(), *JVM_OPTIONS, "-XX:TieredStopAtLevel=1", "-cp", classpath(KAFKA_EXAMPLES), APP]
+    files = Path(files) if files is not None else work
     switch_log = options.pop("switch_log", False)
     instances: dict[str, subprocess.Popen] = {}
     try:
@@ -93,16 +132,19 @@ def start_instances(servers, work: Path, run: str = "", **options) -> dict[str, 
             mine = {
                 **options,
                 "server": server,
-                "state-dir": work / f"state-{server}",
-                "processed-log": work / f"{server}{run}.jsonl",
+                "state-dir": files / f"state-{server}",
+                "processed-log": files / f"{server}{run}.jsonl",
             }
             if switch_log:
-                mine["switch-log"] = work / f"{server}{run}.switch.jsonl"
+                mine["switch-log"] = files / f"{server}{run}.switch.jsonl"
             arguments = []
             for name, value in mine.items():
                 arguments += [f"--{name}"] if value is True else [f"--{name}", str(value)]
+            prefix = list(launch(server)) if launch is not None else []
             with open(work / f"{server}{run}.out", "wb") as out, open(work / f"{server}{run}.err", "wb") as err:
-                instances[server] = subprocess.Popen([*command, *arguments], stdout=out, stderr=err)
+                instances[server] = subprocess.Popen(
+                    [*prefix, *command, *arguments], stdout=out, stderr=err, env=environment
+                )
     except BaseException:
         stop_instances(instances)
         raise

@@ -1,7 +1,7 @@
 """A two-stage Kafka Streams application follows the tweet tables on a real broker, one instance per server.
 
 The tables (location -> hashtag, 6 servers) are learned with ``--hash kafka`` from the first
-half of the tweet trace. Six instances of ``TwoStageCountsApp`` (``jvm/locality-kafka-streams``),
+half of the tweet trace. Six instances of ``TwoStageCountsApp`` (``jvm/examples``, on the drop-in jar),
 one JVM per server, each with one stream thread, join one application; ``ServerTaskAssignor``
 gives each the tasks of its server's partitions. Once every instance runs its tasks, the second
 half of the trace is produced into the input topic by location's table (confluent-kafka with

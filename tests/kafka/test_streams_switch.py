@@ -25,12 +25,9 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
-from locality.counts import count_keys
 from locality.evaluation import evaluate
-from locality.optimizer import make_fallbacks, optimize
-from locality.routing import RoutingConfiguration
 from locality.store import ConfigStore
 from locality.topology import Topology
 
@@ -38,6 +35,8 @@ from .conftest import read_topic, tweet_values
 from .streams_apps import (
     expected_tasks,
     fail_if_exited,
+    learned_on,
+    produce_at_points,
     read_processed,
     read_switch_events,
     start_instances,
@@ -54,21 +53,8 @@ LATE_SHARE = 0.01
 PROGRESS_TIMEOUT = 240.0
 
 
-def learned_on(rows: pd.DataFrame) -> RoutingConfiguration:
-    """Tables for location -> hashtag on 6 servers with Kafka's fallback, learned on ``rows``."""
-    topology = Topology.uniform(["location", "hashtag"], 6)
-    return optimize(
-        count_keys(rows, ["location", "hashtag"]).graph(), topology, make_fallbacks(topology, "kafka")
-    ).config
-
-
-def produce(broker, records: pd.DataFrame) -> None:
-    """The records keyed by location, in their order, each stamped with its point (librdkafka's partitioning)."""
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20})
-    for key, value, point in zip(records["location"], tweet_values(records), records["point"]):
-        producer.produce(INPUT, key=key, value=value, timestamp=int(point))
-        producer.poll(0)
-    assert producer.flush(120) == 0
+#: Location -> hashtag on 6 servers, one instance of each operator on each.
+SERVERS = Topology.uniform(["location", "hashtag"], 6)
 
 
 def wait_for_event(work, servers, instances, event: str, at_least: int) -> None:
@@ -116,7 +102,7 @@ def switch_run(kafka_broker, kafka_tables, tmp_path_factory):
     work = tmp_path_factory.mktemp("kafka-streams-switch")
     v1, first, second = kafka_tables
     half = len(first) // 2
-    versions = {1: v1, 2: learned_on(first.iloc[:half]), 3: learned_on(first.iloc[half:])}
+    versions = {1: v1, 2: learned_on(first.iloc[:half], SERVERS), 3: learned_on(first.iloc[half:], SERVERS)}
     records = second.reset_index(drop=True)
     n = len(records)
     records["point"] = T0 + np.arange(n)
@@ -137,7 +123,7 @@ def switch_run(kafka_broker, kafka_tables, tmp_path_factory):
     try:
         expected = expected_tasks(topology, first_subtopology=1)
         settled = wait_until_each_runs_its_tasks(instances, work, expected, anywhere=INPUT_PARTITIONS)
-        produce(kafka_broker, pd.concat([records[~late], records[late]]))
+        produce_at_points(kafka_broker, INPUT, pd.concat([records[~late], records[late]]))
         wait_for_event(work, topology.servers, instances, "waiting", t1)  # a router waits at the seal t1
         store.publish(versions[3], fingerprint="tweets-second-quarter", in_force_from=t2)
         wait_for_event(work, topology.servers, instances, "waiting", t2)

@@ -525,7 +525,7 @@ def store_is_a_file(tmp):
 def store_path_empty(tmp):
     # an unset variable in `--store $STORE`: never the working directory
     args = ["optimize", parquet(tmp, frame()), "--keys", "user,tag", "--servers", "2", "--store", ""]
-    return args, ExitCode.BAD_INPUT, ["(--store) must name a directory"]
+    return args, ExitCode.BAD_INPUT, ["must name a directory or an s3:// URI; got '' (option --store)"]
 
 
 @before_spark
@@ -569,7 +569,7 @@ def show_a_file(tmp):
     return (
         ["show", "--store", str(tmp / "store")],
         ExitCode.BAD_INPUT,
-        [f"there is no store at {tmp / 'store'}: it is a file"],
+        [f"the store {tmp / 'store'} is a file, not a directory"],
     )
 
 

@@ -3,7 +3,7 @@
 The topology is the one a Storm user keys by two fields: a spout emits the
 tweet records, a bolt counts them by ``location``, a bolt counts them by
 ``hashtag`` (6 tasks each). It runs twice on a fresh ``LocalCluster``
-(``KeyedChainTopology``, a test main of ``jvm/locality-storm``):
+(``KeyedChainTopology``, in ``jvm/examples`` on locality-storm's drop-in jar):
 
 1. with Storm's own ``fieldsGrouping`` on both hops, as the job runs today.
    Where Storm ran each bolt task (worker ``host:port``, from Nimbus, by
@@ -35,7 +35,7 @@ from locality.routing import RoutingConfiguration
 from locality.store import ConfigStore
 from locality.topology import Topology
 from tests.conftest import trace_keys
-from tests.jvm.conftest import run_java
+from tests.jvm.conftest import STORM_EXAMPLES, run_java
 
 OPERATORS = trace_keys("geotweets")  # location -> hashtag
 WORKERS, TASKS = 3, 6
@@ -52,10 +52,10 @@ def emitted_records(geotweets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
 
 def run_topology(records_file, out, tmp, *store_version) -> tuple[pd.DataFrame, dict, str]:
     """Run the topology on a fresh LocalCluster (on a store's version, if given); one row per tuple the last bolt
-    logged, Storm's placement, and the run's log."""
+    logged, Storm's placement, and the run's log (the workers' log goes to stdout)."""
     args = [records_file, out, WORKERS, TASKS, *OPERATORS, *store_version]
     done = run_java(
-        ["locality-storm"],
+        [STORM_EXAMPLES],
         "io.locality.storm.KeyedChainTopology",
         *args,
         timeout=400,
@@ -64,7 +64,7 @@ def run_topology(records_file, out, tmp, *store_version) -> tuple[pd.DataFrame, 
     assert done.returncode == 0, f"the Storm topology failed:\n{done.stderr[-5000:]}"
     routes = pd.concat(pd.read_json(p, lines=True, dtype={op: str for op in OPERATORS}) for p in out.glob("routes/*"))
     placement = json.loads((out / "placement.json").read_text())
-    return routes.sort_values("seq").reset_index(drop=True), placement, done.stderr
+    return routes.sort_values("seq").reset_index(drop=True), placement, done.stdout + done.stderr
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""A testbed run that a test kills: builds 2 servers, starts a process in each, prints their pids, waits.
+"""A testbed run that a test kills: builds 2 servers (private files), starts a process in each, prints their pids.
 
 ``python _hold_testbed.py`` prints one line ``<run name> <pid> <pid> ...`` once everything is up,
 then sleeps until it is killed (at most 120 s). The test sends SIGKILL (nothing runs: the next run
@@ -17,7 +17,7 @@ from testbed import Testbed  # noqa: E402
 
 if __name__ == "__main__":
     log = Path(sys.argv[1])
-    with Testbed(2, rate_mbit=50) as bed:
+    with Testbed(2, rate_mbit=50, private_files=True) as bed:
         for server in bed.servers:
             # A shell whose child outlives it: teardown must find it by its namespace, not by its parent.
             bed.spawn(server, ["sh", "-c", "sleep 300 & sleep 300"], log=log)

@@ -1,4 +1,4 @@
-"""The testbed's servers: addresses, shaped links, byte counters, and nothing left behind."""
+"""The testbed's servers: addresses, shaped links, byte counters, files of their own, and nothing left behind."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 from testbed import HEADER_BYTES, Testbed, TestbedError, clean_leftovers, leftovers
 from testbed.network import RUN_DIR
+from tests.conftest import trace_path
 
 HOLDER = Path(__file__).with_name("_hold_testbed.py")
 
@@ -45,8 +46,13 @@ def _nothing_left(name: str, pids: list[int]) -> None:
     names = [n for items in leftovers(dead_only=False).values() for n in items if n.startswith(f"{name}-")]
     assert names == []
     assert name not in subprocess.run(["tc", "qdisc", "show"], capture_output=True, text=True).stdout
+    assert name not in Path("/proc/self/mountinfo").read_text()  # no namespace file, no folder mounted
+    assert not list(RUN_DIR.glob(f"{name}*"))  # no lock file, no folder of namespace files
     assert [pid for pid in pids if _alive(pid)] == []
-    assert not (RUN_DIR / f"{name}.lock").exists()
+
+
+def _run_names(name: str) -> dict[str, list[str]]:
+    return {kind: [n for n in names if n.startswith(f"{name}-")] for kind, names in leftovers(dead_only=False).items()}
 
 
 def test_servers_reach_each_other_over_shaped_links_and_count_the_bytes(tmp_path):
@@ -88,10 +94,64 @@ def test_a_server_has_no_route_but_to_the_other_servers():
     assert "Network is unreachable" in unreachable.stderr
 
 
-def test_a_failing_run_leaves_no_namespace_link_shaper_or_process(tmp_path):
+def _open_in(bed: Testbed, server, path: Path) -> tuple[str, str]:
+    """The error opening ``path`` inside ``server`` gives a process of it and a thread that entered it ("": none)."""
+    process = bed.run(server, [sys.executable, "-c", f"open({str(path)!r}).close()"], check=False)
+    try:
+        bed.call_in(server, lambda: path.open().close())
+        thread = ""
+    except OSError as error:
+        thread = type(error).__name__
+    return (process.stderr.splitlines()[-1].split(":")[0] if process.returncode else ""), thread
+
+
+def test_a_server_with_private_files_opens_neither_the_hosts_temporary_files_nor_the_shared_traces(tmp_path):
+    on_host = tmp_path / "store" / "CURRENT"  # a test's store, in the host's /tmp
+    on_host.parent.mkdir()
+    on_host.write_text("7\n")
+    shared = trace_path("flights")
+    with Testbed(2, private_files=True) as bed:
+        first, second = bed.servers
+        not_found = ("FileNotFoundError", "FileNotFoundError")
+        assert _open_in(bed, first, on_host) == _open_in(bed, first, shared) == not_found
+        # A server's files are its own and every process of it sees them: two commands and a thread.
+        mine = Path(f"/tmp/{bed.name}.txt")
+        bed.run(first, ["sh", "-c", f"echo mine > {mine}"])
+        assert bed.run(first, ["cat", mine]).stdout == bed.call_in(first, mine.read_text) == "mine\n"
+        assert _open_in(bed, second, mine) == not_found
+        assert not mine.exists()
+        # Software stays visible: this interpreter and its packages, Spark's distribution among them.
+        bed.run(first, [sys.executable, "-c", "import locality, pyspark"])
+        # The server's own /sys: its interfaces, as `ip netns exec` shows them.
+        assert sorted(bed.run(first, ["ls", "/sys/class/net"]).stdout.split()) == ["eth0", "lo"]
+        name = bed.name
+    assert on_host.read_text() == "7\n" and shared.is_file()  # the host's files were hidden, not touched
+    _nothing_left(name, [])
+
+
+def test_a_folder_named_hidden_is_empty_inside_and_whole_on_the_host():
+    folder = Path(__file__).parent  # any host folder: its files are seen empty inside, left as they are
+    with Testbed(1, private_files=True, hidden=[folder]) as bed:
+        assert bed.run(bed.servers[0], ["ls", "-A", folder]).stdout == ""
+    assert Path(__file__).is_file()
+
+
+def test_servers_see_the_hosts_files_unless_theirs_are_private(tmp_path):
+    on_host = tmp_path / "shared.txt"
+    on_host.write_text("shared\n")
+    with Testbed(1) as bed:
+        assert (
+            bed.run(bed.servers[0], ["cat", on_host]).stdout
+            == bed.call_in(bed.servers[0], on_host.read_text)
+            == "shared\n"
+        )
+        assert bed.run(bed.servers[0], ["pwd"], cwd=tmp_path).stdout.strip() == str(tmp_path)
+
+
+def test_a_failing_run_leaves_no_namespace_link_shaper_mount_or_process(tmp_path):
     pids: list[int] = []
     with pytest.raises(RuntimeError, match="the job failed"):
-        with Testbed(3, rate_mbit=100) as bed:
+        with Testbed(3, rate_mbit=100, private_files=True) as bed:
             name = bed.name
             for server in bed.servers:
                 bed.spawn(server, ["sh", "-c", "sleep 300 & sleep 300"], log=tmp_path / "log")
@@ -118,13 +178,14 @@ def test_a_killed_run_is_cleaned_by_the_next_one(tmp_path):
     holder, name, pids = _hold(tmp_path)
     holder.kill()  # SIGKILL: no teardown runs
     holder.wait(30)
-    dead = leftovers()
-    assert len([n for n in dead["namespaces"] if n.startswith(f"{name}-")]) == 2
-    assert any(n == f"{name}-br" for n in dead["links"])
+    dead = {kind: [n for n in names if n.startswith(f"{name}-")] for kind, names in leftovers().items()}
+    assert len(dead["namespaces"]) == 2 and f"{name}-br" in dead["links"]
+    # The folder of its mount namespaces' files, and both files, still mounted.
+    assert dead["mounts"] == [f"{name}-mnt", f"{name}-mnt/{name}-s0", f"{name}-mnt/{name}-s1"]
     assert all(_alive(pid) for pid in pids)  # its processes outlived it, in its namespaces
     with Testbed(1) as bed:  # the next run removes them before building its own
         assert bed.name != name
-        assert [n for items in leftovers(dead_only=False).values() for n in items if n.startswith(f"{name}-")] == []
+        assert _run_names(name) == {"namespaces": [], "links": [], "mounts": []}
     _nothing_left(name, pids)
     assert clean_leftovers() == []
 
@@ -133,8 +194,8 @@ def test_a_live_run_is_not_taken_for_a_leftover(tmp_path):
     holder, name, pids = _hold(tmp_path)
     try:
         assert clean_leftovers() == []
-        live = leftovers(dead_only=False)
-        assert len([n for n in live["namespaces"] if n.startswith(f"{name}-")]) == 2
+        live = _run_names(name)
+        assert len(live["namespaces"]) == 2 and len(live["mounts"]) == 3
         assert all(_alive(pid) for pid in pids)
     finally:
         holder.send_signal(signal.SIGTERM)
@@ -156,6 +217,12 @@ def test_bad_parameters_are_named():
         Testbed(2, rate_mbit=0)
     with pytest.raises(ValueError, match="'delay_ms' parameter of Testbed"):
         Testbed(2, delay_ms=-1)
+    with pytest.raises(ValueError, match="'hidden' parameter of Testbed needs private_files=True"):
+        Testbed(2, hidden=["/srv"])
+    with pytest.raises(
+        ValueError, match=r"'hidden' parameter of Testbed takes absolute paths of folders; got \['data'"
+    ):
+        Testbed(2, private_files=True, hidden=["data", __file__])
 
 
 def test_a_delay_works_or_names_the_missing_kernel_qdisc():

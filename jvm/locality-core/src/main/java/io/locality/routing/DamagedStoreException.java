@@ -8,7 +8,7 @@ import java.io.IOException;
  * <p>The message names the file and what is wrong with it, as the Python {@code Router} does. A job
  * that gets this exception keeps the tables it already serves.
  */
-public final class DamagedStoreException extends IOException {
+public class DamagedStoreException extends IOException {
     private static final long serialVersionUID = 1L;
 
     public DamagedStoreException(String message) {

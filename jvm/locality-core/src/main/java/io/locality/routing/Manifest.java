@@ -2,56 +2,74 @@ package io.locality.routing;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.locality.storage.ObjectStore;
+import io.locality.storage.ObjectTooLargeException;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
-import java.nio.file.Path;
-import java.security.DigestInputStream;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.regex.Pattern;
 
 /**
  * The manifest of one store version: the size and SHA-256 of every file the version holds.
  *
- * <p>{@link #verify} checks the files under a folder of the version against it, exactly as the Python
- * {@code StoredVersion.verify} does, so that a truncated or altered file is refused by name before a
- * byte of it is served. Versions published before manifests recorded checksums pass unchecked.
+ * <p>A version is complete once its manifest exists (it is written last), and its files are served only as
+ * the manifest recorded them: {@link #read(String)} reads a file once, checks it, and hands back the bytes
+ * it checked, so what is parsed is what was verified, even when the store changes between two reads (an
+ * S3 object can be replaced at any time). The manifest itself is checked as the Python reader checks it:
+ * a JSON object of at most 64 MiB, its {@code version} the version's number, its {@code checksums} a size
+ * and a 64-hex-digit SHA-256 for files inside the version.
  */
-public final class Manifest {
-    private static final String FILE = "manifest.json";
+final class Manifest {
+    /** The bytes a manifest may hold: its checksums grow with the files of a version, a few hundred bytes each. */
+    static final long LIMIT = 64L << 20;
+    private static final Pattern SHA256 = Pattern.compile("[0-9a-f]{64}");
 
-    private final int version;
-    private final Path directory;
+    private final ObjectStore objects;
+    private final long version;
     private final JsonNode document;
+    private final Map<String, Checksum> checksums;
 
-    private Manifest(int version, Path directory, JsonNode document) {
+    private Manifest(ObjectStore objects, long version, JsonNode document, Map<String, Checksum> checksums) {
+        this.objects = objects;
         this.version = version;
-        this.directory = directory;
         this.document = document;
+        this.checksums = checksums;
     }
 
-    /** Reads {@code manifest.json} of the version in {@code directory}. */
-    public static Manifest read(int version, Path directory, ObjectMapper json) throws DamagedStoreException {
-        Path file = directory.resolve(FILE);
+    /**
+     * The manifest of {@code version}, checked; empty when the store has no such version.
+     *
+     * @throws DamagedStoreException naming the manifest when it is too large, not JSON or of another shape
+     */
+    static Optional<Manifest> read(ObjectStore objects, long version, ObjectMapper json) throws IOException {
+        String name = object(version);
+        Optional<byte[]> data = objects.read(name, LIMIT);
+        if (data.isEmpty()) {
+            return Optional.empty();
+        }
+        String what = "the manifest of version " + version + " (" + objects.locate(name) + ") is damaged: ";
         JsonNode document;
         try {
-            document = json.readTree(file.toFile());
-        } catch (NoSuchFileException e) {
-            throw new DamagedStoreException("version " + version + " of the store has no manifest: " + file);
+            document = json.readTree(data.get());
         } catch (IOException e) {
-            throw new DamagedStoreException("the manifest of version " + version + " (" + file + ") is damaged: "
-                    + e.getMessage());
+            throw new DamagedStoreException(what + "it is not JSON: " + e.getMessage());
         }
         if (document == null || !document.isObject()) {
-            throw new DamagedStoreException("the manifest of version " + version + " (" + file
-                    + ") is not a JSON object");
+            throw new DamagedStoreException(what + "it is not a JSON object");
         }
-        return new Manifest(version, directory, document);
+        JsonNode number = document.path("version");
+        if (!number.isIntegralNumber() || !number.canConvertToLong() || number.asLong() != version) {
+            throw new DamagedStoreException(what + "it says version " + number + ", in the directory of version "
+                    + version);
+        }
+        return Optional.of(new Manifest(objects, version, document, checksums(document.path("checksums"), what)));
     }
 
     /** The manifest as it was written (fingerprint, created, summary...). */
@@ -59,52 +77,93 @@ public final class Manifest {
         return document;
     }
 
+    /** The files it records under {@code folder}, in its order. */
+    List<String> files(String folder) {
+        return checksums.keySet().stream().filter(name -> name.startsWith(folder + "/")).toList();
+    }
+
     /**
-     * Checks every file the manifest records under {@code folder} (all files for an empty folder)
-     * against its recorded size and SHA-256.
+     * The bytes of file {@code name} of the version, read once and checked against the size and SHA-256
+     * recorded for it.
      *
-     * @throws DamagedStoreException naming the first file that is missing, of another size or of
-     *     another content
+     * @throws DamagedStoreException naming the file when the manifest records no checksum of it, or it is
+     *     missing, of another size or of another content
      */
-    public void verify(String folder) throws DamagedStoreException {
-        JsonNode checksums = document.path("checksums");
-        Iterator<Map.Entry<String, JsonNode>> files = checksums.fields();
-        while (files.hasNext()) {
-            Map.Entry<String, JsonNode> file = files.next();
-            if (folder.isEmpty() || file.getKey().startsWith(folder + "/")) {
-                verifyFile(file.getKey(), file.getValue());
-            }
-        }
-    }
-
-    private void verifyFile(String name, JsonNode expected) throws DamagedStoreException {
-        Path path = directory.resolve(name);
+    byte[] read(String name) throws IOException {
         String prefix = "version " + version + " of the store is damaged: ";
-        if (!expected.path("size").canConvertToLong() || !expected.path("sha256").isTextual()) {
-            throw new DamagedStoreException(prefix + "its manifest's entry for " + name + " has no size and sha256");
+        String object = directory(version) + "/" + name;
+        String where = objects.locate(object);
+        Checksum expected = checksums.get(name);
+        if (expected == null) {
+            throw new DamagedStoreException(prefix + "its manifest records no checksum of " + where);
         }
-        long size;
-        String sha256;
-        try (InputStream in = new DigestInputStream(Files.newInputStream(path), sha256Digest())) {
-            size = in.transferTo(OutputStream.nullOutputStream());
-            sha256 = HexFormat.of().formatHex(((DigestInputStream) in).getMessageDigest().digest());
-        } catch (IOException e) {
-            throw new DamagedStoreException(prefix + "cannot read " + path + ": " + e.getMessage());
+        byte[] data;
+        try {
+            data = objects.read(object, expected.size()).orElseThrow(
+                    () -> new DamagedStoreException(prefix + "cannot read " + where + ": it is missing"));
+        } catch (ObjectTooLargeException e) {
+            throw new DamagedStoreException(String.format("%s%s has %s bytes, its manifest recorded %,d (truncated or "
+                    + "rewritten)", prefix, where, e.size().isPresent() ? String.format("%,d", e.size().getAsLong())
+                            : "more", expected.size()));
         }
-        if (size != expected.get("size").asLong()) {
-            throw new DamagedStoreException(String.format("%s%s has %,d bytes, its manifest recorded %,d "
-                    + "(truncated or rewritten)", prefix, path, size, expected.get("size").asLong()));
+        if (data.length != expected.size()) {
+            throw new DamagedStoreException(String.format("%s%s has %,d bytes, its manifest recorded %,d (truncated or "
+                    + "rewritten)", prefix, where, data.length, expected.size()));
         }
-        if (!sha256.equals(expected.get("sha256").asText())) {
-            throw new DamagedStoreException(prefix + path + " does not match its manifest's SHA-256");
+        if (!HexFormat.of().formatHex(sha256().digest(data)).equals(expected.sha256())) {
+            throw new DamagedStoreException(prefix + where + " does not match its manifest's SHA-256");
         }
+        return data;
     }
 
-    private static MessageDigest sha256Digest() {
+    /** The name of the manifest of {@code version} under the store's root. */
+    static String object(long version) {
+        return directory(version) + "/manifest.json";
+    }
+
+    /** Where version {@code version}'s objects are, under the store's root. */
+    static String directory(long version) {
+        return String.format("versions/%06d", version);
+    }
+
+    private static Map<String, Checksum> checksums(JsonNode checksums, String what) throws DamagedStoreException {
+        Map<String, Checksum> checked = new LinkedHashMap<>();
+        if (checksums.isMissingNode()) {
+            return checked;
+        }
+        if (!checksums.isObject()) {
+            throw new DamagedStoreException(what + "its checksums are not a JSON object");
+        }
+        for (Iterator<Map.Entry<String, JsonNode>> files = checksums.fields(); files.hasNext(); ) {
+            Map.Entry<String, JsonNode> file = files.next();
+            String name = file.getKey();
+            if (name.startsWith("/") || Arrays.asList(name.split("/")).contains("..")) {
+                throw new DamagedStoreException(what + "its checksums name '" + name + "', a file outside the version");
+            }
+            JsonNode size = file.getValue().path("size");
+            JsonNode sha = file.getValue().path("sha256");
+            if (!size.isIntegralNumber() || !size.canConvertToLong() || size.asLong() < 0 || !sha.isTextual()
+                    || !SHA256.matcher(sha.asText()).matches()) {
+                throw new DamagedStoreException(what + "its checksum of '" + name + "' must be a size and a SHA-256; "
+                        + "got " + shorter(file.getValue().toString()));
+            }
+            checked.put(name, new Checksum(size.asLong(), sha.asText()));
+        }
+        return checked;
+    }
+
+    private static String shorter(String text) {
+        return text.length() <= 80 ? text : text.substring(0, 80) + "...";
+    }
+
+    private static MessageDigest sha256() {
         try {
             return MessageDigest.getInstance("SHA-256");
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("every Java platform has SHA-256", e);
         }
     }
+
+    /** What the manifest recorded of one file. */
+    private record Checksum(long size, String sha256) {}
 }

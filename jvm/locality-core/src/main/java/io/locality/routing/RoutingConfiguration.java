@@ -1,6 +1,7 @@
 package io.locality.routing;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -19,18 +20,18 @@ public final class RoutingConfiguration {
     /** The newest layout this reader routes; version 2 adds split plans. */
     public static final int FORMAT_VERSION = 2;
 
-    private final int version;
+    private final long version;
     private final Topology topology;
     private final Map<String, RoutingTable> tables;
 
-    private RoutingConfiguration(int version, Topology topology, Map<String, RoutingTable> tables) {
+    private RoutingConfiguration(long version, Topology topology, Map<String, RoutingTable> tables) {
         this.version = version;
         this.topology = topology;
         this.tables = tables;
     }
 
     /** The store version these tables were published as. */
-    public int version() {
+    public long version() {
         return version;
     }
 
@@ -59,11 +60,25 @@ public final class RoutingConfiguration {
     }
 
     /**
+     * Parses the text of a {@code configuration.json} document. Takes no Jackson type, so it is the same
+     * method in the engines' drop-in jars, whose Jackson is relocated.
+     *
+     * @throws IllegalArgumentException when it is not JSON, naming the field that is missing or malformed
+     */
+    public static RoutingConfiguration fromJson(long version, String document) {
+        try {
+            return fromJson(version, Json.MAPPER.readTree(document));
+        } catch (IOException e) {
+            throw new IllegalArgumentException("a configuration.json document must be JSON: " + e.getMessage(), e);
+        }
+    }
+
+    /**
      * Parses a {@code configuration.json} document.
      *
      * @throws IllegalArgumentException naming the field that is missing or malformed
      */
-    public static RoutingConfiguration fromJson(int version, JsonNode doc) {
+    public static RoutingConfiguration fromJson(long version, JsonNode doc) {
         int format = doc.path("format_version").asInt(-1);
         if (format < 1 || format > FORMAT_VERSION) {
             throw new IllegalArgumentException("format_version " + doc.path("format_version")

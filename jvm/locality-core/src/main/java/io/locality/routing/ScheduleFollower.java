@@ -2,6 +2,7 @@ package io.locality.routing;
 
 import java.io.IOException;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -15,10 +16,20 @@ import java.util.concurrent.ConcurrentHashMap;
  * until the seal has moved past the point, and gives up after {@code maxWait} with a
  * {@link ScheduleExpiredException} rather than guess. Versions are immutable, so each one is loaded (and
  * verified against its manifest) once and kept. One follower may serve every thread of a job.
+ *
+ * <p><b>When the store cannot be read</b> (its server is down or unreachable), the follower keeps what it
+ * knows, as docs/store-protocol.md ("Reading") asks of every reader: the schedule it read last answers
+ * every point below its seal without a read, and it is replaced only by a schedule that extends it
+ * ({@link SwitchSchedule#isExtensionOf}): never by an empty (missing), older or unreadable one. A point past
+ * the seal waits as it waits for a late publisher, within the same {@code maxWait}, and goes on within one
+ * {@code pollInterval} once the store answers with a schedule that covers it. The versions a newly read
+ * schedule names are loaded as soon as it is read, so an outage that starts after the read does not stop
+ * their records; a version still to load while the store is out is tried again every {@code pollInterval},
+ * within {@code maxWait} ({@link StoreRetry}).
  */
 public final class ScheduleFollower {
-    /** Told when a point starts waiting for the seal to move past it, and how long it waited. */
-    public interface WaitListener {
+    /** Told when a point waits for the seal, and what the follower makes of each read of the schedule. */
+    public interface WaitListener extends StoreRetry.Listener {
         /** No-op. */
         WaitListener NONE = new WaitListener() { };
 
@@ -27,22 +38,36 @@ public final class ScheduleFollower {
 
         /** The record of {@code point} waited {@code millis} ms, and goes on. */
         default void waited(long point, long millis) { }
+
+        /** The store's schedule was read and taken: it extends the one known, and tells something new. */
+        default void scheduleTaken(SwitchSchedule schedule) { }
+
+        /**
+         * The store's schedule was not taken ({@code why}: it cannot be read, or it does not extend the one
+         * known); {@code known} stays. Told once for a run of reads that fail alike.
+         */
+        default void scheduleKept(SwitchSchedule known, String why) { }
     }
 
     private final LocalityStore store;
     private final Duration pollInterval;
     private final Duration maxWait;
     private final WaitListener waits;
-    private final Map<Integer, RoutingConfiguration> loaded = new ConcurrentHashMap<>();
+    private final StoreRetry retry;
+    private final Map<Long, RoutingConfiguration> loaded = new ConcurrentHashMap<>();
     private volatile SwitchSchedule schedule;
+    /** Why the last read was not taken, while reads keep failing alike (guarded by this). */
+    private String keptWhy;
 
     /**
-     * Follows the schedule of {@code store}.
+     * Follows the schedule of {@code store}, and loads the version in force at its seal.
      *
      * @param pollInterval how often a point past the seal reads the schedule again
-     * @param maxWait how long a point past the seal waits before {@link ScheduleExpiredException}
-     * @param waits told of every point that had to wait
-     * @throws IOException when the schedule cannot be read (the message names the file)
+     * @param maxWait how long a point past the seal waits before {@link ScheduleExpiredException}, and a
+     *     version waits for an unavailable store before a {@link io.locality.storage.StoreUnavailableException}
+     * @param waits told of every point that had to wait and of every read of the schedule
+     * @throws IOException when the schedule cannot be read (the message names the file): a job that starts
+     *     knows no schedule to keep
      */
     public ScheduleFollower(LocalityStore store, Duration pollInterval, Duration maxWait, WaitListener waits)
             throws IOException {
@@ -54,22 +79,57 @@ public final class ScheduleFollower {
         this.pollInterval = pollInterval;
         this.maxWait = maxWait;
         this.waits = waits;
+        this.retry = new StoreRetry(pollInterval, maxWait);
         this.schedule = store.schedule();
+        schedule.lastVersion().ifPresent(version -> prefetch(List.of(version)));
     }
 
-    /** The schedule as last read (it may not cover the points to come). */
+    /** The schedule as last taken (it may not cover the points to come). */
     public SwitchSchedule schedule() {
         return schedule;
     }
 
     /**
-     * A schedule that settles {@code point}: the one last read when it does, else the store's, read again
+     * Reads the store's schedule now and takes it if it extends the one known; the schedule known after.
+     * An unreadable store, or a schedule that does not extend the one known, leaves it as it is (and the
+     * listener hears why, once for a run of such reads).
+     */
+    public synchronized SwitchSchedule refresh() {
+        SwitchSchedule known = schedule;
+        SwitchSchedule read;
+        try {
+            read = store.schedule();
+        } catch (IOException e) {
+            return kept(known, "the store's schedule cannot be read: " + e.getMessage());
+        }
+        if (!read.isExtensionOf(known)) {
+            return kept(known, "the store's schedule (" + read + ") does not extend the one known");
+        }
+        keptWhy = null;
+        if (!read.equals(known)) {
+            schedule = read;
+            waits.scheduleTaken(read);
+            prefetch(read.versionsNewSince(known));
+        }
+        return read;
+    }
+
+    private SwitchSchedule kept(SwitchSchedule known, String why) {
+        if (!why.equals(keptWhy)) {
+            keptWhy = why;
+            waits.scheduleKept(known, why);
+        }
+        return known;
+    }
+
+    /**
+     * A schedule that settles {@code point}: the one last taken when it does, else the store's, read again
      * until its seal passes the point.
      *
-     * @throws ScheduleExpiredException when the seal has not passed the point within {@code maxWait}
-     * @throws IOException when the schedule cannot be read
+     * @throws ScheduleExpiredException when the seal has not passed the point within {@code maxWait}; the
+     *     message says whether the store could be read meanwhile
      */
-    public SwitchSchedule settle(long point) throws IOException {
+    public SwitchSchedule settle(long point) throws ScheduleExpiredException {
         SwitchSchedule known = schedule;
         if (known.covers(point)) {
             return known;
@@ -79,8 +139,7 @@ public final class ScheduleFollower {
             long deadline = started + maxWait.toNanos();
             boolean slept = false;
             while (true) {
-                known = schedule.covers(point) ? schedule : store.schedule();
-                schedule = known;
+                known = schedule.covers(point) ? schedule : refresh();
                 if (known.covers(point)) {
                     if (slept) {
                         waits.waited(point, Duration.ofNanos(System.nanoTime() - started).toMillis());
@@ -89,10 +148,11 @@ public final class ScheduleFollower {
                 }
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
-                    throw new ScheduleExpiredException("the switch schedule of " + store.root() + " is sealed until "
+                    throw new ScheduleExpiredException("the switch schedule of " + store.uri() + " is sealed until "
                             + known.sealedUntil() + ": the record at point " + point + " waited " + maxWait.toMillis()
-                            + " ms for it to move; is the job that extends it late (`locality reconfigure "
-                            + "--switch-after`, `locality seal`)?");
+                            + " ms for it to move; " + (keptWhy == null ? "is the job that extends it late "
+                            + "(`locality reconfigure --switch-after`, `locality seal`)?" : "the store could not "
+                            + "tell: " + keptWhy));
                 }
                 if (!slept) {
                     waits.waiting(point, known.sealedUntil());
@@ -103,7 +163,7 @@ public final class ScheduleFollower {
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     throw new ScheduleExpiredException("interrupted while point " + point + " waited for the schedule "
-                            + "of " + store.root() + " to be sealed past it");
+                            + "of " + store.uri() + " to be sealed past it");
                 }
             }
         }
@@ -118,13 +178,33 @@ public final class ScheduleFollower {
         return configuration(settle(point).versionAt(point));
     }
 
-    /** Version {@code version} of the store, loaded and verified on first use. */
-    public RoutingConfiguration configuration(int version) throws IOException {
+    /**
+     * Version {@code version} of the store, loaded and verified on first use; while the store is unavailable,
+     * tried again every {@code pollInterval} within {@code maxWait}.
+     *
+     * @throws io.locality.storage.StoreUnavailableException when the store did not answer within
+     *     {@code maxWait}
+     * @throws IOException when the version is missing or damaged (at once: waiting does not mend it)
+     */
+    public RoutingConfiguration configuration(long version) throws IOException {
         RoutingConfiguration known = loaded.get(version);
         if (known == null) {
-            known = store.load(version);
+            known = retry.read("version " + version + " of " + store.uri(), () -> store.load(version), waits);
             loaded.put(version, known);
         }
         return known;
+    }
+
+    /** Loads the versions not loaded yet, now that the store answers; one it cannot load waits for its first use. */
+    private void prefetch(List<Long> versions) {
+        for (long version : versions) {
+            if (!loaded.containsKey(version)) {
+                try {
+                    loaded.put(version, store.load(version));
+                } catch (IOException | RuntimeException e) {
+                    // its first use loads it again, and reports what is wrong with it there
+                }
+            }
+        }
     }
 }

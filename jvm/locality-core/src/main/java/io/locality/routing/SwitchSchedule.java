@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.OptionalLong;
 
 /**
  * Which store version is in force from which point (event time in ms, or an epoch the engine gives
@@ -19,11 +20,11 @@ public final class SwitchSchedule {
     public static final long BEGINNING = Long.MIN_VALUE;
 
     private final long[] starts;
-    private final int[] versions;
+    private final long[] versions;
     private final long sealedUntil;
     private final List<Switch> switches;
 
-    SwitchSchedule(long[] starts, int[] versions, long sealedUntil) {
+    SwitchSchedule(long[] starts, long[] versions, long sealedUntil) {
         this.starts = starts;
         this.versions = versions;
         this.sealedUntil = sealedUntil;
@@ -37,28 +38,36 @@ public final class SwitchSchedule {
     }
 
     static SwitchSchedule empty() {
-        return new SwitchSchedule(new long[0], new int[0], BEGINNING);
+        return new SwitchSchedule(new long[0], new long[0], BEGINNING);
     }
 
+    /**
+     * Parses a {@code SCHEDULE} document. Fields beside {@code entries} and {@code sealed_until} (the
+     * {@code writer} token that fences writers) are not a reader's concern.
+     */
     static SwitchSchedule fromJson(JsonNode doc) {
         JsonNode entries = doc.path("entries");
-        if (!entries.isArray() || !doc.path("sealed_until").canConvertToLong()) {
+        if (!entries.isArray() || !isLong(doc.path("sealed_until"))) {
             throw new IllegalArgumentException("a schedule needs 'entries' and 'sealed_until'; got " + doc);
         }
         long[] starts = new long[entries.size()];
-        int[] versions = new int[entries.size()];
+        long[] versions = new long[entries.size()];
         for (int i = 0; i < starts.length; i++) {
             JsonNode entry = entries.get(i);
-            if (!entry.path("from").canConvertToLong() || !entry.path("version").canConvertToInt()) {
+            if (!isLong(entry.path("from")) || !isLong(entry.path("version"))) {
                 throw new IllegalArgumentException("a schedule entry needs 'version' and 'from'; got " + entry);
             }
             starts[i] = entry.get("from").asLong();
-            versions[i] = entry.get("version").asInt();
+            versions[i] = entry.get("version").asLong();
             if (i > 0 && starts[i] <= starts[i - 1]) {
                 throw new IllegalArgumentException("the starts of a schedule must increase; got " + entries);
             }
         }
         return new SwitchSchedule(starts, versions, doc.get("sealed_until").asLong());
+    }
+
+    private static boolean isLong(JsonNode node) {
+        return node.isIntegralNumber() && node.canConvertToLong();
     }
 
     /** True when the version of {@code point} is settled (the point lies below the seal). */
@@ -74,6 +83,65 @@ public final class SwitchSchedule {
     /** True when nothing was scheduled yet. */
     public boolean isEmpty() {
         return versions.length == 0;
+    }
+
+    /**
+     * Whether this schedule may replace {@code known} in a reader: the same past, a seal no earlier (Python's
+     * {@code SwitchSchedule.extends}).
+     *
+     * <p>Every entry {@code known} settled (one that starts before its seal) is here too, at the same place,
+     * and the seal did not move back. A schedule read from a store restored from an old backup, emptied, or
+     * missing (read as the empty schedule) is not taken: the points a reader routed stay routed as they were.
+     */
+    public boolean isExtensionOf(SwitchSchedule known) {
+        if (sealedUntil < known.sealedUntil) {
+            return false;
+        }
+        for (int i = 0; i < known.starts.length && known.starts[i] < known.sealedUntil; i++) {
+            if (i >= starts.length || starts[i] != known.starts[i] || versions[i] != known.versions[i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The same entries and seal. */
+    @Override
+    public boolean equals(Object other) {
+        return other instanceof SwitchSchedule that && sealedUntil == that.sealedUntil
+                && Arrays.equals(starts, that.starts) && Arrays.equals(versions, that.versions);
+    }
+
+    @Override
+    public int hashCode() {
+        return 31 * (31 * Long.hashCode(sealedUntil) + Arrays.hashCode(starts)) + Arrays.hashCode(versions);
+    }
+
+    /** The entries and the seal, for messages. */
+    @Override
+    public String toString() {
+        StringBuilder text = new StringBuilder("[");
+        for (int i = 0; i < starts.length; i++) {
+            text.append(i == 0 ? "" : ", ").append("v").append(versions[i]).append(" from ")
+                    .append(starts[i] == BEGINNING ? "the beginning" : Long.toString(starts[i]));
+        }
+        return text.append("] sealed until ").append(sealedUntil).toString();
+    }
+
+    /** The version of the last entry (in force at the seal and past it); empty for an empty schedule. */
+    public OptionalLong lastVersion() {
+        return versions.length == 0 ? OptionalLong.empty() : OptionalLong.of(versions[versions.length - 1]);
+    }
+
+    /** The versions of the entries this schedule has and {@code known} has not (by position), in order. */
+    public List<Long> versionsNewSince(SwitchSchedule known) {
+        List<Long> fresh = new ArrayList<>();
+        for (int i = 0; i < starts.length; i++) {
+            if (i >= known.starts.length || starts[i] != known.starts[i] || versions[i] != known.versions[i]) {
+                fresh.add(versions[i]);
+            }
+        }
+        return fresh;
     }
 
     /**
@@ -105,7 +173,7 @@ public final class SwitchSchedule {
      *
      * @throws IllegalStateException when the schedule is empty
      */
-    public int versionAt(long point) {
+    public long versionAt(long point) {
         if (versions.length == 0) {
             throw new IllegalStateException("the store has no schedule yet: publish a version for a point first");
         }
@@ -121,5 +189,5 @@ public final class SwitchSchedule {
      * @param from the version in force before {@code point}
      * @param to the version in force from {@code point}
      */
-    public record Switch(long point, int from, int to) {}
+    public record Switch(long point, long from, long to) {}
 }

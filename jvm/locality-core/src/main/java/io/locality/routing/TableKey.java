@@ -1,6 +1,7 @@
 package io.locality.routing;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
 
 /**
  * The form in which tables hold keys: a {@code String}, or a {@code Long} for every integral key.
@@ -24,6 +25,20 @@ public final class TableKey {
         }
         throw new IllegalArgumentException("a routing key must be a String or an integral number (Long, Integer, "
                 + "Short, Byte); got " + (key == null ? "null" : key.getClass().getName()));
+    }
+
+    /**
+     * A key from its JSON text ({@code "#paris"}, {@code 42}): a string, or an integral number within a Java
+     * {@code long}. Takes no Jackson type, so it is the same method in the engines' drop-in jars.
+     *
+     * @throws IllegalArgumentException when the text is not one JSON string or integer
+     */
+    public static Object fromJson(String json) {
+        try {
+            return fromJson(Json.MAPPER.readTree(json));
+        } catch (IOException e) {
+            throw new IllegalArgumentException("a table key must be a JSON string or a 64-bit integer; got " + json);
+        }
     }
 
     /** A key as locality writes it in JSON: a string, or an integral number within a Java {@code long}. */

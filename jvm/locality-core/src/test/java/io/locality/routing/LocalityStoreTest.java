@@ -2,15 +2,17 @@ package io.locality.routing;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.FileNotFoundException;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
-import java.util.HexFormat;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.OptionalInt;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -18,16 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** A store laid out as the Python {@code ConfigStore} writes it, read, routed and refused when damaged. */
 class LocalityStoreTest {
-    private static final String CONFIGURATION = """
-            {"fallbacks": {"tag": {"engine": "ring", "n_instances": 4, "parameters": {"virtual_nodes": 128}},
-                           "user": {"engine": "ring", "n_instances": 4, "parameters": {"virtual_nodes": 128}}},
-             "format_version": 2, "parameters": {},
-             "splits": {"tag": [["hot", [2, 3]]]},
-             "tables": {"tag": [["jobs", 3], ["hot", 1], ["é🙂", 0]], "user": [[42, 2], [-7, 1]]},
-             "topology": {"servers": ["s0", "s1"], "capacities": {"s0": 1.0, "s1": 1.0},
-                          "operators": ["user", "tag"],
-                          "placement": {"user": ["s0", "s1", "s0", "s1"], "tag": ["s0", "s1", "s0", "s1"]}}}
-            """;
+    private static final String CONFIGURATION = TestStores.CONFIGURATION;
 
     @TempDir
     Path store;
@@ -112,26 +105,110 @@ class LocalityStoreTest {
         assertTrue(e.getMessage().contains("'nosuch'"), e.getMessage());
     }
 
-    private Path version(int version) {
-        return store.resolve(String.format("versions/%06d", version));
+    @Test
+    void aVersionNumberPastTheIntRangeIsLoaded() throws Exception {
+        publish(3_000_000_000L, CONFIGURATION);
+        RoutingConfiguration configuration = new LocalityStore(store).load();
+        assertEquals(3_000_000_000L, configuration.version());
+        assertEquals(3, configuration.route("tag", "jobs"));
+        assertTrue(Files.isDirectory(store.resolve("versions/3000000000")));
     }
 
-    /** Writes a version as the Python writer does: files, then a manifest of their sizes and SHA-256, then CURRENT. */
-    private void publish(int number, String configuration) throws Exception {
-        Path dir = version(number);
-        Files.createDirectories(dir.resolve("configuration/tables"));
-        Files.writeString(dir.resolve("configuration/configuration.json"), configuration);
-        Files.writeString(dir.resolve("configuration/header.json"), "{\"format_version\": 2}");
-        Files.write(dir.resolve("configuration/tables/00.parquet"), "PAR1....PAR1".getBytes(StandardCharsets.UTF_8));
-        StringBuilder checksums = new StringBuilder();
-        for (String name : new String[] {"configuration.json", "header.json", "tables/00.parquet"}) {
-            byte[] data = Files.readAllBytes(dir.resolve("configuration").resolve(name));
-            String sha = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(data));
-            checksums.append(checksums.length() == 0 ? "" : ", ").append(String.format(
-                    "\"configuration/%s\": {\"sha256\": \"%s\", \"size\": %d}", name, sha, data.length));
+    @Test
+    void aLongerTableIsRefusedWithItsSizeAndNeverReadPastTheManifestsSize() throws IOException {
+        Path table = version(1).resolve("configuration/tables/00.parquet");
+        Files.writeString(table, "PAR1....PAR1 and more", StandardOpenOption.APPEND);
+        DamagedStoreException e = assertThrows(DamagedStoreException.class, () -> new LocalityStore(store).load());
+        assertTrue(e.getMessage().contains(table + " has 33 bytes, its manifest recorded 12 (truncated or rewritten)"),
+                e.getMessage());
+    }
+
+    @Test
+    void aDirectoryOrFifoWhereAFileBelongsIsNamedNeverWaitedOn() throws Exception {
+        Path table = version(1).resolve("configuration/tables/00.parquet");
+        Files.delete(table);
+        Files.createDirectory(table);
+        DamagedStoreException directory = assertThrows(DamagedStoreException.class,
+                () -> new LocalityStore(store).load());
+        assertTrue(directory.getMessage().contains(table + " is damaged: it is a directory, not a file"),
+                directory.getMessage());
+        Path current = store.resolve("CURRENT");
+        Files.delete(current);
+        assertEquals(0, new ProcessBuilder("mkfifo", current.toString()).start().waitFor());
+        DamagedStoreException fifo = assertTimeoutPreemptively(Duration.ofSeconds(10),
+                () -> assertThrows(DamagedStoreException.class, () -> new LocalityStore(store).load()));
+        assertTrue(fifo.getMessage().contains(current + " is damaged: it is a FIFO, a device or a socket"),
+                fifo.getMessage());
+    }
+
+    @Test
+    void aManifestOfAnotherVersionOrWithMalformedChecksumsIsRefusedByName() throws Exception {
+        Path manifest = version(1).resolve("manifest.json");
+        String written = Files.readString(manifest);
+        String[][] damages = {
+            {"\"version\": 1", "\"version\": 2", "it says version 2, in the directory of version 1"},
+            {"\"version\": 1", "\"version\": \"1\"", "it says version \"1\""},
+            {"\"size\": 12}", "\"size\": -1}", "its checksum of 'configuration/tables/00.parquet' must be a size"},
+            {"\"size\": 12}", "\"size\": 12.0}", "must be a size and a SHA-256"},
+            {"\"sha256\": \"", "\"sha256\": \"X", "must be a size and a SHA-256"},
+            {"configuration/header.json", "../header.json", "its checksums name '../header.json', a file outside"},
+            {"configuration/header.json", "/etc/header.json", "a file outside the version"},
+            {"}}}", "}}} []", "it is not JSON"},
+        };
+        for (String[] damage : damages) {
+            Files.writeString(manifest, written.replace(damage[0], damage[1]));
+            DamagedStoreException e = assertThrows(DamagedStoreException.class, () -> new LocalityStore(store).load());
+            assertTrue(e.getMessage().startsWith("the manifest of version 1 (" + manifest + ") is damaged: "),
+                    e.getMessage());
+            assertTrue(e.getMessage().contains(damage[2]), damage[2] + " in " + e.getMessage());
         }
-        Files.writeString(dir.resolve("manifest.json"),
-                "{\"version\": " + number + ", \"checksums\": {" + checksums + "}}");
-        Files.writeString(store.resolve("CURRENT"), number + "\n");
+    }
+
+    @Test
+    void aConfigurationTheManifestDoesNotCheckIsNeverServed() throws Exception {
+        Path manifest = version(1).resolve("manifest.json");
+        ObjectMapper json = new ObjectMapper();
+        ObjectNode document = (ObjectNode) json.readTree(manifest.toFile());
+        ((ObjectNode) document.get("checksums")).remove("configuration/configuration.json");
+        json.writeValue(manifest.toFile(), document);
+        DamagedStoreException e = assertThrows(DamagedStoreException.class, () -> new LocalityStore(store).load());
+        assertTrue(e.getMessage().contains("its manifest records no checksum of "
+                + version(1).resolve("configuration/configuration.json")), e.getMessage());
+    }
+
+    @Test
+    void versionsAndStoresThatAreNotThereAreToldApartFromDamage() throws Exception {
+        FileNotFoundException none = assertThrows(FileNotFoundException.class, () -> new LocalityStore(store).load(9));
+        assertTrue(none.getMessage().contains("has no version 9"), none.getMessage());
+        Files.writeString(store.resolve("CURRENT"), "9\n");
+        DamagedStoreException dangling = assertThrows(DamagedStoreException.class,
+                () -> new LocalityStore(store).load());
+        assertTrue(dangling.getMessage().contains("CURRENT names version 9, which the store does not have"),
+                dangling.getMessage());
+        Files.delete(version(1).resolve("manifest.json"));
+        assertThrows(FileNotFoundException.class, () -> new LocalityStore(store).load(1),
+                "a version without its manifest is not complete yet: it is no version");
+    }
+
+    @Test
+    void anUnservedSchemeIsRefusedNamingTheSchemesServed() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> LocalityStore.open("hdfs://namenode/store"));
+        assertTrue(e.getMessage().contains("'hdfs'") && e.getMessage().contains("s3://"), e.getMessage());
+    }
+
+    @Test
+    void aFileUriAndAPathOpenTheSameStore() throws IOException {
+        assertEquals(3, LocalityStore.open(store.toUri().toString()).load().route("tag", "jobs"));
+        assertEquals(store.toString(), LocalityStore.open(store.toUri().toString()).uri());
+        assertEquals(3, LocalityStore.open(store.toString()).load().route("tag", "jobs"));
+    }
+
+    private Path version(long version) {
+        return TestStores.version(store, version);
+    }
+
+    private void publish(long number, String configuration) throws Exception {
+        TestStores.publish(store, number, configuration);
     }
 }

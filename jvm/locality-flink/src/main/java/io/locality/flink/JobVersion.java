@@ -21,9 +21,9 @@ public final class JobVersion {
     private JobVersion() {}
 
     /** Declares that the job built on {@code env} routes by {@code version} of the store's tables. */
-    public static void declare(StreamExecutionEnvironment env, int version) {
+    public static void declare(StreamExecutionEnvironment env, long version) {
         Map<String, String> parameters = new HashMap<>(env.getConfig().getGlobalJobParameters().toMap());
-        parameters.put(PARAMETER, Integer.toString(version));
+        parameters.put(PARAMETER, Long.toString(version));
         env.getConfig().setGlobalJobParameters(ParameterTool.fromMap(parameters));
     }
 }

@@ -1,9 +1,10 @@
 package io.locality.kafka;
 
+import io.locality.routing.LastGoodVersions;
 import io.locality.routing.LocalityStore;
+import io.locality.routing.RoutingConfiguration;
 import io.locality.routing.Topology;
 import java.io.IOException;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -11,6 +12,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -45,9 +47,18 @@ import org.slf4j.LoggerFactory;
  * have no server (a sub-topology without an operator, or a server none of the instances runs on: it left
  * the group), the instance with the fewest tasks takes the task, so the group keeps working while a server
  * is missing. Standby tasks are not placed.
+ *
+ * <p>A rebalance never fails for want of the store. When the store cannot be read (its server is down or
+ * unreachable, or its current version is damaged), the tasks are placed by the topology of the last version
+ * this JVM read from it ({@link LastGoodVersions}); a leader that never read it (it just took over) keeps
+ * every task on the instance that ran it before, and gives the others (a new instance's, a departed one's)
+ * to the least loaded instances. Either way a warning says why, and the next rebalance reads the store again.
  */
 public final class ServerTaskAssignor implements TaskAssignor {
-    /** Path of the locality store whose current version places the tasks. */
+    /**
+     * The locality store whose current version places the tasks: a directory or an
+     * {@code s3://bucket/prefix} URI ({@link LocalityStore#open(String)}), as the group leader reaches it.
+     */
     public static final String STORE_CONFIG = "locality.store";
     /** The operator of each sub-topology, comma-separated; default: the topology's operators in order. */
     public static final String OPERATORS_CONFIG = "locality.subtopology.operators";
@@ -65,9 +76,14 @@ public final class ServerTaskAssignor implements TaskAssignor {
     public void configure(Map<String, ?> configs) {
         Object root = configs.get(STORE_CONFIG);
         if (root == null || root.toString().isBlank()) {
-            throw new ConfigException(STORE_CONFIG, root, "ServerTaskAssignor needs the path of the locality store");
+            throw new ConfigException(STORE_CONFIG, root, "ServerTaskAssignor needs the locality store (a directory "
+                    + "or an s3://bucket/prefix URI)");
         }
-        store = new LocalityStore(Path.of(root.toString()));
+        try {
+            store = LocalityStore.open(root.toString());
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(STORE_CONFIG, root, e.getMessage());
+        }
         Object named = configs.get(OPERATORS_CONFIG);
         if (named != null && !named.toString().isBlank()) {
             operators = Arrays.stream(named.toString().split(",")).map(String::strip).toList();
@@ -79,26 +95,78 @@ public final class ServerTaskAssignor implements TaskAssignor {
         if (store == null) {
             throw new IllegalStateException("ServerTaskAssignor was not configured: set " + STORE_CONFIG);
         }
-        Topology topology;
-        try {
-            topology = store.load().topology();
-        } catch (IOException | RuntimeException e) { // Kafka Streams reports it as an assignment error
-            throw new TaskAssignmentException("cannot read the topology of the locality store " + store.root() + ": "
-                    + e.getMessage(), e);
-        }
         Map<ProcessId, String> servers = new TreeMap<>();
+        Map<ProcessId, Set<TaskId>> before = new TreeMap<>();
         for (KafkaStreamsState client : state.kafkaStreamsStates(false).values()) {
             servers.put(client.processId(), client.clientTags().get(SERVER_TAG));
+            before.put(client.processId(), client.previousActiveTasks());
         }
-        Map<ProcessId, Set<TaskId>> placed = place(new TreeSet<>(state.allTasks().keySet()), servers,
-                task -> serverOf(task, topology));
+        Set<TaskId> tasks = new TreeSet<>(state.allTasks().keySet());
+        Optional<Topology> topology = topology();
+        Map<ProcessId, Set<TaskId>> placed = topology.isPresent()
+                ? place(tasks, servers, task -> serverOf(task, topology.get()))
+                : asBefore(tasks, before);
         List<KafkaStreamsAssignment> assignment = new ArrayList<>();
-        placed.forEach((client, tasks) -> {
+        placed.forEach((client, itsTasks) -> {
             Set<AssignedTask> active = new HashSet<>();
-            tasks.forEach(task -> active.add(new AssignedTask(task, AssignedTask.Type.ACTIVE)));
+            itsTasks.forEach(task -> active.add(new AssignedTask(task, AssignedTask.Type.ACTIVE)));
             assignment.add(KafkaStreamsAssignment.of(client, active));
         });
         return new TaskAssignment(assignment);
+    }
+
+    /**
+     * The topology of the store's current version; when the store cannot be read, that of the last version
+     * this JVM read from it; empty when it never read one.
+     */
+    private Optional<Topology> topology() {
+        try {
+            RoutingConfiguration current = store.load();
+            LastGoodVersions.remember(store, current);
+            return Optional.of(current.topology());
+        } catch (IOException | RuntimeException e) {
+            Optional<RoutingConfiguration> kept = LastGoodVersions.latest(store);
+            if (kept.isPresent()) {
+                log.warn("the locality store {} cannot be read now ({}): the tasks are placed by version {}, the "
+                        + "last this instance read", store.uri(), e.getMessage(), kept.get().version());
+                return Optional.of(kept.get().topology());
+            }
+            log.warn("the locality store {} cannot be read now ({}), and this instance never read it: every task "
+                    + "stays on the instance that ran it, the others go to the least loaded", store.uri(),
+                    e.getMessage());
+            return Optional.empty();
+        }
+    }
+
+    /**
+     * Each task on the instance that ran it before, if it is still in the group; the others (tasks of an
+     * instance that left, or new ones) on the least loaded instance.
+     *
+     * @param tasks every task, in order
+     * @param before the tasks each instance of the group ran before this rebalance
+     */
+    static Map<ProcessId, Set<TaskId>> asBefore(Set<TaskId> tasks, Map<ProcessId, ? extends Set<TaskId>> before) {
+        Map<ProcessId, Set<TaskId>> placed = new TreeMap<>();
+        Map<TaskId, ProcessId> ranIt = new HashMap<>();
+        before.forEach((client, ran) -> {
+            placed.put(client, new TreeSet<>());
+            ran.forEach(task -> ranIt.putIfAbsent(task, client));
+        });
+        Comparator<ProcessId> leastLoaded = Comparator.<ProcessId>comparingInt(c -> placed.get(c).size())
+                .thenComparing(Comparator.naturalOrder());
+        List<TaskId> homeless = new ArrayList<>();
+        for (TaskId task : tasks) {
+            ProcessId owner = ranIt.get(task);
+            if (owner != null) {
+                placed.get(owner).add(task);
+            } else {
+                homeless.add(task);
+            }
+        }
+        for (TaskId task : homeless) {
+            placed.keySet().stream().min(leastLoaded).ifPresent(client -> placed.get(client).add(task));
+        }
+        return placed;
     }
 
     /** The server the topology names for {@code task}, or null when no table routes its sub-topology. */

@@ -1,11 +1,13 @@
 package io.locality.storm;
 
+import io.locality.routing.LastGoodVersions;
 import io.locality.routing.LocalityStore;
 import io.locality.routing.RoutingConfiguration;
 import io.locality.routing.RoutingTable;
+import io.locality.routing.StoreRetry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import org.apache.storm.generated.GlobalStreamId;
 import org.apache.storm.grouping.CustomStreamGrouping;
@@ -28,46 +30,79 @@ import org.slf4j.LoggerFactory;
  * a message naming the file). Pin the version when workers may start at different times, so that every
  * worker follows the same tables. A hot key the table splits over servers goes whole to its home task (its
  * state stays correct; it is not spread), with a warning.
+ *
+ * <p>A grouping reads the store only when it is prepared, so a running topology never notices an outage of
+ * the store. A grouping prepared while the store cannot be read (its server is down or unreachable) starts
+ * on the version this worker already loaded from the store, if it did ({@link LastGoodVersions}: the pinned
+ * version, which it never reads again, or the last one {@code CURRENT} named, once a read of {@code CURRENT}
+ * finds the store out); otherwise it waits for the store, reading again every {@value #POLL_SECONDS} s,
+ * for at most {@link #waitingForStore(Duration)}
+ * (default {@value #DEFAULT_WAIT_SECONDS} s, well within the time Nimbus gives a worker to start its tasks),
+ * logging why, and starts at its first read after the store's return. Past the bound the worker fails to start
+ * with a message naming the store and the wait; Storm starts it again.
  */
 public final class LocalityGrouping implements CustomStreamGrouping {
     private static final long serialVersionUID = 1L;
     private static final Logger LOG = LoggerFactory.getLogger(LocalityGrouping.class);
+    /** How often a grouping prepared during an outage reads the store again. */
+    static final int POLL_SECONDS = 1;
+    /** How long a grouping waits for an unavailable store by default. */
+    static final int DEFAULT_WAIT_SECONDS = 60;
 
     private final String store;
     private final String operator;
     private final String keyField;
-    private final Integer version;
+    private final Long version;
+    private final long storeWaitMillis;
     private transient TableTaskChooser chooser;
 
     /**
      * Follows the current version of {@code store}.
      *
-     * @param store the store's root directory, as every worker sees it (a shared mount, or a copy per host)
+     * @param store the store as every worker reaches it: a directory (a shared mount, or a copy per host) or an
+     *     {@code s3://bucket/prefix} URI, read with the AWS SDK's standard configuration of each worker
+     *     ({@link LocalityStore#open(String)})
      * @param operator the operator whose table routes this bolt's input
      * @param keyField the field of the input stream that holds the operator's key
      */
     public LocalityGrouping(String store, String operator, String keyField) {
-        this(store, operator, keyField, null);
+        this(store, operator, keyField, null, Duration.ofSeconds(DEFAULT_WAIT_SECONDS).toMillis());
     }
 
-    private LocalityGrouping(String store, String operator, String keyField, Integer version) {
+    private LocalityGrouping(String store, String operator, String keyField, Long version, long storeWaitMillis) {
         this.store = store;
         this.operator = operator;
         this.keyField = keyField;
         this.version = version;
+        this.storeWaitMillis = storeWaitMillis;
     }
 
     /** The same grouping pinned to {@code version} of the store. */
-    public LocalityGrouping atVersion(int version) {
-        return new LocalityGrouping(store, operator, keyField, version);
+    public LocalityGrouping atVersion(long version) {
+        return new LocalityGrouping(store, operator, keyField, version, storeWaitMillis);
+    }
+
+    /**
+     * The same grouping, waiting at most {@code bound} for an unavailable store when it is prepared with no
+     * version of the store loaded in its worker. Keep it below {@code nimbus.task.launch.secs} (120 s by
+     * default): Nimbus moves tasks that take longer to start.
+     */
+    public LocalityGrouping waitingForStore(Duration bound) {
+        if (bound.isNegative()) {
+            throw new IllegalArgumentException("a locality grouping waits >= 0 for its store; got " + bound);
+        }
+        return new LocalityGrouping(store, operator, keyField, version, bound.toMillis());
     }
 
     @Override
     public void prepare(WorkerTopologyContext context, GlobalStreamId stream, List<Integer> targetTasks) {
         RoutingConfiguration configuration;
         try {
-            LocalityStore opened = new LocalityStore(Path.of(store));
-            configuration = version == null ? opened.load() : opened.load(version);
+            LocalityStore opened = LocalityStore.open(store);
+            StoreRetry retry = new StoreRetry(Duration.ofSeconds(POLL_SECONDS), Duration.ofMillis(storeWaitMillis));
+            LastGoodVersions.Listener log = new StoreLog(operator, storeWaitMillis);
+            configuration = version == null ? LastGoodVersions.current(opened, retry, log)
+                    : LastGoodVersions.pinned(opened, version, retry, log);
         } catch (IOException e) {
             throw new UncheckedIOException("the locality grouping of operator '" + operator + "' cannot load its table: "
                     + e.getMessage(), e);

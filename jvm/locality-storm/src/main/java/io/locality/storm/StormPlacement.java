@@ -1,5 +1,6 @@
 package io.locality.storm;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -28,14 +29,15 @@ public final class StormPlacement {
 
     /**
      * The topology document ({@code servers}, {@code operators}, {@code placement}) of the bolts named in
-     * {@code boltOfOperator}, operators in pipeline order.
+     * {@code boltOfOperator}, operators in pipeline order, as the JSON text of the file (a string, not a JSON
+     * tree: the drop-in jar's own Jackson is relocated, so no Jackson type crosses its API).
      *
      * @param info what Nimbus reports of the running topology
      * @param boltOfOperator per operator, in pipeline order, the id of the bolt keyed by it
      * @throws IllegalArgumentException when a bolt is not in the topology
      * @throws IllegalStateException when a task is not assigned to a worker yet
      */
-    public static ObjectNode describe(TopologyInfo info, Map<String, String> boltOfOperator) {
+    public static String describe(TopologyInfo info, Map<String, String> boltOfOperator) {
         Map<String, TreeMap<Integer, String>> workerOfTask = new TreeMap<>();
         for (ExecutorSummary executor : info.get_executors()) {
             boolean assigned = executor.get_host() != null && !executor.get_host().isEmpty();
@@ -68,7 +70,11 @@ public final class StormPlacement {
         workers.forEach(topology.putArray("servers")::add);
         boltOfOperator.keySet().forEach(topology.putArray("operators")::add);
         topology.set("placement", placement);
-        return topology;
+        try {
+            return JSON.writerWithDefaultPrettyPrinter().writeValueAsString(topology);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("a topology document could not be written as JSON", e);
+        }
     }
 
     /** Workers by host, then by port as a number (so that 1024 comes before 10240). */

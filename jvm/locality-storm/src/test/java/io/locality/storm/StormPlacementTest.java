@@ -50,7 +50,8 @@ class StormPlacementTest {
                 {"servers": ["a:6701", "a:10240", "b:6700"], "operators": ["location", "hashtag"],
                  "placement": {"location": ["b:6700", "b:6700", "a:6701"], "hashtag": ["b:6700", "a:10240", "a:10240"]}}
                 """;
-        assertEquals(new ObjectMapper().readTree(expected), StormPlacement.describe(info(executors), BOLTS));
+        ObjectMapper json = new ObjectMapper();
+        assertEquals(json.readTree(expected), json.readTree(StormPlacement.describe(info(executors), BOLTS)));
     }
 
     @Test

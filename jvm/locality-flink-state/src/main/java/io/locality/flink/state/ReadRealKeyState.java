@@ -38,7 +38,9 @@ import org.apache.flink.util.CloseableIterator;
  * "\u0000locality:116", "subtask": 1}}, {@code subtask} being the subtask that restores the routing key's
  * key group (Flink's own assignment, with the parallelism and max parallelism the operator ran at), to
  * {@code --output} or stdout. Needs no store: it shows what a savepoint holds, whatever version wrote it.
- * Runs on a local MiniCluster. Exit status 2 names a wrong option, operator or savepoint.
+ * Runs on a local MiniCluster, with the file systems of {@code FLINK_CONF_DIR} and {@code FLINK_PLUGINS_DIR}
+ * ({@link LocalFileSystems}: a savepoint in S3 through Flink's S3 plugin). Exit status 2 names a wrong option,
+ * operator or savepoint.
  */
 public final class ReadRealKeyState {
     private ReadRealKeyState() {}
@@ -53,8 +55,9 @@ public final class ReadRealKeyState {
                     ? new OutputStreamWriter(System.out, StandardCharsets.UTF_8)
                     : Files.newBufferedWriter(Path.of(output), StandardCharsets.UTF_8);
                     PrintWriter lines = new PrintWriter(new BufferedWriter(writer))) {
-                long count = read(options.get("--savepoint"), operators,
-                        StreamExecutionEnvironment.getExecutionEnvironment(), lines);
+                StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+                LocalFileSystems.initialize(env);
+                long count = read(options.get("--savepoint"), operators, env, lines);
                 System.err.printf("locality: %,d real keys with state%n", count);
             }
         } catch (IllegalArgumentException | IOException e) {

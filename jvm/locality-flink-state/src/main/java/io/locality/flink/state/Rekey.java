@@ -27,7 +27,7 @@ final class Rekey<K, S> extends RichMapFunction<Tuple3<K, K, S>, Tuple3<K, K, S>
     private static final long serialVersionUID = 1L;
 
     private final String operator;
-    private final int fromVersion;
+    private final long fromVersion;
     private final FlinkRoutingKeys before;
     private final FlinkRoutingKeys after;
     private final TypeInformation<K> keyType;
@@ -43,7 +43,7 @@ final class Rekey<K, S> extends RichMapFunction<Tuple3<K, K, S>, Tuple3<K, K, S>
     private transient String refusal;
     private transient long refused;
 
-    Rekey(String operator, int fromVersion, FlinkRoutingKeys before, FlinkRoutingKeys after,
+    Rekey(String operator, long fromVersion, FlinkRoutingKeys before, FlinkRoutingKeys after,
             TypeInformation<K> keyType, TypeInformation<S> valueType) {
         this.operator = operator;
         this.fromVersion = fromVersion;

@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.locality.flink.MainExit;
 import io.locality.routing.LocalityStore;
 import java.io.IOException;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Set;
 import org.apache.flink.api.common.JobExecutionResult;
@@ -27,11 +26,15 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * {@code OPERATOR} route ({@link RealKeyOperator}). The new savepoint is written to {@code --output}, which
  * must not exist; the old one is left as it is (the job can still restart from it on the old version).
  * {@code --parallelism} is the rewrite's (default: the tables', which the rewritten operators keep).
+ * {@code --store} is a directory or an {@code s3://bucket/prefix} URI ({@code LocalityStore.open}).
  *
  * <p>Run from {@code java} it rewrites on a local MiniCluster and prints one JSON document: the paths,
  * the versions, per operator the {@link RewriteSummary} and the run time; a failed run removes what it
- * wrote. Submitted to a cluster ({@code flink run}, or Flink's REST API: {@code /jars/:id/run}) it runs
- * there detached and prints the job's id; the summary is then in the job's accumulators. The savepoint,
+ * wrote. Its file systems are then those of {@code FLINK_CONF_DIR} and {@code FLINK_PLUGINS_DIR}, as in a
+ * Flink process ({@link LocalFileSystems}): with the S3 plugin there, the savepoints may be {@code s3://}
+ * URIs (an application cluster, which takes no jar, is switched this way: {@code locality switch flink
+ * --rewrite local}). Submitted to a cluster ({@code flink run}, or Flink's REST API: {@code /jars/:id/run})
+ * it runs there detached and prints the job's id; the summary is then in the job's accumulators. The savepoint,
  * the output and the store must be readable (the output writable) where the job runs. Exit status 2 names
  * a wrong option, version, operator or savepoint, or a savepoint not taken on {@code --from}; 1 another
  * failure. In a cluster a failure is thrown instead ({@code MainExit}).
@@ -51,6 +54,7 @@ public final class RewriteSavepoint {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         ObjectNode doc;
         try {
+            LocalFileSystems.initialize(env);
             doc = run(args, env);
         } catch (IllegalArgumentException | IOException e) {
             MainExit.fail(env, 2, "error: " + e.getMessage() + System.lineSeparator() + USAGE, e);
@@ -77,9 +81,9 @@ public final class RewriteSavepoint {
         ToolArguments options = ToolArguments.parse(args,
                 Set.of("--savepoint", "--output", "--store", "--from", "--to", "--parallelism"), Set.of("--operator"),
                 Set.of("--savepoint", "--output", "--store", "--from", "--to", "--operator"));
-        LocalityStore store = new LocalityStore(Path.of(options.get("--store")));
-        int fromVersion = options.integer("--from", 1);
-        int toVersion = options.integer("--to", 1);
+        LocalityStore store = LocalityStore.open(options.get("--store"));
+        long fromVersion = options.integer("--from", 1, Long.MAX_VALUE);
+        long toVersion = options.integer("--to", 1, Long.MAX_VALUE);
         List<RealKeyOperator> operators = options.all("--operator").stream().map(RealKeyOperator::parse).toList();
         SavepointRewrite rewrite = SavepointRewrite.of(store.load(fromVersion), store.load(toVersion), operators);
         String savepoint = options.get("--savepoint");
@@ -88,9 +92,9 @@ public final class RewriteSavepoint {
         if (fs.exists(output)) {
             throw new IllegalArgumentException("--output " + output + " exists; give a new path (a rerun writes anew)");
         }
-        Integer parallelism = options.integer("--parallelism", 1);
+        Long parallelism = options.integer("--parallelism", 1, Integer.MAX_VALUE);
         // the rewritten operators get the job's parallelism, so the new savepoint has the old one's shape
-        env.setParallelism(parallelism != null ? parallelism : rewrite.parallelism());
+        env.setParallelism(parallelism != null ? parallelism.intValue() : rewrite.parallelism());
         rewrite.addTo(env, savepoint, output.toString());
         System.err.printf("locality: rewriting %s for version %d (from %d) into %s%n", savepoint, toVersion,
                 fromVersion, output);

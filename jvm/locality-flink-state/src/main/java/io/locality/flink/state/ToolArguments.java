@@ -51,20 +51,24 @@ record ToolArguments(Map<String, List<String>> values) {
         return values.getOrDefault(name, List.of());
     }
 
-    /** An integer option, at least {@code minimum}, or null when it is not given. */
-    Integer integer(String name, int minimum) {
+    /**
+     * An integer option in {@code minimum..maximum}, or null when it is not given (store versions are
+     * {@code long}, as the store numbers them; parallelisms {@code int}).
+     */
+    Long integer(String name, long minimum, long maximum) {
         String text = get(name);
         if (text == null) {
             return null;
         }
         try {
-            int value = Integer.parseInt(text);
-            if (value >= minimum) {
+            long value = Long.parseLong(text);
+            if (value >= minimum && value <= maximum) {
                 return value;
             }
         } catch (NumberFormatException e) {
             // reported below
         }
-        throw new IllegalArgumentException(name + " must be an integer >= " + minimum + "; got '" + text + "'");
+        throw new IllegalArgumentException(name + " must be an integer in " + minimum + ".." + maximum + "; got '"
+                + text + "'");
     }
 }

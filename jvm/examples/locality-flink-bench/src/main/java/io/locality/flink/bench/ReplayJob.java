@@ -1,0 +1,129 @@
+package io.locality.flink.bench;
+
+import io.locality.flink.JobVersion;
+import io.locality.flink.RoutingKeySelector;
+import io.locality.routing.LocalityStore;
+import io.locality.routing.RoutingConfiguration;
+import io.locality.routing.RoutingTable;
+
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.api.java.tuple.Tuple3;
+import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
+import org.apache.flink.streaming.api.datastream.DataStreamUtils;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+
+/**
+ * The testbed's throughput job: a trace replayed at full speed ({@link TraceReplaySource}) through two
+ * keyed counting operators ({@link CountPerKey}), keyed by a store's tables (locality-flink's
+ * {@link RoutingKeySelector}, tables learned with {@code --hash flink}) or by the raw keys (Flink's
+ * hash), into a sink that counts them ({@link CountingSink}, files in {@code --sink-dir}).
+ *
+ * <pre>
+ * flink run -d -c io.locality.flink.bench.ReplayJob locality-flink-bench-0.1.0-job.jar --store STORE \
+ *     --mode tables|hash --trace keys.tsv --padding 4096 --sink-dir counts/ [--passes 0] [--version N] \
+ *     [--end finish|wait]
+ * </pre>
+ *
+ * <p>{@code STORE} is a directory or an {@code s3://bucket/prefix} URI; after a switch each source subtask
+ * reads the old version's tables from it itself, so it must be reachable from every TaskManager.
+ *
+ * <p>It is switchable ({@code locality switch flink}, docs/engines/flink.md "Switching versions"): it declares
+ * its version, its operators have uids ({@value #FIRST_UID}, {@value #SECOND_UID}, each counting in a
+ * {@code MapState} named "count"), and its source resumes from a savepoint exactly, on the new version's
+ * partition. With {@code --end wait} the source idles after {@code --passes} instead of finishing, so the
+ * job's final counts can be saved and read ({@code ReadRealKeyState}).
+ *
+ * <p>Both modes run with the tables' parallelism and max parallelism, so the same servers run the same
+ * subtasks. Every operator shares one co-location group: subtask i of each runs in the same slot, so
+ * instance i of both operators sits on one server, as the tables' topology places them; with one slot
+ * per TaskManager, server i is a TaskManager.
+ */
+public final class ReplayJob {
+    /** How often each sink subtask writes its count (the resolution of the measured throughput). */
+    static final long SINK_REPORT_MILLIS = 200;
+    /** The uids of the two counting operators (a switch names them; their {@code MapState} is "count"). */
+    public static final String FIRST_UID = "count-first";
+    public static final String SECOND_UID = "count-second";
+
+    private ReplayJob() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> options = parse(args);
+        Path trace = Path.of(required(options, "trace"));
+        int padding = Integer.parseInt(options.getOrDefault("padding", "0"));
+        long passes = Long.parseLong(options.getOrDefault("passes", "0"));
+        String end = options.getOrDefault("end", "finish");
+        if (!end.equals("finish") && !end.equals("wait")) {
+            throw new IllegalArgumentException("--end is finish or wait, not " + end);
+        }
+        Path sinkDir = Path.of(required(options, "sink-dir"));
+        String mode = required(options, "mode");
+        if (!mode.equals("tables") && !mode.equals("hash")) {
+            throw new IllegalArgumentException("--mode is tables or hash, not " + mode);
+        }
+        LocalityStore store = LocalityStore.open(required(options, "store"));
+        RoutingConfiguration configuration = options.containsKey("version")
+                ? store.load(Long.parseLong(options.get("version"))) : store.load();
+        RoutingTable firstTable = configuration.table(configuration.topology().operators().get(0));
+        RoutingTable secondTable = configuration.table(configuration.topology().operators().get(1));
+        int parallelism = firstTable.numInstances();
+        int maxParallelism = firstTable.fallbackSpec().intParameter("max_parallelism",
+                KeyGroupRangeAssignment.computeDefaultMaxParallelism(parallelism));
+        VersionRoutes routes = VersionRoutes.of(store.uri(), mode);
+        KeySelector<Tuple3<String, String, byte[]>, String> first = routes.first(configuration.version());
+        KeySelector<Tuple3<String, String, byte[]>, String> second = mode.equals("tables")
+                ? RoutingKeySelector.of(secondTable, String.class, new FieldKey(1)) : new FieldKey(1);
+
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        env.getConfig().enableObjectReuse(); // chained operators pass the record on instead of copying its padding
+        env.setParallelism(parallelism);
+        env.setMaxParallelism(maxParallelism);
+        JobVersion.declare(env, configuration.version());
+        String together = "server";
+
+        SingleOutputStreamOperator<Tuple3<String, String, byte[]>> replayed = env.fromSource(
+                new TraceReplaySource(trace, routes, configuration.version(), maxParallelism, parallelism, padding,
+                        passes, end.equals("wait")),
+                WatermarkStrategy.noWatermarks(), "replay").uid("replay");
+        SingleOutputStreamOperator<Tuple3<String, String, byte[]>> firstCounted = DataStreamUtils
+                .reinterpretAsKeyedStream(replayed, first, Types.STRING)
+                .process(new CountPerKey(0), TraceReplaySource.RECORD)
+                .name("count first key").uid(FIRST_UID);
+        SingleOutputStreamOperator<Tuple3<String, String, byte[]>> secondCounted = firstCounted
+                .keyBy(second, Types.STRING)
+                .process(new CountPerKey(1), TraceReplaySource.RECORD)
+                .name("count second key").uid(SECOND_UID);
+        replayed.getTransformation().setCoLocationGroupKey(together);
+        firstCounted.getTransformation().setCoLocationGroupKey(together);
+        secondCounted.getTransformation().setCoLocationGroupKey(together);
+        secondCounted.sinkTo(new CountingSink<>(sinkDir, SINK_REPORT_MILLIS)).name("sink").uid("sink");
+        env.execute("locality testbed replay: " + mode + ", padding " + padding);
+    }
+
+    private static Map<String, String> parse(String[] args) {
+        Map<String, String> options = new HashMap<>();
+        for (int i = 0; i < args.length; i += 2) {
+            if (!args[i].startsWith("--") || i + 1 >= args.length) {
+                throw new IllegalArgumentException("expected --option value pairs, got " + String.join(" ", args));
+            }
+            options.put(args[i].substring(2), args[i + 1]);
+        }
+        return options;
+    }
+
+    private static String required(Map<String, String> options, String name) {
+        String value = options.get(name);
+        if (value == null) {
+            throw new IllegalArgumentException("--" + name + " is required");
+        }
+        return value;
+    }
+}

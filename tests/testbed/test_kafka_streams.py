@@ -1,0 +1,266 @@
+"""A two-stage Kafka Streams job across servers that share only the network switches versions with its state.
+
+The loopback test's job (``tests/kafka/test_streams_switch.py``: ``TwoStageCountsApp --follow-schedule``,
+location -> hashtag, ``--hash kafka`` tables) on six servers with files of their own
+(``Testbed(private_files=True)``, 1 Gb/s links): server 0 runs the object store (its bucket holds the
+store, and nothing else does), server 1 the Kafka broker (KRaft, its log directory in its own ``/tmp``),
+servers 2-4 one instance each (``s0``, ``s1``, ``s2`` of the tables' topology), server 5 is the gateway:
+it publishes the versions into ``s3://locality/store`` with the Python library, produces the records and
+reads the results back. The instances read the store only by that URI, with the object store's AWS
+variables (the Java reader of locality-core, and the task assignor at every rebalance).
+
+Version 1 (learned on the trace's first half) is published and sealed at T1 before the instances start;
+30,000 records of the second half are produced with the event times ``T0 + i`` ms. Once an instance
+says a record at T1 waits at the seal, the gateway publishes version 2 (learned on the first quarter)
+in force from T1 and seals past the end: the instances switch at T1 and hand the state of every moved
+key over to its new owner, on another server.
+
+Checked, as the loopback test does: each stage counted every record exactly once, in the task the
+version in force at its point names, on that task's server; each key's counts run 1..n across its
+owners (exact counts, nothing lost or counted twice); the keys the switch moves that had a count got
+exactly that count on their new owner; at the end the count stores' changelogs hold every key's final
+count on its version 2 owner and nowhere else; the output topic is partitioned by hashtag's version at
+each record's point. And the instances' servers cannot open the host's temporary files (the host's own
+copy of the store in ``tmp_path``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from locality.store import ConfigStore
+from locality.topology import Topology
+from testbed import Testbed
+from testbed.kafka import TestbedBroker
+from testbed.s3server import object_store
+from tests.kafka.conftest import read_topic, tweet_values
+from tests.kafka.streams_apps import (
+    expected_tasks,
+    fail_if_exited,
+    learned_on,
+    produce_at_points,
+    read_processed,
+    read_switch_events,
+    start_instances,
+    stop_instances,
+    wait_until_each_runs_its_tasks,
+)
+from tests.kafka.test_streams_switch import read_changelog, version_at
+
+OPERATORS = ["location", "hashtag"]
+#: Three instance servers, one instance of each operator on each.
+TOPOLOGY = Topology.uniform(OPERATORS, 3)
+RECORDS = 30_000
+INPUT_PARTITIONS = 3
+INPUT, OUTPUT, APP_ID = "testbed-input", "testbed-output", "locality-testbed-switch"
+#: 2015-01-01T00:00Z: record i has the event time T0 + i ms.
+T0 = 1_420_070_400_000
+STORE = "s3://locality/store"
+#: The instances' folder for their state and logs, in their own servers' files.
+FILES = "/tmp/kafka-streams"
+#: Bounds (seconds) of a wait for the instances' progress, and of a call into the gateway.
+PROGRESS_TIMEOUT = 150.0
+CALL_TIMEOUT = 60.0
+
+
+class Layout:
+    """Which server runs what: 0 the object store, 1 the broker, 2-4 the instances, 5 the gateway."""
+
+    def __init__(self, bed: Testbed) -> None:
+        self.bed = bed
+        self.store, self.broker, *instances, self.gateway = bed.servers
+        self.instances = dict(zip(TOPOLOGY.servers, instances))
+
+    def launch(self, name: str) -> list[str]:
+        """The command prefix of the instance of topology server ``name``: inside its testbed server."""
+        return self.bed.command(self.instances[name], [])
+
+    def in_gateway(self, function, timeout: float = CALL_TIMEOUT):
+        return self.bed.call_in(self.gateway, function, timeout=timeout)
+
+    def fetch_logs(self, work: Path, switch_only: bool = False) -> None:
+        """Copy the instances' logs (``FILES/SERVER[.switch].jsonl``, in their servers) to the host folder ``work``."""
+        for name, server in self.instances.items():
+            kinds = [".switch.jsonl"] if switch_only else [".switch.jsonl", ".jsonl"]
+            for kind in kinds:
+                path = Path(FILES) / f"{name}{kind}"
+                data = self.bed.call_in(server, lambda p=path: p.read_bytes() if p.is_file() else b"")
+                (work / f"{name}{kind}").write_bytes(data)
+
+
+def wait_for_event(layout: Layout, work: Path, instances, event: str, at_least: int) -> None:
+    """Wait until some instance's switch log has ``event`` for a point at or past ``at_least`` (bounded)."""
+    deadline = time.monotonic() + PROGRESS_TIMEOUT
+    while time.monotonic() < deadline:
+        fail_if_exited(instances, work)
+        layout.fetch_logs(work, switch_only=True)
+        events = read_switch_events(work, TOPOLOGY.servers)
+        if len(events) and "point" in events and ((events["event"] == event) & (events["point"] >= at_least)).any():
+            return
+        time.sleep(1.0)
+    pytest.fail(f"no instance logged '{event}' for a point from {at_least} within {PROGRESS_TIMEOUT:.0f} s")
+
+
+def cannot_open(bed: Testbed, server, path: Path) -> bool:
+    """Neither a process of ``server`` nor a thread that entered it can open ``path``."""
+    process = bed.run(server, ["cat", str(path)], check=False)
+    try:
+        bed.call_in(server, lambda: path.open().close())
+    except FileNotFoundError:
+        return process.returncode != 0
+    return False
+
+
+@pytest.fixture(scope="module")
+def testbed_run(geotweets, tmp_path_factory):
+    """The run across the testbed; what the checks need (a dict)."""
+    started = time.monotonic()
+    work = tmp_path_factory.mktemp("kafka-streams-testbed")  # the host's: consoles and copied logs
+    half = len(geotweets) // 2
+    first = geotweets.iloc[:half]
+    records = geotweets.iloc[half : half + RECORDS].reset_index(drop=True)
+    n = len(records)
+    records["point"] = T0 + np.arange(n)
+    t1, end = T0 + n // 3, T0 + n
+    versions = {1: learned_on(first, TOPOLOGY), 2: learned_on(first.iloc[: half // 2], TOPOLOGY)}
+    on_host = work / "store"  # the host's own copy of version 1: no instance may read it
+    ConfigStore(on_host).publish(versions[1], fingerprint="tweets-first-half")
+    run: dict = {"records": records, "versions": versions, "switches": [(t1, 1, 2)]}
+    with Testbed(6, rate_mbit=1000, private_files=True) as bed, pytest.MonkeyPatch.context() as env:
+        layout = Layout(bed)
+        with object_store(bed, layout.store, work / "s3.log") as s3:
+            for name, value in s3.env.items():  # for the library, called in the gateway
+                env.setenv(name, value)
+            store = ConfigStore(STORE)
+
+            def publish_first() -> None:
+                store.publish(versions[1], fingerprint="tweets-first-half")
+                store.seal(t1)
+
+            layout.in_gateway(publish_first)
+            with TestbedBroker(bed, layout.broker, work / "broker.log") as broker:
+                broker.create_topic(INPUT, INPUT_PARTITIONS, {"retention.ms": "-1"})
+                broker.create_topic(OUTPUT, TOPOLOGY.n_instances("hashtag"), {"retention.ms": "-1"})
+                for server in layout.instances.values():
+                    bed.run(server, ["mkdir", "-p", FILES])
+                options = {"bootstrap-servers": broker.bootstrap, "store": STORE, "input": INPUT, "output": OUTPUT}
+                options |= {"application-id": APP_ID, "follow-schedule": True, "schedule-wait-ms": 120_000}
+                instances = start_instances(
+                    TOPOLOGY.servers, work, env=s3.env, launch=layout.launch, files=FILES, switch_log=True, **options
+                )
+                try:
+                    expected = expected_tasks(TOPOLOGY, first_subtopology=1)
+                    run["settled_s"] = wait_until_each_runs_its_tasks(
+                        instances, work, expected, anywhere=INPUT_PARTITIONS
+                    )
+                    run["unseen"] = [cannot_open(bed, s, on_host / "CURRENT") for s in layout.instances.values()]
+                    layout.in_gateway(lambda: produce_at_points(broker, INPUT, records), timeout=180)
+                    wait_for_event(layout, work, instances, "waiting", t1)  # a record at T1 waits at the seal
+
+                    def publish_second() -> None:
+                        store.publish(versions[2], fingerprint="tweets-first-quarter", in_force_from=t1)
+                        store.seal(end)
+
+                    layout.in_gateway(publish_second)
+                    run["output"] = layout.in_gateway(
+                        lambda: read_topic(broker, OUTPUT, n, timeout=PROGRESS_TIMEOUT), timeout=PROGRESS_TIMEOUT + 30
+                    )
+                finally:
+                    stop_instances(instances)
+                run["exits"] = {server: process.returncode for server, process in instances.items()}
+                layout.fetch_logs(work)
+                run["changelogs"] = {
+                    op: layout.in_gateway(lambda op=op: read_changelog(broker, f"{APP_ID}-{op}-counts-changelog"), 180)
+                    for op in OPERATORS
+                }
+    run["processed"] = read_processed(work, TOPOLOGY.servers).merge(records[["seq", "point"]], on="seq")
+    run["events"] = read_switch_events(work, TOPOLOGY.servers)
+    run["seconds"] = time.monotonic() - started
+    print(f"instances ran their tasks {run['settled_s']:.0f} s after starting; the run took {run['seconds']:.0f} s")
+    return run
+
+
+def test_the_instances_servers_cannot_open_the_hosts_files_and_every_instance_closed_cleanly(testbed_run):
+    assert testbed_run["unseen"] == [True] * len(TOPOLOGY.servers)
+    # each closed by the test's SIGTERM (the JVM's status for it), none failed before
+    assert set(testbed_run["exits"].values()) <= {0, 128 + 15}, testbed_run["exits"]
+
+
+def test_each_stage_counted_every_record_once_and_every_key_counts_one_to_n(testbed_run):
+    records, processed = testbed_run["records"], testbed_run["processed"]
+    for op in OPERATORS:
+        stage = processed[processed["operator"] == op]
+        assert sorted(stage["seq"]) == sorted(records["seq"])
+        sizes = records.groupby(op).size()
+        for key, counts in stage.groupby("key")["count"]:
+            assert sorted(counts) == list(range(1, sizes[key] + 1)), (op, key)
+
+
+def test_every_record_is_counted_where_the_version_at_its_point_routes_it_on_that_tasks_server(testbed_run):
+    processed, versions, switches = testbed_run["processed"], testbed_run["versions"], testbed_run["switches"]
+    for g, op in enumerate(OPERATORS, start=1):
+        stage = processed[processed["operator"] == op]
+        assert (stage["task"] == [f"{g}_{p}" for p in stage["partition"]]).all()
+        in_force = version_at(stage["point"], switches)
+        keys = stage["key"].to_numpy(dtype=object)
+        for version, config in versions.items():
+            mine = in_force == version
+            assert mine.any()
+            assert (stage["partition"].to_numpy()[mine] == config.route_many(op, keys[mine])).all(), (op, version)
+        placed = np.array(TOPOLOGY.placement[op])[stage["partition"].to_numpy()]
+        assert (placed == stage["server"].to_numpy()).all()  # task g_i ran on the server of instance i
+
+
+def test_every_moved_key_with_a_count_got_it_on_its_new_owner(testbed_run):
+    records, versions, events = testbed_run["records"], testbed_run["versions"], testbed_run["events"]
+    received = events[events["event"] == "state_received"]
+    (start, before, after) = testbed_run["switches"][0]
+    for op in OPERATORS:
+        old, new = versions[before].tables[op], versions[after].tables[op]
+        keys = np.array(sorted(set(old.entries.index) | set(new.entries.index)), dtype=object)
+        moved = keys[old.route_many(keys) != new.route_many(keys)]
+        counted_before = records[records["point"] < start].groupby(op).size()
+        with_state = sorted(set(counted_before.index) & set(moved))
+        assert len(with_state) > 20, op  # the versions really move keys that have state
+        got = received[(received["operator"] == op) & (received["switch"] == start)].set_index("key")
+        assert set(got.index) <= set(moved)  # only keys the switch moves change owner
+        assert set(with_state) <= set(got.index)
+        # no record comes late: each moved key's state is exactly its count before the switch
+        assert (got.loc[with_state, "state"].astype(int) == counted_before[with_state]).all(), op
+        moved_keys = np.array(got.index, dtype=object)
+        owners, old_owners = new.route_many(moved_keys), old.route_many(moved_keys)
+        assert (got["task"].str.split("_").str[1].astype(int).to_numpy() == owners).all()
+        # on its new owner's server, another one than the old owner's (one instance per server)
+        servers = np.array(TOPOLOGY.placement[op])
+        assert (got["server"].to_numpy() == servers[owners]).all()
+        assert (got["server"].to_numpy() != servers[old_owners]).all()
+
+
+def test_the_stores_end_with_every_count_on_its_final_owner_only(testbed_run):
+    records, changelogs, final = testbed_run["records"], testbed_run["changelogs"], testbed_run["versions"][2]
+    for op in OPERATORS:
+        live = changelogs[op].dropna()
+        assert live["key"].is_unique  # one live state per key: none left behind on an old owner
+        live = live.set_index("key")
+        sizes = records.groupby(op).size()
+        assert set(live.index) == set(sizes.index)
+        assert (live.loc[sizes.index, "count"].astype(int) == sizes).all()
+        owners = final.route_many(op, np.array(sizes.index, dtype=object))
+        assert (live.loc[sizes.index, "partition"].to_numpy() == owners).all()
+        assert changelogs[op]["count"].isna().any()  # moved keys were deleted where they lived
+
+
+def test_the_output_is_partitioned_by_the_version_at_each_point(testbed_run):
+    records, output, versions, switches = (testbed_run[k] for k in ("records", "output", "versions", "switches"))
+    assert len(output) == len(records)
+    by_value = dict(zip(output["value"], output["partition"]))
+    in_force = version_at(records["point"], switches)
+    wanted = np.zeros(len(records), dtype=int)
+    for version, config in versions.items():
+        mine = in_force == version
+        wanted[mine] = config.route_many("hashtag", records["hashtag"].to_numpy(dtype=object)[mine])
+    assert [by_value[v] for v in tweet_values(records)] == wanted.tolist()
