@@ -28,23 +28,28 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from locality.hashing import make_fallback
-from locality.router import Router
-from locality.routing import RoutingConfiguration, RoutingTable
-from locality.storage import open_objects
-from locality.store import ConfigStore
-from locality.topology import Topology
-from testbed.s3server import S3Server
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # testbed/ is not installed: run from a checkout
+
+from locality.hashing import make_fallback  # noqa: E402
+from locality.router import Router  # noqa: E402
+from locality.routing import RoutingConfiguration, RoutingTable  # noqa: E402
+from locality.storage import open_objects  # noqa: E402
+from locality.store import ConfigStore  # noqa: E402
+from locality.topology import Topology  # noqa: E402
+from testbed.s3server import S3Server  # noqa: E402
 
 OPERATORS = ("location", "hashtag")
 INSTANCES = 48
