@@ -23,25 +23,44 @@ jvm:
 	$(MVN) -f jvm/pom.xml install
 
 # GraphFrames for the jobs' embedded Spark session (pipelines/jars.py): the jar of the installed graphframes-py
-# version for Spark 4 / Scala 2.13 and its runtime dependencies, copied by Maven into LOCALITY_SPARK_JARS once
-# (the stamp). Where Maven cannot fetch them, the jobs compute the graph statistics on the driver: say so, go on.
+# version for Spark 4 / Scala 2.13 and its runtime dependencies, copied by Maven into LOCALITY_SPARK_JARS once (the
+# stamp). Where Maven cannot fetch them, the jar in LOCALITY_SHARED_JARS (../shared/jars beside the checkout, built
+# from GraphFrames' source: its README) is copied instead; with neither, the jobs compute the graph statistics on the
+# driver: say so, go on. As for s3a, the stamp lists the jars this target copied, and only those are ever removed:
+# GraphFrames jars the user put there are left alone, and then nothing is fetched (two GraphFrames would clash).
 LOCALITY_SPARK_JARS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/locality/jars
+LOCALITY_SHARED_JARS ?= $(abspath $(CURDIR)/../shared/jars)
 GRAPHFRAMES_STAMP := $(LOCALITY_SPARK_JARS)/graphframes.stamp
 
 graphframes: $(GRAPHFRAMES_STAMP)
 
 $(GRAPHFRAMES_STAMP): jvm/graphframes/pom.xml $(VENV)/.installed
-	@mkdir -p "$(LOCALITY_SPARK_JARS)" && rm -f "$(LOCALITY_SPARK_JARS)"/graphframes-*.jar
-	@version=$$($(VENV)/bin/python -c 'import graphframes; print(graphframes.__version__)') && \
-	if $(MVN) -f jvm/graphframes/pom.xml package -Dgraphframes.version=$$version \
-	      -Dlocality.jars="$(LOCALITY_SPARK_JARS)" > "$(LOCALITY_SPARK_JARS)/graphframes-fetch.log" 2>&1; then \
-	    touch $@; \
+	@mkdir -p "$(LOCALITY_SPARK_JARS)"
+	@jars="$(LOCALITY_SPARK_JARS)" && staging="$$jars/.graphframes-staging" && rm -rf "$$staging" && mkdir "$$staging" && \
+	if [ -f $@ ]; then while read -r jar; do rm -f "$$jars/$$jar"; done < $@; rm -f $@; fi; \
+	theirs=$$(cd "$$jars" && ls graphframes-*.jar 2>/dev/null); \
+	version=$$($(VENV)/bin/python -c 'import graphframes; print(graphframes.__version__)'); \
+	if [ -n "$$theirs" ]; then \
+	    echo "GraphFrames: using the jars already in $$jars (not fetched by this set-up, left as they are):" $$theirs >&2; \
+	elif $(MVN) -f jvm/graphframes/pom.xml package -Dgraphframes.version=$$version -Dlocality.jars="$$staging" \
+	      > "$$jars/graphframes-fetch.log" 2>&1; then \
+	    echo "GraphFrames $$version fetched from Maven into $$jars" >&2; \
 	else \
-	    echo "GraphFrames $$version not fetched: the jobs compute the graph statistics on the driver." \
-	         "Maven's log: $(LOCALITY_SPARK_JARS)/graphframes-fetch.log" >&2; \
-	    grep -m 1 'ERROR' "$(LOCALITY_SPARK_JARS)/graphframes-fetch.log" | sed 's/\x1b\[[0-9;]*m//g' >&2; \
-	    rm -f "$(LOCALITY_SPARK_JARS)"/graphframes-*.jar; \
-	fi
+	    rm -f "$$staging"/*.jar; \
+	    echo "GraphFrames $$version not fetched by Maven (its log: $$jars/graphframes-fetch.log):" \
+	         "$$(grep -m 1 'ERROR' "$$jars/graphframes-fetch.log" | sed 's/\x1b\[[0-9;]*m//g')" >&2; \
+	    if ls "$(LOCALITY_SHARED_JARS)"/graphframes-*.jar > /dev/null 2>&1; then \
+	        cp "$(LOCALITY_SHARED_JARS)"/graphframes-*.jar "$$staging"/ && \
+	        echo "GraphFrames: copied" $$(cd "$$staging" && ls) "from $(LOCALITY_SHARED_JARS) instead" >&2; \
+	    else \
+	        echo "no GraphFrames jar in $(LOCALITY_SHARED_JARS) either: the jobs compute the graph statistics on" \
+	             "the driver, and the GraphFrames test skips" >&2; \
+	    fi; \
+	fi; \
+	if ls "$$staging"/*.jar > /dev/null 2>&1; then \
+	    (cd "$$staging" && ls *.jar) > $@.tmp && mv "$$staging"/*.jar "$$jars/" && mv $@.tmp $@; \
+	elif [ -n "$$theirs" ]; then : > $@; fi; \
+	rm -rf "$$staging"
 
 # Hadoop's s3a connector for the jobs' embedded Spark session (pipelines/jars.py), so that they read s3a:// traces:
 # hadoop-aws of the Hadoop version PySpark bundles and the AWS SDK modules it loads (13 MB; not the SDK's 600 MB

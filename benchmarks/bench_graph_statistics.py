@@ -3,7 +3,7 @@
 The offline job computes degrees and connected components of its key graph in a
 thread while METIS partitions it; the report waits for both. This prints, per
 trace, the median wall time of :func:`pipelines.graph_frames.graph_statistics`
-with each engine and of the optimizer (METIS, placement, tables) on the same
+with each backend and of the optimizer (METIS, placement, tables) on the same
 graph: what GraphFrames adds to the job's critical path. The session is the
 jobs' embedded one, so it needs the GraphFrames jars the set-up fetched
 (``make graphframes``, or ``LOCALITY_SPARK_JARS``).
@@ -40,7 +40,7 @@ def timed(repeat: int, function, *args, **kwargs) -> tuple[float, list[float], o
 def agree(a: object, b: object) -> bool:
     """The same figures, floats to 1e-9 (Spark's and numpy's means add in another order)."""
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(agree(a[k], b[k]) for k in a if k != "engine")
+        return a.keys() == b.keys() and all(agree(a[k], b[k]) for k in a if k not in ("backend", "backend_reason"))
     if isinstance(a, float) or isinstance(b, float):
         return math.isclose(a, b, rel_tol=1e-9)
     return a == b
@@ -72,8 +72,8 @@ def main(argv: list[str] | None = None) -> None:
         graph = sketch_trace(read_trace(spark, TraceSpec(str(entry.path), keys)), keys, capacity=100_000).graph()
         topology = Topology.uniform(keys, 6)
         fallbacks = make_fallbacks(topology, "kafka")
-        frames, frame_runs, by_frames = timed(args.repeat, graph_statistics, spark, graph, engine="graphframes")
-        driver, driver_runs, by_driver = timed(args.repeat, graph_statistics, spark, graph, engine="driver")
+        frames, frame_runs, by_frames = timed(args.repeat, graph_statistics, spark, graph, backend="graphframes")
+        driver, driver_runs, by_driver = timed(args.repeat, graph_statistics, spark, graph, backend="driver")
         metis, _, _ = timed(args.repeat, optimize, graph, topology, fallbacks, alpha=1.03, seed=0)
         print(
             f"{name}: {graph.n_vertices:,} keys, {graph.n_edges:,} pairs, {by_frames['components']} components; "

@@ -336,6 +336,14 @@ def cli(verbose: int) -> None:
 @optimizer_options
 @click.option("--replay", is_flag=True, help="Replay the trace for exact in-sample figures (one more pass).")
 @click.option("--graph-stats/--no-graph-stats", default=True, show_default=True, help="Degrees and components.")
+@click.option(
+    "--graph-stats-backend",
+    default="auto",
+    show_default=True,
+    # A plain string, checked by the job (graph_stats_backend), as --hash is.
+    help="Where the graph statistics are computed: auto, graphframes (needs its jar) or driver. auto: the driver "
+    "below the graph size from which GraphFrames measured faster (the report says which ran and why).",
+)
 @store_option
 @output_options
 def optimize(
@@ -360,6 +368,7 @@ def optimize(
     lock_timeout,
     replay,
     graph_stats,
+    graph_stats_backend,
     store,
     as_json,
     quiet,
@@ -384,6 +393,7 @@ def optimize(
         seed=seed,
         replay=replay,
         graph_stats=graph_stats,
+        graph_stats_backend=graph_stats_backend,
         lock_timeout=lock_timeout,
     )
     _check_before_spark(spec, store)

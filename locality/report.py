@@ -80,6 +80,7 @@ def format_summary(report: Mapping) -> str:
     if stats:
         lines.append(
             f"  components {stats['components']:,} (largest: {stats['largest_component_vertices']:,} keys, "
-            f"{_pct(stats['largest_component_weight_share'])} of the load; via {stats['engine']})"
+            f"{_pct(stats['largest_component_weight_share'])} of the load; via {stats['backend']})"
         )
+        lines.append(f"  graph statistics via {stats['backend']}: {stats['backend_reason']}")
     return "\n".join(lines)

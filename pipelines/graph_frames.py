@@ -5,9 +5,11 @@ Vertices: ``id`` (long), ``operator``, ``key`` (as a string), ``key_type``
 When the GraphFrames JVM classes are on the classpath (the embedded session
 loads the jars the set-up fetched, :mod:`pipelines.jars`; under ``spark-submit``,
 ``--jars`` or ``--packages io.graphframes:graphframes-spark4_2.13:...``), the
-statistics come from a ``GraphFrame`` of these DataFrames (degrees, connected
-components); otherwise scipy computes the same statistics from the driver's
-arrays, so a cluster without the jar runs the job all the same.
+statistics can come from a ``GraphFrame`` of these DataFrames (degrees,
+connected components); scipy computes the same statistics from the driver's
+arrays, so a cluster without the jar runs the job all the same. Which one runs
+is :mod:`pipelines.graph_backend`'s choice: ``auto`` keeps the driver below the
+measured crossover, where GraphFrames is only slower.
 """
 
 from __future__ import annotations
@@ -17,16 +19,18 @@ import logging
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_option
-from locality.errors import InvalidParameterError
 from locality.graph import KeyGraph
+from pipelines.graph_backend import choose_backend
 
-__all__ = ["key_graph_frames", "graph_statistics", "graphframes_available"]
+__all__ = [
+    "key_graph_frames",
+    "graph_statistics",
+    "graphframes_available",
+    "driver_degrees_components",
+    "graphframe_degrees_components",
+]
 
 logger = logging.getLogger(__name__)
-
-#: Where the statistics are computed: a GraphFrame (the jar is on the classpath) or scipy on the driver.
-ENGINES = ("graphframes", "driver")
 
 
 def key_graph_frames(spark, graph: KeyGraph):
@@ -61,6 +65,41 @@ def graphframes_available(spark) -> bool:
         return False
 
 
+def driver_degrees_components(graph: KeyGraph) -> tuple[np.ndarray, np.ndarray]:
+    """Each vertex's degree and connected component label (0, 1, ...), from the driver's arrays with scipy."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = graph.n_vertices
+    degree = np.bincount(np.concatenate([graph.src, graph.dst]), minlength=n)
+    adjacency = coo_matrix((np.ones(graph.src.shape[0]), (graph.src, graph.dst)), shape=(n, n))
+    _, labels = connected_components(adjacency, directed=False)
+    return degree, labels
+
+
+def graphframe_degrees_components(vertices, edges):
+    """``id``, ``operator``, ``weight``, ``degree`` (0 when isolated), ``component`` of each vertex, from a GraphFrame.
+
+    Components by GraphFrames' ``graphx`` algorithm (Pregel label propagation
+    over its own GraphX): it needs no checkpoint directory, so the job sets none
+    on the user's session and leaves nothing on disk, and on the key graphs of
+    the shared traces it took 2-5 s where the default two-phase algorithm took
+    10-50 s (``local[2]``, 8 shuffle partitions). The key graph is bounded by the
+    sketch capacity, so the checkpoints that keep a long lineage in check on huge
+    graphs are not needed here.
+    """
+    from graphframes import GraphFrame
+    from pyspark.sql import functions as F
+
+    frame = GraphFrame(vertices, edges)
+    return (
+        vertices.select("id", "operator", "weight")
+        .join(frame.degrees, "id", "left")
+        .join(frame.connectedComponents(algorithm="graphx").select("id", "component"), "id", "left")
+        .select("id", "operator", "weight", F.coalesce("degree", F.lit(0)).alias("degree"), "component")
+    )
+
+
 def _summarize_on_driver(graph: KeyGraph) -> list[dict]:
     """Per-operator degree statistics and component sizes of ``graph``'s arrays: ``(kind, name, a, b, c)`` rows.
 
@@ -70,13 +109,8 @@ def _summarize_on_driver(graph: KeyGraph) -> list[dict]:
     path of a 3 s job, issue 12; label propagation with joins took 20-70 s on
     the tweet trace's 40k-key graph.)
     """
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
     n = graph.n_vertices
-    degree = np.bincount(np.concatenate([graph.src, graph.dst]), minlength=n)
-    adjacency = coo_matrix((np.ones(graph.src.shape[0]), (graph.src, graph.dst)), shape=(n, n))
-    _, labels = connected_components(adjacency, directed=False)
+    degree, labels = driver_degrees_components(graph)
     sizes = np.bincount(labels, minlength=1)
     weights = np.bincount(labels, weights=graph.vertex_weight, minlength=1)
     largest = int(np.argmax(weights)) if n else 0
@@ -104,26 +138,10 @@ def _summarize_on_driver(graph: KeyGraph) -> list[dict]:
 
 
 def _summarize_graphframe(vertices, edges):
-    """The same ``(kind, name, a, b, c)`` rows from a GraphFrame's degrees and connected components.
-
-    Components by GraphFrames' ``graphx`` algorithm (Pregel label propagation
-    over its own GraphX): it needs no checkpoint directory, so the job sets none
-    on the user's session and leaves nothing on disk, and on the key graphs of
-    the shared traces it took 2-5 s where the default two-phase algorithm took
-    10-50 s (``local[2]``, 8 shuffle partitions). The key graph is bounded by the
-    sketch capacity, so the checkpoints that keep a long lineage in check on huge
-    graphs are not needed here.
-    """
-    from graphframes import GraphFrame
+    """The same ``(kind, name, a, b, c)`` rows from a GraphFrame's degrees and connected components."""
     from pyspark.sql import functions as F
 
-    frame = GraphFrame(vertices, edges)
-    table = (
-        vertices.select("id", "operator", "weight")
-        .join(frame.degrees, "id", "left")
-        .join(frame.connectedComponents(algorithm="graphx").select("id", "component"), "id", "left")
-        .select("operator", "weight", F.coalesce("degree", F.lit(0)).alias("degree"), "component")
-    ).cache()
+    table = graphframe_degrees_components(vertices, edges).cache()
     try:
         ops = table.groupBy("operator").agg(
             F.lit("operator").alias("kind"),
@@ -145,45 +163,37 @@ def _summarize_graphframe(vertices, edges):
         table.unpersist()
 
 
-def graph_statistics(spark, graph: KeyGraph, engine: str | None = None) -> dict:
+def graph_statistics(spark, graph: KeyGraph, backend: str = "auto") -> dict:
     """Vertex and edge counts, degrees per operator, connected components (count, largest by weight).
 
-    With the GraphFrames jar on the classpath, a ``GraphFrame`` of
-    :func:`key_graph_frames` computes them; without it, scipy on the driver's
-    arrays does (the same figures); ``engine`` in the result says which.
+    A ``GraphFrame`` of :func:`key_graph_frames` or scipy on the driver's
+    arrays computes them (the same figures); ``backend`` in the result says
+    which ran and ``backend_reason`` why (:func:`pipelines.graph_backend.choose_backend`).
 
     Parameters
     ----------
     spark : SparkSession
     graph : KeyGraph
-    engine : {"graphframes", "driver"}, optional
-        Force one engine (benchmarks compare them in one session); default:
-        GraphFrames when its classes are on the session's classpath.
+    backend : {"auto", "graphframes", "driver"}, default "auto"
+        ``auto``: the driver below the measured crossover or without the jar,
+        GraphFrames from it; the others force one (benchmarks compare them).
 
     Raises
     ------
     InvalidParameterError
-        ``engine`` is not one of the two, or is "graphframes" without the jar.
+        ``backend`` is not one of the three, or is "graphframes" without the jar.
     """
-    available = graphframes_available(spark)
-    if engine is None:
-        engine = "graphframes" if available else "driver"
-    check_option(engine, "engine", "graph_statistics", ENGINES)
-    if engine == "graphframes" and not available:
-        raise InvalidParameterError(
-            "the 'engine' parameter of graph_statistics is 'graphframes', but the session has no GraphFrames "
-            "classes on its classpath (spark.jars, or --jars / --packages under spark-submit)"
-        )
-    if engine == "graphframes":
+    ran, why = choose_backend(backend, graph.n_edges, graphframes_available(spark))
+    logger.info("graph statistics via %s: %s", ran, why)
+    if ran == "graphframes":
         rows = _summarize_graphframe(*key_graph_frames(spark, graph))
     else:
-        if not available:
-            logger.info("graph statistics on the driver: no GraphFrames classes on the session's classpath")
         rows = _summarize_on_driver(graph)
     ops = {r["name"]: r for r in rows if r["kind"] == "operator"}
     (components,) = [r for r in rows if r["kind"] == "components"]
     return {
-        "engine": engine,
+        "backend": ran,
+        "backend_reason": why,
         "vertices": int(sum(r["a"] for r in ops.values())),
         "edges": int(round(sum(r["a"] * r["c"] for r in ops.values()) / 2)),
         "operators": {

@@ -2,8 +2,8 @@
 
 Stages: read the trace, count key pairs and loads (Space-Saving per partition,
 or exact Spark aggregations; local Parquet read by the tasks with pyarrow),
-build the key graph (driver arrays; a GraphFrame of it for its statistics when
-the GraphFrames jar is present), partition with METIS
+build the key graph (driver arrays; its statistics from a GraphFrame of it or
+on the driver, ``graph_stats_backend``), partition with METIS
 under alpha and repair per-operator balance, build the routing tables, replay
 the trace in-sample beside hash routing, and publish the configuration, the
 report and a load plot into the configuration store atomically.
@@ -39,7 +39,8 @@ from locality.store import ConfigStore, PublishResult, fingerprint
 from locality.topology import Topology
 from pipelines.counting import read_and_count
 from pipelines.evaluate import evaluate_trace
-from pipelines.graph_frames import graph_statistics
+from pipelines.graph_backend import check_backend
+from pipelines.graph_frames import graph_statistics, graphframes_available
 from pipelines.params import OfflineParams
 from pipelines.progress import Stages
 from pipelines.trace import check_trace, input_identity
@@ -95,6 +96,9 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
         report.update(version=existing, previous_version=current, current_version=current, reused=True)
         return OfflineResult(PublishResult(existing, current, False, current), report, stored.config)
 
+    if params.graph_stats:  # "graphframes" without the jar fails now, not after the counting
+        jar = graphframes_available(spark)
+        check_backend(params.graph_stats_backend, jar, "graph_stats_backend", "the offline job")
     df, counts = read_and_count(spark, params, stages)
     graph = counts.graph(params.top_pairs)
     # The version in force is read, relabeled against and planned from under the writers' lock, so that the
@@ -104,10 +108,14 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
         current = store.get(previous).config if previous is not None else None
         fallbacks = make_fallbacks(params.topology, params.hash)
         base = _relabel_base(current, params.topology, fallbacks)
-        # With the GraphFrames jar, graph statistics are Spark jobs on a small graph (latency, not work): run
-        # them in a thread while the driver partitions and routes; the report waits for both.
+        # Via GraphFrames, graph statistics are Spark jobs on a small graph (latency, not work): run them in a
+        # thread while the driver partitions and routes; the report waits for both.
         with ThreadPoolExecutor(max_workers=1) as background:
-            stats = background.submit(graph_statistics, spark, graph) if params.graph_stats else None
+            stats = (
+                background.submit(graph_statistics, spark, graph, params.graph_stats_backend)
+                if params.graph_stats
+                else None
+            )
             with stages.stage("partition (METIS) and route" + (", graph statistics" if stats else "")):
                 result, plan, change = _optimized(graph, params, counts.mode, base, fallbacks)
                 if params.replay:

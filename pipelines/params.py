@@ -38,6 +38,7 @@ from locality.schedule import point_of
 from locality.store import ConfigStore, fingerprint
 from locality.time_range import parse_time
 from locality.topology import Topology
+from pipelines.graph_backend import BACKENDS
 from pipelines.trace import TraceSpec, input_identity
 
 __all__ = ["JobParams", "OfflineParams", "OnlineParams"]
@@ -83,20 +84,24 @@ class JobParams:
 class OfflineParams(JobParams):
     """Everything the nightly job needs: the shared parameters, the topology and the store.
 
-    ``graph_stats`` computes the key graph's statistics for the report;
-    ``replay`` replays the trace for exact in-sample figures.
+    ``graph_stats`` computes the key graph's statistics for the report, where
+    ``graph_stats_backend`` says (``auto``: the driver below the measured
+    crossover, :mod:`pipelines.graph_backend`); ``replay`` replays the trace
+    for exact in-sample figures.
     """
 
     topology: Topology
     store: str
     _: KW_ONLY
     graph_stats: bool = True
+    graph_stats_backend: str = "auto"
     replay: bool = False
 
     _OWNER = "the offline job"
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_option(self.graph_stats_backend, "graph_stats_backend", self._OWNER, BACKENDS)
         self.trace.check_operators(self.topology.operators)
 
     def fingerprint_parameters(self) -> dict:

@@ -16,12 +16,13 @@ from nbclient import NotebookClient
 
 from locality.datasets.catalog import card
 from locality.datasets.generate import generate
+from pipelines.jars import GRAPHFRAMES_JARS, spark_jars
 from tests.conftest import REPO, TRACES, trace_path
 
 NOTEBOOKS = REPO / "notebooks"
 #: Notebook -> number of figures it draws (each locality / imbalance figure with its hash baseline).
 FIGURES = {
-    "01_twitter_trace.ipynb": 7,
+    "01_twitter_trace.ipynb": 8,
     "02_flickr_dresden.ipynb": 7,
     "03_drift_timed_traces.ipynb": 5,
     "04_rebalancers.ipynb": 3,
@@ -133,6 +134,11 @@ def test_twitter_notebook_concludes_on_its_own_numbers(executed):
     for number in (f"{s['hash_locality']:.1%}", f"{s['next_locality']:.1%}", f"{s['entries']:,}"):
         assert number in text
     assert "pays on this trace" in text
+    # the key graph's components, hubs and degrees: from the job's GraphFrame where the set-up put the jar (the
+    # notebook checks its figures against the driver's), else on the driver
+    assert s["graph_backend"] == ("graphframes" if spark_jars(GRAPHFRAMES_JARS) else "driver")
+    assert 1 < s["components"] and 0.5 < s["largest_component_share"] <= 1
+    assert f"{s['components']:,} connected components" in text
 
 
 def test_flickr_notebook_answers_the_papers_flickr_questions_year_by_year(executed):

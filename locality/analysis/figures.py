@@ -31,6 +31,7 @@ __all__ = [
     "migration_figure",
     "period_figure",
     "tradeoff_figure",
+    "degree_figure",
 ]
 
 HASH_STYLE = {"color": "grey", "linestyle": "--"}
@@ -47,13 +48,7 @@ def rank_frequency_figure(curves: Mapping[str, pd.DataFrame], *, title: str):
     ax = fig.subplots()
     for name, frame in curves.items():
         ax.loglog(frame["rank"], frame["count"], label=f"{name} ({len(frame):,} distinct)")
-    ax.set_xlabel("rank (log)")
-    ax.set_ylabel("tuples (log)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return _finished(fig, ax, "rank (log)", "tuples (log)", title)
 
 
 def concentration_figure(curves: Mapping[str, pd.DataFrame], *, title: str):
@@ -398,5 +393,33 @@ def tradeoff_figure(by_theta: pd.DataFrame, by_cap: pd.DataFrame, *, title: str)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def degree_figure(degrees: pd.DataFrame, *, title: str):
+    """Log-log degree distribution of the key graph, one curve per operator: how many keys have each degree.
+
+    ``degrees`` has ``operator``, ``degree`` and ``keys`` columns
+    (``pipelines.graph_analysis.analyze_graph``'s ``degrees``); isolated keys
+    (degree 0) cannot sit on a log axis and are counted in the legend.
+    """
+    fig = new_figure((6.5, 4))
+    ax = fig.subplots()
+    for operator, frame in degrees.groupby("operator", sort=False):
+        linked = frame[frame["degree"] > 0]
+        isolated = int(frame.loc[frame["degree"] == 0, "keys"].sum())
+        label = f"{operator} ({int(frame['keys'].sum()):,} keys" + (f", {isolated:,} isolated)" if isolated else ")")
+        ax.loglog(linked["degree"], linked["keys"], marker=".", linestyle="none", label=label)
+    return _finished(fig, ax, "degree: keys of the neighbouring operators it travels with (log)", "keys (log)", title)
+
+
+def _finished(fig, ax, xlabel: str, ylabel: str, title: str):
+    """``fig`` with ``ax``'s labels, title, log grid and legend set, laid out: a log-log figure's last lines."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
