@@ -48,6 +48,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -295,9 +296,11 @@ class Testbed:
             f'for held in {NETNS_DIR} {RUN_DIR}/*-mnt; do if mountpoint -q "$held"; then umount -l "$held"; fi; done',
         ]
         if self.private_files:
-            # The hidden folders first: one inside a temporary directory is then covered twice, not missing.
-            steps += [f"mount -t tmpfs -o mode=0755 tmpfs {shlex.quote(str(folder))}" for folder in self.hidden]
-            steps += [f"mount -t tmpfs -o mode=1777 tmpfs {folder}" for folder in TEMPORARY_DIRS]
+            # The temporary directories first, so that a hidden folder inside this checkout under /tmp is covered
+            # in the checkout bound back in; one inside a temporary directory is made again there, then covered.
+            steps += [_empty_over(Path(folder), "1777", self.mount_dir) for folder in TEMPORARY_DIRS]
+            steps += [f"mkdir -p {shlex.quote(str(folder))}" for folder in self.hidden]
+            steps += [_empty_over(folder, "0755", self.mount_dir) for folder in self.hidden]
         return " && ".join(steps)
 
     def _tbf(self) -> list[str]:
@@ -565,6 +568,35 @@ def _hidden_folders(hidden: Sequence[str | os.PathLike] | None, private_files: b
     return folders
 
 
+def software_folders() -> tuple[Path, ...]:
+    """What every server runs: this checkout, the Python environment, and the set-up's folders of jars and binaries.
+
+    A server with private files keeps seeing them even where they lie inside a folder it sees empty (a
+    checkout under ``/tmp``, as a CI runner may make).
+    """
+    named = [os.environ.get(name) for name in ("LOCALITY_SPARK_JARS", "LOCALITY_FLINK_PLUGINS", "LOCALITY_BIN")]
+    folders = [Path(__file__).resolve().parents[1], Path(sys.prefix), *(Path(n) for n in named if n)]
+    return tuple(dict.fromkeys(f.resolve() for f in folders if f.is_dir()))
+
+
+def _empty_over(folder: Path, mode: str, mount_dir: Path) -> str:
+    """Shell steps that cover ``folder`` with an empty tmpfs, the software folders inside it bound back in.
+
+    The tmpfs is filled at a staging point first (``mount_dir/stage``) and then moved over ``folder``: once
+    covered, what was inside could no longer be bound.
+    """
+    inside = [kept for kept in software_folders() if folder.resolve() in kept.parents]
+    if not inside:
+        return f"mount -t tmpfs -o mode={mode} tmpfs {shlex.quote(str(folder))}"
+    stage = mount_dir / "stage"
+    steps = [f"mkdir -p {stage}", f"mount -t tmpfs -o mode={mode} tmpfs {stage}"]
+    for kept in inside:
+        target = shlex.quote(str(stage / kept.relative_to(folder.resolve())))
+        steps += [f"mkdir -p {target}", f"mount --bind {shlex.quote(str(kept))} {target}"]
+    steps.append(f"mount --move {stage} {shlex.quote(str(folder))}")
+    return " && ".join(steps)
+
+
 def default_hidden() -> tuple[Path, ...]:
     """The shared traces' folder (``$LOCALITY_SHARED_DATA``, else ``../shared/data``), when the host has it."""
     from locality.datasets.catalog import shared_data_dir
@@ -594,7 +626,7 @@ def _remove_mount_dir(folder: Path) -> None:
         _run(["umount", str(point)], check=False)
     if folder.is_dir() and not _mount_points(folder):
         for file in folder.iterdir():
-            file.unlink()
+            file.rmdir() if file.is_dir() else file.unlink()  # the staging point of private files is a folder
         folder.rmdir()
 
 
