@@ -49,7 +49,7 @@ from tests.kafka.streams_apps import (
     stop_instances,
     wait_until_each_runs_its_tasks,
 )
-from tests.kafka.test_streams_switch import read_changelog, version_at
+from tests.kafka.test_streams_switch import assert_counts_end_on_final_owners, read_changelog, version_at
 
 OPERATORS = ["location", "hashtag"]
 #: Three instance servers, one instance of each operator on each.
@@ -242,16 +242,7 @@ def test_every_moved_key_with_a_count_got_it_on_its_new_owner(testbed_run):
 
 def test_the_stores_end_with_every_count_on_its_final_owner_only(testbed_run):
     records, changelogs, final = testbed_run["records"], testbed_run["changelogs"], testbed_run["versions"][2]
-    for op in OPERATORS:
-        live = changelogs[op].dropna()
-        assert live["key"].is_unique  # one live state per key: none left behind on an old owner
-        live = live.set_index("key")
-        sizes = records.groupby(op).size()
-        assert set(live.index) == set(sizes.index)
-        assert (live.loc[sizes.index, "count"].astype(int) == sizes).all()
-        owners = final.route_many(op, np.array(sizes.index, dtype=object))
-        assert (live.loc[sizes.index, "partition"].to_numpy() == owners).all()
-        assert changelogs[op]["count"].isna().any()  # moved keys were deleted where they lived
+    assert_counts_end_on_final_owners(records, changelogs, final, OPERATORS)
 
 
 def test_the_output_is_partitioned_by_the_version_at_each_point(testbed_run):
