@@ -109,8 +109,9 @@ class WriterLease:
         self._guard = threading.Lock()  # the renewer and the holder replace LEASE one at a time
 
     @classmethod
-    def of(cls, objects: Objects, key: str) -> WriterLease:
-        """The one lease object of this process for the store ``key`` names (its resolved location)."""
+    def of(cls, objects: Objects) -> WriterLease:
+        """The one lease object of this process for the store of ``objects`` (by its :attr:`~Objects.identity`)."""
+        key = objects.identity
         with cls._registry_guard:
             lease = cls._registry.get(key)
             if lease is None:

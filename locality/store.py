@@ -404,8 +404,7 @@ class ConfigStore:
         self.lock_timeout = check_wait(lock_timeout, "lock_timeout", "ConfigStore")
         self.lease_seconds = check_interval(lease_seconds, "lease_seconds", "ConfigStore", lower=0.3)
         self.job = job or " ".join([Path(sys.argv[0]).name, *sys.argv[1:3]]).strip()
-        key = str(self.objects.root.resolve()) if self.is_local else self.location
-        self._lease = WriterLease.of(self.objects, key)
+        self._lease = WriterLease.of(self.objects)
         # The ETag of CURRENT and SCHEDULE as this writer last wrote them (None: absent): its conditional writes
         # succeed only while nobody else wrote them (docs/store-protocol.md, Fencing).
         self._fenced: dict[str, str | None] = {}

@@ -27,6 +27,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from locality.errors import TraceError
 from locality.time_range import arrow_filter
 from pipelines.trace import TraceSpec, input_files
 
@@ -97,7 +98,10 @@ class ParquetScan:
                 ):
                     yield batch.cast(self.schema) if batch.schema != self.schema else batch
             except (OSError, pa.ArrowException) as exc:
-                raise OSError(f"cannot read the trace file {path!r}: {exc}") from None
+                if isinstance(exc, OSError) and exc.errno is not None:
+                    raise  # the system's own I/O failure (a disk, a mount): not the file's content
+                # Arrow reports a file it cannot decode as an OSError without an errno: the trace is damaged
+                raise TraceError(f"cannot read the trace file {path!r}: {exc}") from None
 
     def map_batches(self, spark, fn: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]):
         """An RDD of the rows (tuples) ``fn`` yields for each task's batches: ``mapInArrow`` over the scan."""

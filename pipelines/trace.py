@@ -57,6 +57,7 @@ from typing import BinaryIO
 from locality._digests import DigestCache, file_digests
 from locality.errors import InvalidParameterError, JobError, TraceError
 from locality.time_range import parse_time, within
+from pipelines.spark_failures import crash_reason, python_error
 from pipelines.trace_files import TraceFile, can_list, is_glob, is_local, list_files, open_file
 
 __all__ = [
@@ -283,23 +284,13 @@ def _some(names: Sequence[str], shown: int = 3) -> str:
     return ", ".join(repr(n) for n in names[:shown]) + more
 
 
-#: Spark failures that are not about the trace: a Python worker or an executor died (killed, out of memory).
-_JOB_FAILURES = (
-    "Python worker exited unexpectedly",
-    "Python worker failed to connect back",
-    "OutOfMemoryError",
-    "SparkOutOfMemoryError",
-    "ExecutorLostFailure",
-    "Executor heartbeat timed out",
-)
-
-
 @contextmanager
 def spark_read_errors(path: str) -> Iterator[None]:
     """Turn Spark's failures while reading a trace (at planning or in a task) into errors that say what failed.
 
-    A worker or executor that died is a :class:`~locality.errors.JobError`
-    (nothing wrong with the trace; a rerun may succeed); anything else is a
+    A failure outside the trace (a worker or executor that died, the JVM, memory, the network:
+    :func:`pipelines.spark_failures.crash_reason`) is a :class:`~locality.errors.JobError`: nothing
+    wrong with the trace, a rerun may succeed. A failure about the trace is a
     :class:`~locality.errors.TraceError` naming the path.
     """
     from py4j.protocol import Py4JJavaError
@@ -308,26 +299,16 @@ def spark_read_errors(path: str) -> Iterator[None]:
     try:
         yield
     except (Py4JJavaError, PySparkException) as exc:
+        crash = crash_reason(exc)
+        if crash is not None:
+            raise JobError(f"the Spark job reading {path!r} failed: {crash}") from exc
         text = str(exc.java_exception) if isinstance(exc, Py4JJavaError) else str(exc)
-        died = next((line.strip() for line in text.splitlines() if any(s in line for s in _JOB_FAILURES)), None)
-        if died is not None:
-            raise JobError(f"the Spark job reading {path!r} failed: {_after_colon(died)[:300]}") from exc
-        first = next((line.strip() for line in text.splitlines() if line.strip()), text)
-        if "exception was thrown from the Python worker" in first:  # say what the worker raised, not where
-            raised = [line.strip() for line in text.splitlines() if _PYTHON_ERROR.match(line.strip())]
-            first = _PYTHON_ERROR.sub("", raised[-1]) if raised else first
-        raise TraceError(f"cannot read the trace at {path!r}: {first[:500]}") from None
+        raised = python_error(text)  # say what the worker raised, not where
+        first = raised or next((line.strip() for line in text.splitlines() if line.strip()), text)
+        raise TraceError(f"cannot read the trace at {path!r}: {_PYTHON_ERROR.sub('', first)[:500]}") from None
 
 
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
-
-
-def _after_colon(line: str) -> str:
-    """``org.apache.spark.SparkException: Python worker exited ...`` -> ``Python worker exited ...``."""
-    for marker in _JOB_FAILURES:
-        if marker in line:
-            return line[line.index(marker) :]
-    return line
 
 
 def input_files(spec: TraceSpec) -> list[TraceFile]:

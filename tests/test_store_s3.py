@@ -105,6 +105,24 @@ def test_a_server_stopped_mid_publish_fails_the_writer_with_75_and_leaves_the_st
     assert [e["version"] for e in store.history()] == list(range(1, result.version + 1))
 
 
+def test_one_bucket_and_prefix_on_two_servers_are_two_stores(own_server, monkeypatch):
+    """A process that publishes to a server, then to another one with the same bucket and prefix (a mirror, a
+    restarted test server elsewhere) writes the second one's objects, its lease included, and leaves the first alone."""
+    store_uri = f"s3://locality/{uuid.uuid4().hex}"
+    prefix = store_uri.removeprefix("s3://locality/")
+    ConfigStore(store_uri).publish(make_config(0, 100), fingerprint="f0")
+    first_lease = own_server.client().get_object(Bucket="locality", Key=f"{prefix}/LEASE")["ETag"]
+    with S3Server() as other:
+        for name, value in other.env.items():
+            monkeypatch.setenv(name, value)
+        own_server.kill()  # nothing may reach the first server now
+        result = ConfigStore(store_uri, lock_timeout=5).publish(make_config(1, 100), fingerprint="f1")
+        assert result.version == 1 and ConfigStore(store_uri).current_version() == 1
+        assert other.client().head_object(Bucket="locality", Key=f"{prefix}/LEASE")["ContentLength"] > 0
+    own_server.restart()
+    assert own_server.client().get_object(Bucket="locality", Key=f"{prefix}/LEASE")["ETag"] == first_lease
+
+
 def test_a_router_rides_out_an_outage_and_follows_within_one_poll_after(own_server, caplog):
     store_uri = f"s3://locality/{uuid.uuid4().hex}"
     store = ConfigStore(store_uri)

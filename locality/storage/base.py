@@ -68,6 +68,11 @@ class Objects(ABC):
     #: The root as the user named it (a path or a URI), for messages.
     location: str
 
+    @property
+    @abstractmethod
+    def identity(self) -> str:
+        """What tells this store from every other one (two roots with one identity are one store)."""
+
     @abstractmethod
     def where(self, name: str) -> str:
         """The full path or URI of ``name``, for messages."""

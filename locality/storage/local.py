@@ -73,6 +73,10 @@ class DirectoryObjects(Objects):
         self.root = Path(root)
         self.location = str(root)
 
+    @property
+    def identity(self) -> str:
+        return str(self.root.resolve())
+
     def where(self, name: str) -> str:
         return str(self.root / name) if name else str(self.root)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from urllib.parse import urlparse
 
-from locality._aws import s3_client
+from locality._aws import s3_client, s3_settings
 from locality.errors import StoreError, StoreUnavailableError
 from locality.storage.base import Blob, ConditionFailed, NotAnObject, ObjectInfo, Objects
 
@@ -52,6 +52,11 @@ class S3Objects(Objects):
         if self._s3 is None:
             self._s3 = s3_client()
         return self._s3
+
+    @property
+    def identity(self) -> str:
+        # One bucket name on two servers is two stores: the server the environment names is part of it.
+        return f"{s3_settings().endpoint or 'aws'} s3://{self.bucket}/{self.prefix}"
 
     def where(self, name: str) -> str:
         return f"{self.location}/{name}" if name else self.location

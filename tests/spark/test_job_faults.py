@@ -1,4 +1,5 @@
-"""The Spark jobs under faults: a Python worker killed mid-pass, and the IPython import race of the job's plot."""
+"""The Spark jobs under faults: a Python worker killed mid-pass, what decides a failure's exit code, and the
+IPython import race of the job's plot."""
 
 from __future__ import annotations
 
@@ -10,12 +11,16 @@ import threading
 import time
 
 import psutil
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
 
 from locality.cli import ExitCode, main
+from locality.errors import JobError, TraceError
 from locality.store import ConfigStore
 from locality.topology import Topology
 from pipelines.params import OfflineParams
-from pipelines.trace import TraceSpec
+from pipelines.trace import TraceSpec, spark_read_errors
 from tests.conftest import REPO, trace_keys, trace_path
 
 
@@ -73,6 +78,68 @@ def test_a_python_worker_killed_during_the_sketch_pass_fails_the_job_clearly(spa
     assert published.get().manifest == version_1.manifest and published.get().config == version_1.config
     assert main(args) == ExitCode.OK
     assert published.versions() == [1, 2] and published.current_version() == 2
+
+
+def _killed_mid_stream(rows):
+    """A Python worker that dies (SIGKILL) after a few thousand rows: its socket breaks under the JVM's reader."""
+    for i, row in enumerate(rows):
+        if i == 5_000:
+            os.kill(os.getpid(), signal.SIGKILL)
+        yield row
+
+
+def _raising(error: Exception):
+    def task(rows):
+        raise error
+        yield from rows
+
+    return task
+
+
+def worker_killed(spark, tmp_path):
+    spark.range(100_000).rdd.mapPartitions(_killed_mid_stream).count()
+
+
+def worker_bug(spark, tmp_path):
+    spark.range(10).rdd.mapPartitions(_raising(TypeError("a bug"))).count()
+
+
+def value_refused_by_a_worker(spark, tmp_path):
+    spark.range(10).rdd.mapPartitions(_raising(ValueError("key 'x' is odd"))).count()
+
+
+def truncated_parquet(spark, tmp_path):
+    path = tmp_path / "trace.parquet"
+    pq.write_table(pa.table({"user": [f"u{i}" for i in range(20_000)]}), path)
+    path.write_bytes(path.read_bytes()[:-300])
+    spark.read.parquet(str(path)).count()
+
+
+def malformed_csv_record(spark, tmp_path):
+    (tmp_path / "t.csv").write_text("a,b\n1,2\n3,x,4\n")
+    reader = spark.read.option("header", "true").option("mode", "FAILFAST").schema("a int, b int")
+    reader.csv(str(tmp_path / "t.csv")).collect()
+
+
+#: Spark actions that fail, the error each must become, and what its message says.
+FAILURES = {
+    # a worker that died, or a worker's own bug: a crash, whichever exception reached the driver first
+    worker_killed: (JobError, "Python worker exited unexpectedly"),
+    worker_bug: (JobError, "TypeError: a bug"),
+    # the trace itself: bad input
+    value_refused_by_a_worker: (TraceError, "key 'x' is odd"),
+    truncated_parquet: (TraceError, "FAILED_READ_FILE"),
+    malformed_csv_record: (TraceError, "FAILED_READ_FILE"),
+}
+
+
+@pytest.mark.parametrize("action", FAILURES, ids=lambda action: action.__name__)
+def test_a_failure_is_bad_input_only_when_its_cause_is_the_trace(spark, tmp_path, action):
+    error, says = FAILURES[action]
+    with pytest.raises(error, match=says) as raised:
+        with spark_read_errors("the-trace"):
+            action(spark, tmp_path)
+    assert "'the-trace'" in str(raised.value)
 
 
 def test_the_job_draws_only_once_its_statistics_thread_is_done(spark, tmp_path, monkeypatch):
