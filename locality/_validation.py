@@ -24,6 +24,7 @@ import functools
 import math
 import numbers
 import os
+import stat
 import threading
 import uuid
 import warnings
@@ -231,19 +232,36 @@ def check_output_path(path: str | os.PathLike, option: str, *, directory: bool =
     The path may not exist yet (it, and missing parents, are created when
     written); what exists must be of the right kind, and the nearest existing
     directory must accept a new file, tried for real (a mode says nothing on a
-    read-only mount or to root). ``option`` names the path in messages.
+    read-only mount or to root). A file is written whole and renamed into place,
+    so only a regular file is ever replaced: a symbolic link (whose target the
+    user may not mean), a device or a FIFO is refused, and so is any path inside
+    a configuration store (its files are written by the store's protocol only).
+    ``option`` names the path in messages.
 
     Raises
     ------
     InvalidParameterError
-        A directory where a file goes or the reverse, a parent that is a file,
-        or a directory that refuses new files.
+        A directory where a file goes or the reverse, a link, device or FIFO, a path
+        inside a store, a parent that is a file, or a directory that refuses new files.
     """
     target = Path(path)
     kind = "directory" if directory else "file"
+    if target.is_symlink():
+        raise InvalidParameterError(
+            f"the output {kind} {target} ({option}) is a symbolic link to {os.readlink(target)}; give the path itself"
+        )
     if target.exists() and target.is_dir() != directory:
         raise InvalidParameterError(
             f"the output {kind} {target} ({option}) is a {'file' if directory else 'directory'}; give a {kind} path"
+        )
+    if target.exists() and not directory and not target.is_file():
+        raise InvalidParameterError(
+            f"the output file {target} ({option}) is {_special_kind(target)}, not a regular file; give a file path"
+        )
+    store = _store_holding(target)
+    if store is not None:
+        raise InvalidParameterError(
+            f"the output {kind} {target} ({option}) is inside the configuration store {store}; write it elsewhere"
         )
     existing = target if target.is_dir() else target.parent
     while not existing.exists():
@@ -259,6 +277,23 @@ def check_output_path(path: str | os.PathLike, option: str, *, directory: bool =
             f"the output {kind} {target} ({option}) cannot be written: {existing}: {exc.strerror}"
         ) from None
     return target
+
+
+def _special_kind(path: Path) -> str:
+    mode = path.stat().st_mode
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file"
+
+
+def _store_holding(path: Path) -> Path | None:
+    """The local configuration store ``path`` lies in (or is), if any: a directory with ``CURRENT`` or ``LEASE``."""
+    from locality.store import is_store_directory
+
+    for folder in [path, *path.absolute().parents]:
+        if folder.is_dir() and is_store_directory(folder):
+            return folder
+    return None
 
 
 def boundary(func: Callable) -> Callable:

@@ -13,6 +13,8 @@ import os
 
 import click
 
+from locality.cli_options import debug_option, json_option
+
 __all__ = ["switch"]
 
 
@@ -22,7 +24,12 @@ def switch() -> None:
 
 
 @switch.command("flink", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--rest", required=True, help="The cluster's REST endpoint (the JobManager's), e.g. http://jm:8081.")
+@click.option(
+    "--rest",
+    required=True,
+    callback=lambda _ctx, _param, value: _rest_endpoint(value),
+    help="The cluster's REST endpoint (the JobManager's), e.g. http://jm:8081.",
+)
 @click.option("--job", "job_id", required=True, help="The running job, keyed by the tables of --from.")
 @click.option(
     "--store",
@@ -33,10 +40,15 @@ def switch() -> None:
 @click.option(
     "--from",
     "from_version",
-    type=int,
+    type=click.IntRange(min=1),
     help="The version the job runs (default: the one it declares, its global job parameter locality.version).",
 )
-@click.option("--to", "to_version", type=int, help="The version to switch to (default: the store's current one).")
+@click.option(
+    "--to",
+    "to_version",
+    type=click.IntRange(min=1),
+    help="The version to switch to (default: the store's current one).",
+)
 @click.option(
     "--savepoint-dir",
     required=True,
@@ -80,8 +92,15 @@ def switch() -> None:
     type=click.Path(exists=True, dir_okay=False),
     help="locality-flink-state's tool jar (default: the one `mvn -f jvm/pom.xml install` built in this checkout).",
 )
-@click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds each phase may take.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True, max=86_400),
+    default=300.0,
+    show_default=True,
+    help="Seconds each phase may take.",
+)
+@json_option
+@debug_option
 @click.argument("job_args", nargs=-1, type=click.UNPROCESSED, metavar="-- JOB_ARGS...")
 def flink(
     rest,
@@ -114,10 +133,14 @@ def flink(
     """
     from locality._stdout import document_stream
     from locality.engines.flink_rest import FlinkRest
-    from locality.engines.flink_switch import switch_flink_job
+    from locality.engines.flink_switch import check_store_side, switch_flink_job
 
+    # Every option first, then the store, and only then the cluster: a wrong option contacts nothing.
     _check_restart_options(no_restart, jar, jar_id, entry_class, job_args)
+    if rewrite_where == "local":
+        _local_rewrite(flink_home, rewriter_jar).check(savepoint_dir)
     to_version = to_version if to_version is not None else _current_version(store)
+    check_store_side(store, to_version, operators, from_version)
     client = FlinkRest(rest)
     result = switch_flink_job(
         client,
@@ -169,22 +192,47 @@ def _rewrite(client, where: str, flink_home, rewriter_jar):
     from pathlib import Path
 
     from locality.engines.flink_rest import Unreachable
-    from locality.engines.flink_rewrite import ClusterRewrite, LocalRewrite
+    from locality.engines.flink_rewrite import ClusterRewrite
     from locality.engines.flink_rewrite import rewriter_jar as built_rewriter
-    from locality.errors import EngineError, InvalidParameterError
+    from locality.errors import EngineError
 
-    tool = Path(rewriter_jar) if rewriter_jar else built_rewriter()
     if where == "local":
-        home = flink_home or os.environ.get("FLINK_HOME")
-        if not home:
-            raise InvalidParameterError("--rewrite local needs a Flink distribution: --flink-home, or FLINK_HOME")
-        return LocalRewrite(Path(home), tool)
+        return _local_rewrite(flink_home, rewriter_jar)
+    tool = Path(rewriter_jar) if rewriter_jar else built_rewriter()
     try:
         return ClusterRewrite(client, client.upload_jar(tool))
     except Unreachable:
         raise
     except EngineError as error:
         raise EngineError(f"{error} (an application cluster takes no jar: rewrite with --rewrite local)") from None
+
+
+def _local_rewrite(flink_home, rewriter_jar):
+    """The rewrite in a local JVM over ``--flink-home`` (or ``$FLINK_HOME``)."""
+    from pathlib import Path
+
+    from locality.engines.flink_rewrite import LocalRewrite
+    from locality.engines.flink_rewrite import rewriter_jar as built_rewriter
+    from locality.errors import InvalidParameterError
+
+    home = flink_home or os.environ.get("FLINK_HOME")
+    if not home:
+        raise InvalidParameterError("--rewrite local needs a Flink distribution: --flink-home, or FLINK_HOME")
+    return LocalRewrite(Path(home), Path(rewriter_jar) if rewriter_jar else built_rewriter())
+
+
+def _rest_endpoint(value: str) -> str:
+    """``--rest`` as ``http(s)://HOST[:PORT]`` (a path prefix allowed, for a proxy); exit 2 naming it otherwise."""
+    from urllib.parse import urlparse
+
+    parsed = urlparse(value)
+    try:
+        port_ok = parsed.port is None or parsed.port > 0
+    except ValueError:  # a port that is not a number, or out of range
+        port_ok = False
+    if parsed.scheme not in ("http", "https") or not parsed.hostname or not port_ok or parsed.query or parsed.fragment:
+        raise click.BadParameter(f"expected the JobManager's REST endpoint, http://HOST:PORT; got {value!r}")
+    return value
 
 
 def _launcher(client, jar, jar_id, entry_class, job_args):

@@ -83,7 +83,15 @@ from locality.schedule import SCHEDULE_FILE, SwitchSchedule
 from locality.storage import ConditionFailed, NotAnObject, Objects, open_objects
 from locality.storage.local import DirectoryObjects
 
-__all__ = ["ConfigStore", "StoredVersion", "PublishResult", "StoreSurvey", "fingerprint", "parse_current"]
+__all__ = [
+    "ConfigStore",
+    "StoredVersion",
+    "PublishResult",
+    "StoreSurvey",
+    "fingerprint",
+    "is_store_directory",
+    "parse_current",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +153,11 @@ def fingerprint(inputs: Iterable[tuple], parameters: Mapping) -> str:
         digest.update(("\0".join(identity) + "\n").encode())
     digest.update(json.dumps(parameters, sort_keys=True, default=str).encode())
     return digest.hexdigest()
+
+
+def is_store_directory(folder: str | os.PathLike) -> bool:
+    """Whether the local directory ``folder`` is a configuration store's root (it has ``CURRENT`` or ``LEASE``)."""
+    return any(os.path.lexists(os.path.join(folder, name)) for name in (CURRENT, LEASE))
 
 
 def parse_current(text: str) -> tuple[int, str | None] | None:

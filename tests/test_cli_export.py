@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import pandas as pd
 import pytest
@@ -52,3 +54,29 @@ def test_tables_a_job_reads_from_the_store_are_not_exported(tmp_path, capsys, en
     assert main([*args, "--operator", "tags"]) == ExitCode.BAD_INPUT
     assert "--operator" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_export_writes_only_a_regular_file_outside_the_store(tmp_path, capsys):
+    """Never over the store's own files, a device, a FIFO, or through a symbolic link; refused with exit 2."""
+    store = tmp_path / "store"
+    publish(store, "flink", max_parallelism=128)
+    current = (store / "CURRENT").read_bytes()
+    os.mkfifo(tmp_path / "fifo")
+    os.mknod(tmp_path / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a device of the test's own: /dev/null's twin
+    (tmp_path / "kept.jsonl").write_text("kept\n")
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "kept.jsonl")
+    refused = {
+        store / "CURRENT": "inside the configuration store",
+        store / "versions" / "hashtag.jsonl": "inside the configuration store",
+        tmp_path / "null": "is a device, not a regular file",
+        tmp_path / "fifo": "is a FIFO, not a regular file",
+        tmp_path / "link.jsonl": "is a symbolic link",
+    }
+    for out, says in refused.items():
+        args = ["export", "--store", str(store), "--operator", "hashtag", "--out", str(out)]
+        assert main(args) == ExitCode.BAD_INPUT, out
+        error = capsys.readouterr().err
+        assert says in error and str(out) in error and "--out" in error, error
+    assert (store / "CURRENT").read_bytes() == current and (tmp_path / "kept.jsonl").read_text() == "kept\n"
+    assert (tmp_path / "null").is_char_device() and (tmp_path / "fifo").is_fifo()
+    assert not (store / "versions" / "hashtag.jsonl").exists()

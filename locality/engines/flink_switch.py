@@ -34,6 +34,7 @@ is the job's declared one.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -52,7 +53,10 @@ __all__ = [
     "SwitchResult",
     "VERSION_FIELD",
     "VERSION_PARAMETER",
+    "OperatorSpec",
+    "check_store_side",
     "check_switch",
+    "parse_operator_spec",
     "rewriter_jar",
     "switch_flink_job",
 ]
@@ -155,6 +159,7 @@ def check_switch(
     from_version: int | None = None,
 ) -> CheckedSwitch:
     """What can be checked before the job stops (see :func:`switch_flink_job`); raises on the first problem."""
+    check_store_side(store, to_version, operators, from_version)  # no cluster is contacted for a wrong option
     job = rest.job(job_id)
     if job["state"] != "RUNNING":
         raise EngineError(f"job {job_id} is {job['state']}, not RUNNING: there is nothing to switch")
@@ -280,6 +285,61 @@ def _version_it_runs(job_id: str, declared: int | None, from_version: int | None
     return runs
 
 
+def check_store_side(store: str | Path, to_version: int, operators: Sequence[str], from_version: int | None) -> None:
+    """What the store says of the options, before any cluster is contacted: the versions, the operators' tables."""
+    from locality.store import ConfigStore
+
+    for spec in operators:
+        parse_operator_spec(spec)
+    config_store = ConfigStore(store)
+    for version in (to_version, from_version):
+        if version is not None:
+            _operators_of(operators, config_store.get(version).config)
+
+
+@dataclass(frozen=True)
+class OperatorSpec:
+    """``OPERATOR=UID[,state=NAME][,key=TYPE][,value=TYPE]`` parsed as the rewrite tool parses it (Java's
+    ``RealKeyOperator.parse``): the value type is a named one or a class the tool looks up on its classpath."""
+
+    operator: str
+    uid: str
+    state: str
+    key: str | None
+    value: str
+
+
+_OPERATOR_FORM = "OPERATOR=UID[,state=NAME][,key=TYPE][,value=TYPE]"
+_KEY_TYPES = ("string", "long", "int")
+_JAVA_CLASS = re.compile(r"^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)+$")
+_VALUE_TYPES = ("long", "int", "double", "boolean", "string")
+
+
+def parse_operator_spec(text: str) -> OperatorSpec:
+    """``--operator``'s value, checked part by part; InvalidParameterError naming the part that is wrong."""
+    parts = text.split(",")
+    operator, _, uid = parts[0].partition("=")
+    if not operator.strip() or not uid.strip():
+        raise InvalidParameterError(
+            f"--operator must be OPERATOR=UID[,state=NAME][,key=TYPE][,value=TYPE]; got {text!r}"
+        )
+    fields = {"state": uid, "key": None, "value": "long"}
+    for part in parts[1:]:
+        name, _, given = part.partition("=")
+        if name not in fields:
+            raise InvalidParameterError(f"--operator {text}: unknown part {name!r} (state, key or value)")
+        if not given.strip():
+            raise InvalidParameterError(f"--operator {text}: {part!r} needs a value")
+        fields[name] = given
+    if fields["key"] is not None and fields["key"] not in _KEY_TYPES:
+        raise InvalidParameterError(f"--operator {text}: key must be string, long or int; got {fields['key']!r}")
+    if fields["value"] not in _VALUE_TYPES and not _JAVA_CLASS.match(fields["value"]):
+        raise InvalidParameterError(
+            f"--operator {text}: value must be one of {list(_VALUE_TYPES)} or a Java class; got {fields['value']!r}"
+        )
+    return OperatorSpec(operator, uid, fields["state"], fields["key"], fields["value"])
+
+
 def _check_versions(
     store: str | Path, from_version: int, to_version: int, operators: Sequence[str]
 ) -> tuple[list[str], dict[str, int], int]:
@@ -301,11 +361,7 @@ def _operators_of(specs: Sequence[str], config) -> list[str]:
     """The store operators the ``OPERATOR=UID[,...]`` specs name, checked against the version's tables."""
     names = []
     for spec in specs:
-        name = spec.split("=", 1)[0]
-        if "=" not in spec or not name:
-            raise InvalidParameterError(
-                f"--operator must be OPERATOR=UID[,state=NAME][,key=TYPE][,value=TYPE]; got {spec!r}"
-            )
+        name = parse_operator_spec(spec).operator
         if name not in config.tables:
             raise InvalidParameterError(
                 f"--operator {spec!r}: the store's topology has no operator {name!r} (it has {list(config.tables)})"
