@@ -14,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Predicate;
 import java.util.regex.Pattern;
 
 /**
@@ -30,6 +31,13 @@ final class Manifest {
     /** The bytes a manifest may hold: its checksums grow with the files of a version, a few hundred bytes each. */
     static final long LIMIT = 64L << 20;
     private static final Pattern SHA256 = Pattern.compile("[0-9a-f]{64}");
+    /** The optional fields a reader checks, and the shape each must have when present. */
+    private static final Map<String, Shape> FIELDS = Map.of(
+            "created", new Shape("a string", JsonNode::isTextual),
+            "fingerprint", new Shape("a string", JsonNode::isTextual),
+            "job", new Shape("a string", JsonNode::isTextual),
+            "files", new Shape("a list of names", v -> v.isArray() && allText(v)),
+            "summary", new Shape("a JSON object", JsonNode::isObject));
 
     private final ObjectStore objects;
     private final long version;
@@ -69,7 +77,28 @@ final class Manifest {
             throw new DamagedStoreException(what + "it says version " + number + ", in the directory of version "
                     + version);
         }
+        checkFields(document, what);
         return Optional.of(new Manifest(objects, version, document, checksums(document.path("checksums"), what)));
+    }
+
+    /** The optional fields a reader relies on, of the shapes Python's reader requires (store.py's manifest fields). */
+    private static void checkFields(JsonNode document, String what) throws DamagedStoreException {
+        for (Map.Entry<String, Shape> field : FIELDS.entrySet()) {
+            JsonNode value = document.get(field.getKey());
+            if (value != null && !field.getValue().test().test(value)) {
+                throw new DamagedStoreException(what + "its field '" + field.getKey() + "' must be "
+                        + field.getValue().name() + "; got " + shorter(value.toString()));
+            }
+        }
+    }
+
+    private static boolean allText(JsonNode array) {
+        for (JsonNode item : array) {
+            if (!item.isTextual()) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** The manifest as it was written (fingerprint, created, summary...). */
@@ -137,7 +166,8 @@ final class Manifest {
         for (Iterator<Map.Entry<String, JsonNode>> files = checksums.fields(); files.hasNext(); ) {
             Map.Entry<String, JsonNode> file = files.next();
             String name = file.getKey();
-            if (name.startsWith("/") || Arrays.asList(name.split("/")).contains("..")) {
+            List<String> parts = Arrays.asList(name.split("/", -1));
+            if (name.startsWith("/") || parts.contains("..") || parts.contains("")) {
                 throw new DamagedStoreException(what + "its checksums name '" + name + "', a file outside the version");
             }
             JsonNode size = file.getValue().path("size");
@@ -163,6 +193,9 @@ final class Manifest {
             throw new IllegalStateException("every Java platform has SHA-256", e);
         }
     }
+
+    /** What a field of the manifest must be: its description for messages, and the test. */
+    private record Shape(String name, Predicate<JsonNode> test) {}
 
     /** What the manifest recorded of one file. */
     private record Checksum(long size, String sha256) {}

@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 
 /**
  * Routes a file of keys through one operator's table of a store, from the command line:
@@ -38,13 +39,42 @@ public final class RouteKeys {
         }
     }
 
+    /**
+     * Routes every key of {@code keys} into {@code out}, written beside it and moved into place once whole: a bad
+     * key (named with its file and line) or a failed read leaves no {@code out} behind. An {@code out} that is not a
+     * regular file ({@code /dev/stdout}, a FIFO) is written to as it is, never replaced.
+     */
     static int route(RoutingTable table, Path keys, Path out) throws IOException {
+        if (Files.exists(out) && !Files.isRegularFile(out)) {
+            try (BufferedWriter writer = Files.newBufferedWriter(out, StandardCharsets.UTF_8)) {
+                return route(table, keys, writer);
+            }
+        }
+        Path absolute = out.toAbsolutePath();
+        Path partial = Files.createTempFile(absolute.getParent(), "." + absolute.getFileName(), ".partial");
+        try {
+            int routed;
+            try (BufferedWriter writer = Files.newBufferedWriter(partial, StandardCharsets.UTF_8)) {
+                routed = route(table, keys, writer);
+            }
+            Files.move(partial, out, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            return routed;
+        } finally {
+            Files.deleteIfExists(partial);
+        }
+    }
+
+    private static int route(RoutingTable table, Path keys, BufferedWriter writer) throws IOException {
         String intType = table.fallbackSpec().intType();
         int routed = 0;
-        try (BufferedReader in = Files.newBufferedReader(keys, StandardCharsets.UTF_8);
-                BufferedWriter writer = Files.newBufferedWriter(out, StandardCharsets.UTF_8)) {
+        try (BufferedReader in = Files.newBufferedReader(keys, StandardCharsets.UTF_8)) {
             for (String line = in.readLine(); line != null; line = in.readLine()) {
-                Object key = TableKey.asJobKey(TableKey.fromJson(line), intType);
+                Object key;
+                try {
+                    key = TableKey.asJobKey(TableKey.fromJson(line), intType);
+                } catch (IllegalArgumentException e) {
+                    throw new IllegalArgumentException(keys + ", line " + (routed + 1) + ": " + e.getMessage());
+                }
                 writer.write(Integer.toString(table.route(key)));
                 writer.newLine();
                 routed++;
