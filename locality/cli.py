@@ -22,6 +22,7 @@ command spells them the same; the work is in the library and ``pipelines/``.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import json
@@ -32,7 +33,7 @@ import re
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -420,17 +421,28 @@ def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version,
     spec = _trace_spec(trace, keys, weight, ts, start, end, fmt, encoding)
     stored = ConfigStore(store).get(version)
     config = stored.config
-    if len(spec.keys) != len(config.topology.operators):
-        raise TopologyError(
-            f"version {stored.version} routes {len(config.topology.operators)} operators "
-            f"{list(config.topology.operators)}; got {len(spec.keys)} key columns {list(spec.keys)}"
-        )
+    spec = dataclasses.replace(spec, keys=_columns_of_operators(spec.keys, config.topology.operators, stored.version))
     _check_before_spark(spec)
     spark = _session(master)
     with Stages(show=not quiet) as stages, stages.stage("replay"), spark_read_errors(spec.path):
         report = evaluate_trace(read_trace(spark, spec), config, spec.keys, weight=spec.weight)
     figures = {"version": stored.version, **report.to_dict()}
     _emit(as_json, figures, "\n".join(format_evaluation(figures, f"version {stored.version} on {trace}")))
+
+
+def _columns_of_operators(keys: Sequence[str], operators: Sequence[str], version: int) -> tuple[str, ...]:
+    """``--keys`` matched to a version's operators by name: the same names in the operators' order, or exit 2.
+
+    A trace's key columns are the operators' names (the optimizer names each operator after its column), so
+    columns in another order are read by name, and columns of other names are refused: read by position they
+    would replay another trace's keys through these tables and give a figure of nothing.
+    """
+    if sorted(keys) != sorted(operators):
+        raise TopologyError(
+            f"version {version} routes {len(operators)} operators {list(operators)}; --keys must name those key "
+            f"columns (in any order), got {len(keys)} key columns {list(keys)}"
+        )
+    return tuple(operators)
 
 
 @cli.command()

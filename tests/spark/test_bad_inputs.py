@@ -662,6 +662,14 @@ def evaluate_with_other_operators(tmp):
     return args, ExitCode.BAD_INPUT, ["routes 2 operators", "got 3 key columns"]
 
 
+@before_spark
+def evaluate_with_unrelated_columns(tmp):
+    ConfigStore(tmp / "store").publish(_config(), fingerprint="f")  # operators a, b
+    path = parquet(tmp, frame())
+    args = ["evaluate", path, "--keys", "user,tag", "--store", str(tmp / "store"), "-q"]
+    return args, ExitCode.BAD_INPUT, ["routes 2 operators ['a', 'b']", "--keys must name those key columns"]
+
+
 @pytest.mark.parametrize("name", sorted(BEFORE_SPARK))
 def test_fails_before_spark_naming_the_culprit(name, tmp_path, capsys, monkeypatch):
     def no_spark(master):

@@ -51,6 +51,11 @@ def test_optimize_evaluate_show_json(spark, tmp_path, capsys):
     assert set(figures["imbalance"]) == {"tailnum", "dest"} and figures["tuples"] > 20_000
     assert figures["locality"] > 1.5 * figures["hash_locality"]
 
+    reversed_keys = ["--keys", ",".join(reversed(trace_keys("flights"))), "--ts", "ts", "--quiet"]
+    april = ["--start", "2013-04-01", "--end", "2013-05-01"]
+    code, out, _ = run_cli(capsys, "evaluate", trace, *reversed_keys, *april, "--store", store, "--json")
+    assert code == ExitCode.OK and json.loads(out) == figures  # the columns matched to the operators by name
+
     code, out, _ = run_cli(capsys, "show", "--store", store, "--json")
     shown = json.loads(out)
     assert code == ExitCode.OK and shown["current"] == 1 and shown["versions"][0]["summary"]["locality"] > 0.3
