@@ -307,10 +307,12 @@ def _finite(value):
 
 
 def _session(master: str | None):
-    from pipelines.session import build_session
+    from pipelines.session import build_session, interrupt_quietly
 
     debug = click.get_current_context().find_object(RunState)
-    return build_session("locality", master=master, log_level="ERROR" if debug and debug.debug else "OFF")
+    spark = build_session("locality", master=master, log_level="ERROR" if debug and debug.debug else "OFF")
+    interrupt_quietly(spark)
+    return spark
 
 
 def _check_before_spark(spec, store: str | None = None) -> None:
@@ -330,6 +332,14 @@ def cli(verbose: int) -> None:
     """Locality-aware routing for stateful stream processing."""
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_not_an_interrupt)
+
+
+def _not_an_interrupt(record: logging.LogRecord) -> bool:
+    """Drop a log record that carries a KeyboardInterrupt (py4j logs one with its traceback): the CLI says it once."""
+    kind = record.exc_info[0] if record.exc_info else None
+    return not (kind is not None and issubclass(kind, KeyboardInterrupt))
 
 
 @cli.command()

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+import threading
 
 from pipelines.jars import spark_jars, spark_jars_dir
 
-__all__ = ["build_session", "s3a_options", "DEFAULT_MASTER"]
+__all__ = ["build_session", "interrupt_quietly", "s3a_options", "DEFAULT_MASTER"]
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +90,30 @@ def build_session(
     spark.sparkContext.setLogLevel(log_level)
     logger.info("Spark %s, master %s", spark.version, spark.sparkContext.master)
     return spark
+
+
+def interrupt_quietly(spark) -> None:
+    """On Ctrl-C (SIGINT) in the main thread: cancel the session's jobs from a thread of their own, and stop.
+
+    PySpark's own handler cancels the jobs inside the signal handler, with a py4j call made while the main
+    thread is in another one; that call fails and both tracebacks reach the terminal. Here the handler only
+    raises KeyboardInterrupt in the main thread (the CLI turns it into one line and exit 130), and the
+    cancelling happens beside it, its failures ignored: the JVM may be going away already.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return  # signal handlers belong to the main thread
+
+    def cancel() -> None:
+        try:
+            spark.sparkContext.cancelAllJobs()
+        except Exception:  # noqa: BLE001 - the session may be stopping: nothing more to cancel
+            logger.debug("cancelling the Spark jobs after Ctrl-C failed", exc_info=True)
+
+    def handler(_signum, _frame) -> None:
+        threading.Thread(target=cancel, name="locality-cancel-jobs", daemon=True).start()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
 
 
 def s3a_options() -> dict[str, str]:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import psutil
 import pyarrow as pa
@@ -24,10 +25,10 @@ from pipelines.trace import TraceSpec, spark_read_errors
 from tests.conftest import REPO, trace_keys, trace_path
 
 
-def _python_workers() -> list[psutil.Process]:
-    """The forked PySpark workers of this process's JVM (children of ``pyspark.daemon``), not the daemon."""
+def _python_workers(parent: psutil.Process | None = None) -> list[psutil.Process]:
+    """The forked PySpark workers of the JVM under ``parent`` (default: this process), not ``pyspark.daemon``."""
     workers = []
-    for child in psutil.Process().children(recursive=True):
+    for child in (parent or psutil.Process()).children(recursive=True):
         try:
             if "pyspark.daemon" in " ".join(child.cmdline()):
                 workers += child.children()
@@ -140,6 +141,36 @@ def test_a_failure_is_bad_input_only_when_its_cause_is_the_trace(spark, tmp_path
         with spark_read_errors("the-trace"):
             action(spark, tmp_path)
     assert "'the-trace'" in str(raised.value)
+
+
+def test_ctrl_c_during_a_spark_job_says_so_in_one_line_and_exits_130(tmp_path):
+    """SIGINT to the command's process group (a terminal's Ctrl-C) while the job counts: no traceback, nothing
+    published, the JVM gone with it."""
+    store = tmp_path / "store"
+    command = [str(Path(sys.executable).with_name("locality")), "optimize", str(trace_path("flights")), "--ts", "ts"]
+    command += ["--keys", ",".join(trace_keys("flights")), "--servers", "4", "--store", str(store)]
+    job = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=REPO)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(job.stderr), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 180
+        while not _python_workers(psutil.Process(job.pid)) and job.poll() is None:  # a Python task runs
+            assert time.monotonic() < deadline, "the job never ran a Python task"
+            time.sleep(0.05)
+        os.killpg(job.pid, signal.SIGINT)
+        assert job.wait(120) == ExitCode.INTERRUPTED
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait(30)
+    reader.join(30)
+    err = "".join(lines)
+    said = [line.strip() for line in lines if line.strip()]
+    assert said[-1] == "locality: interrupted" and "Traceback" not in err and "ERROR" not in err, err
+    assert not store.exists() or ConfigStore(store).versions() == []
+    leftovers = [p for p in psutil.process_iter(["cmdline"]) if str(store) in " ".join(p.info["cmdline"] or [])]
+    assert leftovers == []  # the JVM ended with the command
 
 
 def test_the_job_draws_only_once_its_statistics_thread_is_done(spark, tmp_path, monkeypatch):
