@@ -265,15 +265,9 @@ def _topology(keys: list[str], servers: int | None, instances_per_server: int, t
             doc = json.loads(Path(topology_file).read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise TopologyError(f"cannot read the topology file {topology_file!r}: {exc}") from None
-        if not isinstance(doc, dict):
-            raise TopologyError(
-                f"the topology file {topology_file!r} must hold a JSON object; got {type(doc).__name__}"
-            )
         try:
-            if "instances" in doc:
-                return Topology.from_counts(keys, doc["instances"], doc.get("capacities"))
-            return Topology(doc.get("servers", []), keys, doc.get("placement", {}), doc.get("capacities"))
-        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            return Topology.from_document(doc, keys)
+        except TopologyError as exc:
             raise TopologyError(f"the topology file {topology_file!r} is not a topology: {exc}") from None
     if servers is None:
         raise click.UsageError("--servers (or --topology) is required")

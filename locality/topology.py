@@ -14,7 +14,7 @@ load, whatever the number of instances per server.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,6 +56,27 @@ def _check_names(names: Sequence[str], what: str) -> tuple[str, ...]:
     if duplicates:
         raise TopologyError(f"duplicate {what} names: {duplicates}")
     return names
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_names(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _check_shape(value: object, field: str, keys: str, item: str, is_item: Callable[[object], bool]) -> None:
+    """Raise TopologyError naming ``field`` unless ``value`` is a JSON object of ``keys`` -> ``item`` (``is_item``)."""
+    if not isinstance(value, Mapping):
+        raise TopologyError(f"{field!r} must be a JSON object of {keys} -> {item}; got {value!r:.80}")
+    for name, value_item in value.items():
+        if not is_item(value_item):
+            raise TopologyError(f"{field}[{name!r}] must be {item}; got {value_item!r:.80}")
 
 
 class Topology:
@@ -237,6 +258,41 @@ class Topology:
             "operators": list(self.operators),
             "placement": {op: list(hosts) for op, hosts in self.placement.items()},
         }
+
+    @classmethod
+    def from_document(cls, doc: object, operators: Sequence[str]) -> Topology:
+        """The topology a user's JSON document describes for the chain ``operators``, its shape checked field by field.
+
+        Either ``{"servers": [names], "placement": {operator: [server per instance]}}`` or
+        ``{"instances": {server: count}}`` / ``{"instances": {operator: {server: count}}}``, each with an
+        optional ``"capacities": {server: number}``. Raises :class:`TopologyError` naming the field
+        that has the wrong shape (a string where a list is due, a count that is not an integer...).
+        """
+        if not isinstance(doc, Mapping):
+            raise TopologyError(f"a topology is a JSON object; got {type(doc).__name__}")
+        unknown = sorted(set(doc) - {"servers", "placement", "instances", "capacities"})
+        if unknown:
+            raise TopologyError(f"unknown fields {unknown}: a topology has servers and placement, or instances")
+        capacities = doc.get("capacities")
+        if capacities is not None:
+            _check_shape(capacities, "capacities", "server", "a positive number", _is_number)
+        if "instances" in doc:
+            if "servers" in doc or "placement" in doc:
+                raise TopologyError("give either 'instances' or 'servers' with 'placement', not both")
+            counts = doc["instances"]
+            if isinstance(counts, Mapping) and counts and all(isinstance(v, Mapping) for v in counts.values()):
+                if sorted(counts) != sorted(operators):
+                    raise TopologyError(f"'instances' names operators {sorted(counts)}; the chain is {list(operators)}")
+                for op, table in counts.items():
+                    _check_shape(table, f"instances[{op!r}]", "server", "an instance count", _is_count)
+            else:
+                _check_shape(counts, "instances", "server", "an instance count", _is_count)
+            return cls.from_counts(operators, counts, capacities)
+        servers, placement = doc.get("servers"), doc.get("placement")
+        if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
+            raise TopologyError(f"'servers' must be a list of server names; got {servers!r:.80}")
+        _check_shape(placement, "placement", "operator", "a list of server names", _is_names)
+        return cls(servers, operators, placement, capacities)
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Topology:

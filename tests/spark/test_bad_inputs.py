@@ -310,7 +310,41 @@ def topology_file_missing(tmp):
 def topology_file_holding_a_list(tmp):
     (tmp / "t.json").write_text("[1, 2]")
     args = ["optimize", parquet(tmp, frame()), "--keys", "user,tag", "--topology", str(tmp / "t.json")]
-    return [*args, "--store", str(tmp / "s")], ExitCode.BAD_INPUT, [str(tmp / "t.json"), "must hold a JSON object"]
+    return [*args, "--store", str(tmp / "s")], ExitCode.BAD_INPUT, [str(tmp / "t.json"), "a topology is a JSON object"]
+
+
+#: Topology documents of the wrong shape, and the field each message must name.
+TOPOLOGY_SHAPES = {
+    "servers_a_string": ({"servers": "s0s1", "placement": {"user": ["s0"], "tag": ["s0"]}}, "'servers' must be a list"),
+    "placement_a_string": (
+        {"servers": ["s0", "s1"], "placement": {"user": "s0", "tag": ["s0", "s1"]}},
+        "placement['user']",
+    ),
+    "placement_a_list": ({"servers": ["s0"], "placement": ["s0"]}, "'placement' must be a JSON object"),
+    "capacities_a_list": (
+        {"servers": ["s0"], "placement": {"user": ["s0"], "tag": ["s0"]}, "capacities": [1]},
+        "'capacities'",
+    ),
+    "counts_as_text": ({"instances": {"s0": "3", "s1": 2}}, "instances['s0'] must be an instance count"),
+    "counts_of_other_operators": (
+        {"instances": {"a": {"s0": 1}, "b": {"s0": 1}}},
+        "'instances' names operators ['a', 'b']",
+    ),
+    "an_unknown_field": (
+        {"servers": ["s0"], "placement": {"user": ["s0"], "tag": ["s0"]}, "server": 1},
+        "unknown fields ['server']",
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(TOPOLOGY_SHAPES))
+def test_a_topology_file_of_the_wrong_shape_is_refused_naming_the_field(shape, tmp_path, capsys):
+    doc, field = TOPOLOGY_SHAPES[shape]
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    args = ["optimize", parquet(tmp_path, frame()), "--keys", "user,tag", "--topology", str(tmp_path / "t.json")]
+    assert main([*args, "--store", str(tmp_path / "s")]) == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert str(tmp_path / "t.json") in err and field in err and "Traceback" not in err, err
 
 
 @before_spark
