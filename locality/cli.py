@@ -613,6 +613,7 @@ def reconfigure(
         switch_after=switch_after,
         incremental=incremental,
         lock_timeout=lock_timeout,
+        window=window,
     )
     if window:
         window_length(spec, window)

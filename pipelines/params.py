@@ -131,7 +131,10 @@ class OnlineParams(JobParams):
     state (:func:`locality.reconfiguration.reconfigure`), whatever the gain.
     ``incremental`` starts a reconfiguration from the version in force
     instead of a new METIS partition (``reconfigure``'s ``incremental``).
-    The other parameters are :func:`locality.online.run_window`'s.
+    ``window`` (``--window``) says the trace's time range is its last ``window``,
+    resolved against the trace once Spark runs (:func:`pipelines.trace.last_window`):
+    it gives the run an end, as ``--end`` does. The other parameters are
+    :func:`locality.online.run_window`'s.
     """
 
     store: str
@@ -151,6 +154,7 @@ class OnlineParams(JobParams):
     split_merge: str = "fold"
     switch_after: str | None = None
     incremental: bool = False
+    window: str | None = None
 
     _OWNER = "the online job"
 
@@ -169,7 +173,7 @@ class OnlineParams(JobParams):
         self._check_balance_window(owner)
         if self.switch_after is not None:
             check_duration(self.switch_after, "switch_after", owner)
-            if self.trace.time_range()[1] is None:
+            if self.trace.time_range()[1] is None and self.window is None:
                 raise InvalidParameterError(
                     f"switch_after in {owner} schedules the version from the window's end + {self.switch_after}: "
                     "it needs a window with an end (--window, or --end)"
@@ -220,6 +224,7 @@ class OnlineParams(JobParams):
             params.pop("incremental")
         params.pop("store")
         params.pop("lock_timeout")
+        params.pop("window")  # resolved into the trace's time range, which the identity holds
         params["trace"] = self.trace.describe()
         params["topology"] = self.topology.to_dict() if self.topology else None
         return fingerprint(input_identity(self.trace, ConfigStore(self.store).digest_cache), params)[:32]
