@@ -371,6 +371,13 @@ def check_trace(spec: TraceSpec, *, spark: bool = True) -> None:
     files = input_files(spec)
     if not files:
         raise TraceError(f"no trace file at {spec.path!r}")
+    if spark:
+        colons = [f.path for f in files if ":" in f.path.rsplit("://", 1)[-1]]
+        if colons:  # Hadoop parses what precedes the ':' as a URI scheme (HADOOP-3257): Spark cannot open the file
+            raise TraceError(
+                f"Spark cannot read a trace file whose path holds ':' ({_some(colons)}): rename it "
+                "(Hadoop, which Spark reads files with, takes what comes before a ':' for a URI scheme)"
+            )
     _check_files(spec, tuple(files), spark)
 
 
@@ -633,6 +640,8 @@ def read_trace(spark, spec: TraceSpec):
             reader = reader.option("lineSep", "\n")  # Spark needs it to split lines of a non-UTF-8 JSON file
     # The files listed, not the directory or glob: Spark reads what was checked and what the fingerprint names
     # (with newest, the newest files alone; never a README beside the data).
+    # The files are the ones listed: Hadoop must not read "[", "*", "?" or "{" in their names as a pattern.
+    reader = reader.option("__globPaths__", "false")
     with spark_read_errors(spec.path):
         df = reader.format(fmt).load(files)
         names = df.columns

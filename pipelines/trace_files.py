@@ -112,7 +112,7 @@ def _hidden(relative: str) -> bool:
 
 # ---------------------------------------------------------------------- local
 def _local_files(path: str) -> list[TraceFile]:
-    if is_glob(path):
+    if is_glob(path) and not os.path.lexists(path):  # a file whose name holds [ or * is that file, not a pattern
         names = glob.glob(path)
     elif os.path.isdir(path):
 

@@ -697,6 +697,12 @@ def evaluate_with_other_operators(tmp):
 
 
 @before_spark
+def trace_file_with_a_colon(tmp):
+    path = parquet(tmp, frame(), "2026-11-27T10:00.parquet")
+    return optimize(path, tmp), ExitCode.BAD_INPUT, ["path holds ':'", path, "rename it"]
+
+
+@before_spark
 def evaluate_with_unrelated_columns(tmp):
     ConfigStore(tmp / "store").publish(_config(), fingerprint="f")  # operators a, b
     path = parquet(tmp, frame())
@@ -882,3 +888,18 @@ def test_text_timestamps_and_zoned_bounds_are_read_one_way(spark, tmp_path):
     )
     assert sorted(row.user for row in read_trace(spark, spec).collect()) == ["u1", "u2"]
     assert sorted(read_trace_frame(spec)["user"]) == ["u1", "u2"]
+
+
+@pytest.mark.parametrize("name", ["a[1].parquet", "b*.parquet", "c?.parquet", "d{x,y}.parquet", "e]f.csv"])
+def test_a_file_whose_name_looks_like_a_pattern_is_read_as_that_file(name, spark, tmp_path, capsys):
+    """Beside it, decoys a glob of its name would match: only the file named is read (its 60 rows)."""
+    data = frame()
+    path = tmp_path / name
+    data[["user", "tag"]].to_csv(path, index=False) if name.endswith(".csv") else parquet(tmp_path, data, name)
+    for decoy in ("a1.parquet", "bb.parquet", "cc.parquet", "dx.parquet", "ef.csv"):
+        data.head(7)[["user", "tag"]].to_csv(tmp_path / decoy, index=False)
+    spec = TraceSpec(str(path), ["user", "tag"])
+    counts = sketch_trace(read_trace(spark, spec), ["user", "tag"])
+    assert counts.rows == len(data)
+    assert main([*optimize(str(path), tmp_path), "--json"]) == ExitCode.OK
+    assert json.loads(capsys.readouterr().out)["counting"]["rows"] == len(data)
