@@ -647,6 +647,8 @@ def read_trace(spark, spec: TraceSpec):
         names = df.columns
         if fmt == "json" and _CORRUPT in names:
             _raise_on_corrupt_json(df, spec)
+        if fmt == "csv":
+            df = _csv_keys_as_written(reader, files, df, [k for k in spec.keys if k in names])
 
     _check_columns_present(spec, f"the trace at {spec.path!r}", names)
     if fmt != "parquet" and spec.ts and _spark_kind(df.schema[spec.ts].dataType) == "string":
@@ -662,6 +664,31 @@ def read_trace(spark, spec: TraceSpec):
         df = df.filter(F.col(spec.ts) < F.lit(end))
     logger.info("trace %s (%s, %d files): columns %s", spec.path, fmt, len(files), list(spec.columns))
     return df
+
+
+#: How a CSV key is written when it is an integer: no sign but '-', no leading zero, at most 18 digits (in int64).
+#: A column of CSV keys is integers only when every key is written so; else its keys are text, as written ("007").
+INTEGER_TEXT = r"^-?(0|[1-9][0-9]{0,17})$"
+
+
+def _csv_keys_as_written(reader, files: list[str], df, keys: Sequence[str]):
+    """``df`` (a CSV read with inferred types) with its key columns as :data:`INTEGER_TEXT` says: integers or text.
+
+    Spark's inference reads "007" and "7" as the integer 7 (two keys as one) and "1.5" as a double; the
+    key columns are read again as text, and a column becomes integers only when every key in it is
+    written as an integer is. One more pass over a CSV trace, the rule :func:`read_trace_frame` follows.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    as_text = T.StructType([T.StructField(f.name, T.StringType()) if f.name in keys else f for f in df.schema.fields])
+    text = reader.schema(as_text).format("csv").load(files)
+    not_integer = [F.max((F.col(k).isNotNull() & ~F.col(k).rlike(INTEGER_TEXT)).cast("int")).alias(k) for k in keys]
+    found = text.agg(*not_integer).collect()[0]
+    for key in keys:
+        if not found[key]:  # every key written as an integer (or none at all)
+            text = text.withColumn(key, F.col(key).cast("long"))
+    return text
 
 
 def read_trace_frame(spec: TraceSpec):
@@ -690,6 +717,8 @@ def read_trace_frame(spec: TraceSpec):
         raise TraceError(f"the files of the trace at {spec.path!r} disagree on a column's type: {exc}") from None
     _check_columns_present(spec, f"the trace at {spec.path!r}", table.column_names)
     table = table.select(list(spec.columns))
+    if fmt == "csv":  # key columns were read as text: integers when every key of every file is written as one
+        table = _arrow_integer_keys(table, spec.keys)
     kinds = {f.name: (_arrow_kind(f.type), _arrow_name(f.type)) for f in table.schema}
     if spec.ts and kinds[spec.ts][0] == "string":
         kinds[spec.ts] = ("timestamp", "string")  # ISO 8601 text, parsed below as read_trace parses it
@@ -720,7 +749,10 @@ def _arrow_table(file: TraceFile, fmt: str, spec: TraceSpec):
                 parse_options=pa_csv.ParseOptions(newlines_in_values=True),
                 # As Spark reads CSV: only an empty field is null ("NA" is North America), no booleans from words.
                 convert_options=pa_csv.ConvertOptions(
-                    include_columns=list(spec.columns), null_values=[""], strings_can_be_null=True
+                    include_columns=list(spec.columns),
+                    null_values=[""],
+                    strings_can_be_null=True,
+                    column_types={key: pa.string() for key in spec.keys},  # as written: see INTEGER_TEXT
                 ),
             )
         if spec.encoding not in (None, "utf-8"):
@@ -728,6 +760,18 @@ def _arrow_table(file: TraceFile, fmt: str, spec: TraceSpec):
         return pa_json.read_json(io.BytesIO(data))
     except (OSError, EOFError, UnicodeDecodeError, pa.ArrowException) as exc:
         raise TraceError(f"cannot read the trace file {file.path!r}: {str(exc).splitlines()[0][:300]}") from None
+
+
+def _arrow_integer_keys(table, keys: Sequence[str]):
+    """``table`` with each text key column that holds only :data:`INTEGER_TEXT` keys cast to int64."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for key in keys:
+        column = table[key]
+        if pc.all(pc.match_substring_regex(column, INTEGER_TEXT)).as_py() is not False:  # nulls aside
+            table = table.set_column(table.schema.get_field_index(key), key, column.cast(pa.int64()))
+    return table
 
 
 def _nullable_int():

@@ -25,7 +25,7 @@ from locality.errors import InvalidParameterError, SerializationError, StoreErro
 from locality.store import ConfigStore
 from pipelines.counting import sketch_trace
 from pipelines.params import OfflineParams, OnlineParams
-from pipelines.trace import TraceSpec, check_trace, read_trace
+from pipelines.trace import TraceSpec, check_trace, read_trace, read_trace_frame
 
 Case = Callable[[Path], tuple[list[str], int, list[str]]]
 BEFORE_SPARK: dict[str, Case] = {}
@@ -903,3 +903,27 @@ def test_a_file_whose_name_looks_like_a_pattern_is_read_as_that_file(name, spark
     assert counts.rows == len(data)
     assert main([*optimize(str(path), tmp_path), "--json"]) == ExitCode.OK
     assert json.loads(capsys.readouterr().out)["counting"]["rows"] == len(data)
+
+
+#: CSV key columns and what both readers must make of them: (rows of one or more files, the keys, their kind).
+CSV_KEYS = {
+    "zero_padded": (["user,tag\n007,a\n7,a\n0007,b\n"], {"007", "7", "0007"}, "string"),
+    "integers": (["user,tag\n7,a\n-12,a\n0,b\n"], {7, -12, 0}, "integer"),
+    "decimal_text": (["user,tag\n1.5,a\n1.50,b\n"], {"1.5", "1.50"}, "string"),
+    "integers_in_one_file_text_in_another": (["user,tag\n7,a\n8,b\n", "user,tag\na7,a\n"], {"7", "8", "a7"}, "string"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CSV_KEYS))
+def test_a_csv_key_is_what_the_user_wrote_in_every_reader(case, spark, tmp_path):
+    """Spark's reader (optimize, reconfigure, evaluate) and pyarrow's (replay) follow one rule: a column is
+    integers only when every key of every file is written as an integer is; else its keys are the text."""
+    files, keys, kind = CSV_KEYS[case]
+    (tmp_path / "trace").mkdir()
+    for i, text in enumerate(files):
+        (tmp_path / "trace" / f"part-{i}.csv").write_text(text)
+    spec = TraceSpec(str(tmp_path / "trace"), ["user", "tag"])
+    with_spark = {row.user for row in read_trace(spark, spec).select("user").collect()}
+    without_spark = set(read_trace_frame(spec)["user"].tolist())
+    assert with_spark == without_spark == keys
+    assert {type(key).__name__ for key in with_spark} == {"str" if kind == "string" else "int"}
