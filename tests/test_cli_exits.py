@@ -7,8 +7,10 @@ import json
 import subprocess
 import sys
 
+import click
 import pytest
 
+import locality.cli as cli
 from locality.cli import ExitCode, main
 from locality.store import ConfigStore
 from tests._store_children import make_config
@@ -70,12 +72,26 @@ def test_interrupted(store, capsys, monkeypatch):
     assert capsys.readouterr().err.strip() == "locality: interrupted"  # click adds a newline first
 
 
+def _leaf_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command of the CLI, a group's subcommands included (``switch flink``)."""
+    found = []
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            found += _leaf_commands(command, (*prefix, name))
+        else:
+            found.append((*prefix, name))
+    return found
+
+
 def test_every_command_takes_debug_and_json(store, capsys):
-    for command in ("optimize", "evaluate", "reconfigure", "replay", "show", "rollback", "demo"):
-        assert main([command, "--help"]) == ExitCode.OK
+    commands = _leaf_commands(cli.cli)
+    assert {("optimize",), ("generate",), ("switch", "flink"), ("export",)} <= set(commands)
+    for words in commands:
+        command = " ".join(words)
+        assert main([*words, "--help"]) == ExitCode.OK
         usage = capsys.readouterr().out
         assert "--debug" in usage and "--json" in usage, command
-        if command not in ("show", "rollback"):
+        if command in ("optimize", "evaluate", "reconfigure", "replay", "demo"):  # the long ones show progress
             assert "-q, --quiet" in usage, command
         if command in ("optimize", "reconfigure", "rollback"):
             assert "--lock-timeout" in usage, command
