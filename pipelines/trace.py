@@ -155,6 +155,12 @@ class TraceSpec:
         object.__setattr__(self, "keys", keys)
         extra = tuple(dict.fromkeys(c for c in (self.weight, self.ts, self.state) if c))
         object.__setattr__(self, "columns", keys + extra)
+        for column in self.columns:
+            if not isinstance(column, str) or not column or "." in column or "`" in column:
+                raise TraceError(
+                    f"column {column!r}: a trace's column names are non-empty and hold no '.' or '`' (Spark reads "
+                    "'a.b' as field b of a struct a); rename the column in the trace"
+                )
 
     def describe(self) -> dict:
         """The spec as a JSON-ready dict for fingerprints (an unset encoding is left out: old fingerprints hold)."""

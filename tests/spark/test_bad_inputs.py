@@ -703,6 +703,18 @@ def trace_file_with_a_colon(tmp):
 
 
 @before_spark
+def column_name_with_a_dot(tmp):
+    path = parquet(tmp, frame().rename(columns={"user": "user.id"}))
+    return optimize(path, tmp, keys="user.id,tag"), ExitCode.BAD_INPUT, ["column 'user.id'", "rename the column"]
+
+
+@before_spark
+def column_name_with_a_backtick(tmp):
+    path = parquet(tmp, frame().rename(columns={"tag": "t`ag"}))
+    return optimize(path, tmp, keys="user,t`ag"), ExitCode.BAD_INPUT, ["column 't`ag'", "rename the column"]
+
+
+@before_spark
 def evaluate_with_unrelated_columns(tmp):
     ConfigStore(tmp / "store").publish(_config(), fingerprint="f")  # operators a, b
     path = parquet(tmp, frame())
