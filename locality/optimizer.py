@@ -96,6 +96,11 @@ def make_fallbacks(topology: Topology, hash: str = DEFAULT_HASH, **params) -> di
     return {op: make_fallback(hash, topology.n_instances(op), **params) for op in topology.operators}
 
 
+#: The largest balance bound: an instance may carry that many times the mean load (more instances than
+#: MAX_INSTANCES never run, so a larger bound bounds nothing; 1e308 overflowed the capacities to infinity).
+MAX_ALPHA = 1e6
+
+
 def check_optimizer_parameters(
     owner: str, *, alpha: float, seed: int, max_entries: int | None = None
 ) -> tuple[float, int]:
@@ -105,7 +110,7 @@ def check_optimizer_parameters(
     the optimizer (:func:`optimize`, :func:`~locality.reconfiguration.reconfigure`,
     :class:`LocalityOptimizer`, the jobs' parameters) checks them this one way.
     """
-    alpha = check_interval(alpha, "alpha", owner, lower=1.0)
+    alpha = check_interval(alpha, "alpha", owner, lower=1.0, upper=MAX_ALPHA)
     seed = check_at_most(check_integer(seed, "seed", owner, lower=0), MAX_SEED, "seed", owner, SEED_LIMIT)
     if max_entries is not None:
         check_integer(max_entries, "max_entries", owner, lower=0)

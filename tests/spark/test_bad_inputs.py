@@ -249,7 +249,7 @@ def _option_case(option: str, value: str, culprit: str) -> Case:
 
 
 for _option, _value, _culprit in [
-    ("--alpha", "0.9", "'alpha' parameter of the offline job must be a float >= 1.0; got 0.9"),
+    ("--alpha", "0.9", "'alpha' parameter of the offline job must be a float >= 1.0 and <= 1000000.0; got 0.9"),
     ("--alpha", "nan", "'alpha' parameter of the offline job"),
     ("--servers", "0", "'servers' parameter of locality optimize must be an int >= 1; got 0"),
     ("--instances-per-server", "0", "'instances_per_server' parameter"),
@@ -403,7 +403,7 @@ def _scale_case(command: str, option: str, value: str, culprit: str, extra: tupl
 
 for _command, _option, _value, _culprit, _extra in [
     ("optimize", "--alpha", "inf", "'alpha' parameter of the offline job must be a finite float", ()),
-    ("optimize", "--alpha", "1e999", "must be a finite float >= 1.0; got inf", ()),
+    ("optimize", "--alpha", "1e999", "must be a finite float >= 1.0 and <= 1000000.0; got inf", ()),
     ("optimize", "--lock-timeout", "1e20", "'lock_timeout' parameter of the offline job", ()),
     ("optimize", "--seed", str(2**31), "'seed' parameter of the offline job", ()),
     ("optimize", "--servers", str(2**31), "2,147,483,648 instances per operator", ()),
@@ -712,6 +712,12 @@ def column_name_with_a_dot(tmp):
 def column_name_with_a_backtick(tmp):
     path = parquet(tmp, frame().rename(columns={"tag": "t`ag"}))
     return optimize(path, tmp, keys="user,t`ag"), ExitCode.BAD_INPUT, ["column 't`ag'", "rename the column"]
+
+
+@before_spark
+def alpha_beyond_any_bound(tmp):
+    args = optimize(parquet(tmp, frame()), tmp, "--alpha", "1e308")
+    return args, ExitCode.BAD_INPUT, ["'alpha' parameter", "<= 1000000.0; got 1e+308", "--alpha"]
 
 
 @before_spark

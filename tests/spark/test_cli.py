@@ -66,7 +66,7 @@ def test_optimize_evaluate_show_json(spark, tmp_path, capsys):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--alpha", "0.9"], "'alpha' parameter of the offline job must be a float >= 1.0; got 0.9"),
+        (["--alpha", "0.9"], "'alpha' parameter of the offline job must be a float >= 1.0 and <= 1000000.0; got 0.9"),
         (["--servers", "0"], "'servers' parameter of locality optimize must be an int >= 1; got 0"),
         (["--instances-per-server", "0"], "'instances_per_server' parameter of locality optimize must be an int >= 1"),
         (["--hash", "murmur"], "'hash' parameter of the offline job must be one of"),
