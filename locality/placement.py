@@ -265,10 +265,16 @@ def _swap(state: _OperatorState, src: int, cand: np.ndarray, loss: np.ndarray) -
     order = np.argsort(-weights[cand], kind="stable")[:_SWAP_CANDIDATES]
     mine, my_loss = cand[order], loss[order]
     best, best_key = None, None
-    for j in np.flatnonzero(np.arange(loads.shape[0]) != src):
-        theirs = np.flatnonzero((state.instance == j) & (weights > 0) & state.movable)
-        if theirs.size == 0:
+    # The movable keys grouped by instance once (in key order within each): scanning every key for every
+    # instance made a call O(instances x keys), and balance repair calls this for every stuck instance.
+    movable = np.flatnonzero((weights > 0) & state.movable)
+    grouped = movable[np.argsort(state.instance[movable], kind="stable")]
+    holders, starts = np.unique(state.instance[grouped], return_index=True)
+    ends = np.append(starts[1:], grouped.size)
+    for j, start, end in zip(holders.tolist(), starts.tolist(), ends.tolist()):
+        if j == src:
             continue
+        theirs = grouped[start:end]
         theirs = theirs[np.argsort(-weights[theirs], kind="stable")[:_SWAP_CANDIDATES]]
         delta = weights[mine][:, None] - weights[theirs][None, :]
         fits = (delta > _EPS) & (delta <= bounds[j] - loads[j] + _EPS)
