@@ -71,8 +71,9 @@ def s3_settings() -> S3Settings:
     return S3Settings(endpoint or profile.get("endpoint_url"), region)
 
 
-def s3_client():
-    """A boto3 S3 client of :func:`s3_settings`, one per configuration (clients are thread-safe and slow to build).
+def s3_client(settings: S3Settings | None = None):
+    """A boto3 S3 client of ``settings`` (default: :func:`s3_settings`), one per configuration (clients are
+    thread-safe and slow to build).
 
     Credentials come from boto3's default chain: ``AWS_ACCESS_KEY_ID`` /
     ``AWS_SECRET_ACCESS_KEY``, the profile, the instance's role.
@@ -80,7 +81,7 @@ def s3_client():
     import boto3
     from botocore.config import Config
 
-    settings = s3_settings()
+    settings = settings or s3_settings()
     # Every variable of the credential chain: a job that changes them (a rotated key) gets a client of its own.
     key = (settings, *(os.environ.get(name) for name in _CREDENTIAL_VARIABLES))
     with _clients_guard:

@@ -137,8 +137,9 @@ def flink(
 
     # Every option first, then the store, and only then the cluster: a wrong option contacts nothing.
     _check_restart_options(no_restart, jar, jar_id, entry_class, job_args)
-    if rewrite_where == "local":
-        _local_rewrite(flink_home, rewriter_jar).check(savepoint_dir)
+    local = _local_rewrite(flink_home, rewriter_jar) if rewrite_where == "local" else None
+    if local is not None:
+        local.check(savepoint_dir)
     to_version = to_version if to_version is not None else _current_version(store)
     check_store_side(store, to_version, operators, from_version)
     client = FlinkRest(rest)
@@ -150,7 +151,7 @@ def flink(
         to_version=to_version,
         savepoint_dir=savepoint_dir,
         operators=operators,
-        rewrite=_rewrite(client, rewrite_where, flink_home, rewriter_jar),
+        rewrite=local or _cluster_rewrite(client, rewriter_jar),
         launcher=None if no_restart else _launcher(client, jar, jar_id, entry_class, job_args),
         timeout=timeout,
         progress=lambda line: click.echo(f"locality: {line}", err=True),
@@ -187,20 +188,14 @@ def _current_version(store) -> int:
     return current
 
 
-def _rewrite(client, where: str, flink_home, rewriter_jar):
-    """Where the rewrite runs: the cluster (the tool jar uploaded) or a local JVM over ``--flink-home``."""
-    from pathlib import Path
-
+def _cluster_rewrite(client, rewriter_jar):
+    """The rewrite as a job on the cluster, the tool jar uploaded through ``client``."""
     from locality.engines.flink_rest import Unreachable
     from locality.engines.flink_rewrite import ClusterRewrite
-    from locality.engines.flink_rewrite import rewriter_jar as built_rewriter
     from locality.errors import EngineError
 
-    if where == "local":
-        return _local_rewrite(flink_home, rewriter_jar)
-    tool = Path(rewriter_jar) if rewriter_jar else built_rewriter()
     try:
-        return ClusterRewrite(client, client.upload_jar(tool))
+        return ClusterRewrite(client, client.upload_jar(_tool_jar(rewriter_jar)))
     except Unreachable:
         raise
     except EngineError as error:
@@ -212,13 +207,21 @@ def _local_rewrite(flink_home, rewriter_jar):
     from pathlib import Path
 
     from locality.engines.flink_rewrite import LocalRewrite
-    from locality.engines.flink_rewrite import rewriter_jar as built_rewriter
     from locality.errors import InvalidParameterError
 
     home = flink_home or os.environ.get("FLINK_HOME")
     if not home:
         raise InvalidParameterError("--rewrite local needs a Flink distribution: --flink-home, or FLINK_HOME")
-    return LocalRewrite(Path(home), Path(rewriter_jar) if rewriter_jar else built_rewriter())
+    return LocalRewrite(Path(home), _tool_jar(rewriter_jar))
+
+
+def _tool_jar(rewriter_jar):
+    """``--rewriter-jar``, else the tool jar this checkout built."""
+    from pathlib import Path
+
+    from locality.engines.flink_rewrite import rewriter_jar as built_rewriter
+
+    return Path(rewriter_jar) if rewriter_jar else built_rewriter()
 
 
 def _rest_endpoint(value: str) -> str:

@@ -290,7 +290,7 @@ class Topology:
                 _check_shape(counts, "instances", "server", "an instance count", _is_count)
             return cls.from_counts(operators, counts, capacities)
         servers, placement = doc.get("servers"), doc.get("placement")
-        if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
+        if not _is_names(servers):
             raise TopologyError(f"'servers' must be a list of server names; got {servers!r:.80}")
         _check_shape(placement, "placement", "operator", "a list of server names", _is_names)
         return cls(servers, operators, placement, capacities)

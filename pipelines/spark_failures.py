@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["CRASH_WORDS", "Cause", "causes_of", "crash_reason", "python_error"]
+__all__ = ["CRASH_WORDS", "Cause", "causes_of", "crash_reason", "input_failure", "python_error"]
 
 #: How deep the cause chain is followed, and how many frames of each cause are looked at.
 _MAX_DEPTH = 16
@@ -60,6 +60,7 @@ _INPUT_WORDS = ("is not a Parquet file", "Malformed records", "expected magic nu
 #: What a Python worker raised about the trace: our own TraceError, or a decoder's or parser's complaint.
 _PYTHON_INPUT_ERRORS = re.compile(r"^([\w.]*\.)?(TraceError|UnicodeDecodeError|JSONDecodeError|ValueError)\b")
 _PYTHON_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
+_CLASS_PREFIX = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,15 @@ def crash_reason(exc: BaseException) -> str | None:
     if any(_names_the_input(cause) for cause in chain):
         return None
     return f"Spark failed: {_short(chain[-1])}"
+
+
+def input_failure(exc: BaseException) -> str:
+    """What a failure about the input says, in one line: what a Python worker raised, else the first line;
+    without the exception's class name."""
+    java = getattr(exc, "java_exception", None)  # a Py4JJavaError's own str() adds py4j's preamble
+    text = str(java if java is not None else exc)
+    first = python_error(text) or next((line.strip() for line in text.splitlines() if line.strip()), text)
+    return _CLASS_PREFIX.sub("", first)
 
 
 def _names_the_input(cause: Cause) -> bool:

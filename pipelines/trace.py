@@ -47,7 +47,6 @@ import gzip
 import io
 import json
 import logging
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -57,7 +56,7 @@ from typing import BinaryIO
 from locality._digests import DigestCache, file_digests
 from locality.errors import InvalidParameterError, JobError, TraceError
 from locality.time_range import parse_time, within
-from pipelines.spark_failures import crash_reason, python_error
+from pipelines.spark_failures import crash_reason, input_failure
 from pipelines.trace_files import TraceFile, can_list, is_glob, is_local, list_files, open_file
 
 __all__ = [
@@ -308,13 +307,7 @@ def spark_read_errors(path: str) -> Iterator[None]:
         crash = crash_reason(exc)
         if crash is not None:
             raise JobError(f"the Spark job reading {path!r} failed: {crash}") from exc
-        text = str(exc.java_exception) if isinstance(exc, Py4JJavaError) else str(exc)
-        raised = python_error(text)  # say what the worker raised, not where
-        first = raised or next((line.strip() for line in text.splitlines() if line.strip()), text)
-        raise TraceError(f"cannot read the trace at {path!r}: {_PYTHON_ERROR.sub('', first)[:500]}") from None
-
-
-_PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
+        raise TraceError(f"cannot read the trace at {path!r}: {input_failure(exc)[:500]}") from None
 
 
 def input_files(spec: TraceSpec) -> list[TraceFile]:
@@ -654,7 +647,7 @@ def read_trace(spark, spec: TraceSpec):
         if fmt == "json" and _CORRUPT in names:
             _raise_on_corrupt_json(df, spec)
         if fmt == "csv":
-            df = _csv_keys_as_written(reader, files, df, [k for k in spec.keys if k in names])
+            df = _csv_keys_as_written(reader, files, df, spec.keys)
 
     _check_columns_present(spec, f"the trace at {spec.path!r}", names)
     if fmt != "parquet" and spec.ts and _spark_kind(df.schema[spec.ts].dataType) == "string":
@@ -681,12 +674,17 @@ def _csv_keys_as_written(reader, files: list[str], df, keys: Sequence[str]):
     """``df`` (a CSV read with inferred types) with its key columns as :data:`INTEGER_TEXT` says: integers or text.
 
     Spark's inference reads "007" and "7" as the integer 7 (two keys as one) and "1.5" as a double; the
-    key columns are read again as text, and a column becomes integers only when every key in it is
-    written as an integer is. One more pass over a CSV trace, the rule :func:`read_trace_frame` follows.
+    key columns it read as numbers are read again as text, and such a column becomes integers only when
+    every key in it is written as an integer is (a column inferred as text holds a key that is not a
+    number: it stays text). One more pass over a CSV trace with a numeric key column, the rule
+    :func:`read_trace_frame` follows.
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
+    keys = [f.name for f in df.schema.fields if f.name in keys and isinstance(f.dataType, T.NumericType)]
+    if not keys:
+        return df
     as_text = T.StructType([T.StructField(f.name, T.StringType()) if f.name in keys else f for f in df.schema.fields])
     text = reader.schema(as_text).format("csv").load(files)
     not_integer = [F.max((F.col(k).isNotNull() & ~F.col(k).rlike(INTEGER_TEXT)).cast("int")).alias(k) for k in keys]

@@ -158,14 +158,27 @@ def check_switch(
     operators: Sequence[str],
     from_version: int | None = None,
 ) -> CheckedSwitch:
-    """What can be checked before the job stops (see :func:`switch_flink_job`); raises on the first problem."""
-    check_store_side(store, to_version, operators, from_version)  # no cluster is contacted for a wrong option
+    """What can be checked before the job stops (see :func:`switch_flink_job`); raises on the first problem.
+
+    The store first (a wrong option contacts no cluster), each version read whole once.
+    """
+    from locality.router import load_snapshot
+    from locality.store import ConfigStore
+
+    config_store = ConfigStore(store)
+    after = _with_operators(load_snapshot(config_store, to_version), operators)
+    before = None if from_version is None else _with_operators(load_snapshot(config_store, from_version), operators)
     job = rest.job(job_id)
     if job["state"] != "RUNNING":
         raise EngineError(f"job {job_id} is {job['state']}, not RUNNING: there is nothing to switch")
     declared = _declared_version(rest, job_id)
     from_version = _version_it_runs(job_id, declared, from_version, to_version)
-    names, plan_moved, parallelism = _check_versions(store, from_version, to_version, operators)
+    if before is None:  # the version the job declares
+        before = _with_operators(load_snapshot(config_store, from_version), operators)
+    names = _operators_of(operators, before.configuration)
+    plan = after.plan_from(before)
+    plan_moved = {op: int(len(plan.moves_of(op))) for op in names}
+    parallelism = max(before.configuration.tables[op].fallback.n_instances for op in names)
     store_arg = str(store) if is_remote(store) else str(Path(store).resolve())
     return CheckedSwitch(job_id, from_version, to_version, declared is not None, store_arg, tuple(operators),
                          tuple(names), plan_moved, parallelism)  # fmt: skip
@@ -289,8 +302,6 @@ def check_store_side(store: str | Path, to_version: int, operators: Sequence[str
     """What the store says of the options, before any cluster is contacted: the versions, the operators' tables."""
     from locality.store import ConfigStore
 
-    for spec in operators:
-        parse_operator_spec(spec)
     config_store = ConfigStore(store)
     for version in (to_version, from_version):
         if version is not None:
@@ -340,21 +351,10 @@ def parse_operator_spec(text: str) -> OperatorSpec:
     return OperatorSpec(operator, uid, fields["state"], fields["key"], fields["value"])
 
 
-def _check_versions(
-    store: str | Path, from_version: int, to_version: int, operators: Sequence[str]
-) -> tuple[list[str], dict[str, int], int]:
-    """Both versions read whole, each naming the operators with ``flink`` tables: names, plan moves, parallelism."""
-    from locality.router import load_snapshot
-    from locality.store import ConfigStore
-
-    config_store = ConfigStore(store)
-    before, after = load_snapshot(config_store, from_version), load_snapshot(config_store, to_version)
-    names = _operators_of(operators, before.configuration)
-    _operators_of(operators, after.configuration)
-    plan = after.plan_from(before)
-    plan_moved = {op: int(len(plan.moves_of(op))) for op in names}
-    parallelism = max(before.configuration.tables[op].fallback.n_instances for op in names)
-    return names, plan_moved, parallelism
+def _with_operators(snapshot, operators: Sequence[str]):
+    """``snapshot`` (a version read whole), once its tables are checked to route the ``--operator`` specs."""
+    _operators_of(operators, snapshot.configuration)
+    return snapshot
 
 
 def _operators_of(specs: Sequence[str], config) -> list[str]:

@@ -45,18 +45,20 @@ class S3Objects(Objects):
         self.prefix = parsed.path.strip("/")
         if not self.bucket:
             raise StoreError(f"the store {location!r} names no bucket: write s3://BUCKET/PREFIX")
+        # Which server, resolved once: the store's identity and its client name the same one.
+        self.settings = s3_settings()
         self._s3 = None
 
     @property
     def s3(self):
         if self._s3 is None:
-            self._s3 = s3_client()
+            self._s3 = s3_client(self.settings)
         return self._s3
 
     @property
     def identity(self) -> str:
         # One bucket name on two servers is two stores: the server the environment names is part of it.
-        return f"{s3_settings().endpoint or 'aws'} s3://{self.bucket}/{self.prefix}"
+        return f"{self.settings.endpoint or 'aws'} s3://{self.bucket}/{self.prefix}"
 
     def where(self, name: str) -> str:
         return f"{self.location}/{name}" if name else self.location
