@@ -145,6 +145,12 @@ def connection_to(
     return np.bincount(rows[there], weights=weights[positions[there]], minlength=len(vertices))
 
 
+def _instances_by_server(inst_server: np.ndarray, n_servers: int) -> list[np.ndarray]:
+    """The instances of each server ``0 .. n_servers - 1``, ascending: one sort, not a scan per server."""
+    order = np.argsort(inst_server, kind="stable")
+    return np.split(order, np.searchsorted(inst_server[order], np.arange(1, n_servers)))
+
+
 def _lpt_within_servers(
     weights: np.ndarray,
     servers: np.ndarray,
@@ -160,7 +166,7 @@ def _lpt_within_servers(
     Pinned keys take their preferred instance first.
     """
     n_servers = int(inst_server.max()) + 1
-    per_server = [np.flatnonzero(inst_server == s) for s in range(n_servers)]
+    per_server = _instances_by_server(inst_server, n_servers)
     if all(len(group) == 1 for group in per_server):
         return np.array([g[0] for g in per_server], dtype=np.int64)[servers]
     loads = base_load.copy()
@@ -195,7 +201,7 @@ class _OperatorState:
         self.instance, self.server_of_vertex = instance, server_of_vertex
         self.loads, self.bounds, self.inst_server = loads, bounds, inst_server
         self.n_servers = int(inst_server.max()) + 1
-        self.instances_on = [np.flatnonzero(inst_server == s) for s in range(self.n_servers)]
+        self.instances_on = _instances_by_server(inst_server, self.n_servers)
         self.moves = 0
         #: Keys whose gain may have changed since this operator's last refinement pass, sorted (None: every key).
         self.pending: np.ndarray | None = None
@@ -271,9 +277,17 @@ def _swap(state: _OperatorState, src: int, cand: np.ndarray, loss: np.ndarray) -
     grouped = movable[np.argsort(state.instance[movable], kind="stable")]
     holders, starts = np.unique(state.instance[grouped], return_index=True)
     ends = np.append(starts[1:], grouped.size)
-    for j, start, end in zip(holders.tolist(), starts.tolist(), ends.tolist()):
-        if j == src:
-            continue
+    # A swap of one of ours (m) with a key t of j fits when eps < w_m - w_t <= room of j + eps. The instances
+    # where no key t has such an m are skipped before any per-instance work: most of them when instances far
+    # outnumber keys (found for all keys at once, with bounds a little looser than the test below, so that
+    # rounding never skips an instance where a swap fits).
+    ours = np.sort(weights[mine])
+    their_weights, room = weights[grouped], (bounds - loads)[state.instance[grouped]]
+    lightest_fit = np.searchsorted(ours, their_weights + _EPS / 2, side="right")
+    past_heaviest_fit = np.searchsorted(ours, their_weights + room + 2 * _EPS, side="right")
+    some_fit = past_heaviest_fit > lightest_fit
+    hopeful = (holders != src) & np.logical_or.reduceat(some_fit, starts) if grouped.size else holders != src
+    for j, start, end in zip(holders[hopeful].tolist(), starts[hopeful].tolist(), ends[hopeful].tolist()):
         theirs = grouped[start:end]
         theirs = theirs[np.argsort(-weights[theirs], kind="stable")[:_SWAP_CANDIDATES]]
         delta = weights[mine][:, None] - weights[theirs][None, :]
@@ -306,9 +320,12 @@ def _overshoot(state: _OperatorState, src: int, cand: np.ndarray, loss: np.ndarr
     after = np.maximum(excess - w, w - (state.bounds - state.loads)[None, :])
     after[:, src] = np.inf
     after[after >= excess - _EPS] = np.inf
-    if not np.isfinite(after).any():
+    lowest = after.min()
+    if not np.isfinite(lowest):
         return False
-    best = np.lexsort((loss.ravel(), after.ravel()))[0]
+    # The lowest excess, then the least locality lost, then the first: one pass, no sort of cand x instances.
+    tied = after == lowest
+    best = np.flatnonzero(tied & (loss == np.where(tied, loss, np.inf).min()))[0]
     c, j = divmod(int(best), after.shape[1])
     state.move(cand[c], j)
     return True

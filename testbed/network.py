@@ -420,10 +420,28 @@ class Testbed:
 
     def restore_link(self, server: Server) -> None:
         """End :meth:`drop_link`: ``server``'s link carries frames again, shaped as the testbed's links are."""
+        self._shape(server, shaped=True)
+
+    def set_rate(self, rate_mbit: float | None) -> None:
+        """Shape every server's link at ``rate_mbit`` Mbit/s in each direction from now on (``None``: unshaped).
+
+        For runs that need other links than the testbed was made with (a fast one to deploy and count bytes,
+        a slow one to throttle a job), without starting its servers again.
+        """
+        if rate_mbit is not None and not rate_mbit > 0:
+            raise ValueError(f"the 'rate_mbit' parameter of set_rate must be > 0 or None; got {rate_mbit!r}")
+        if self.delay_ms:
+            raise TestbedError("set_rate cannot keep a testbed's delay_ms (its netem qdisc): use delay_ms=0")
+        shaped, self.rate_mbit = self.rate_mbit is not None, rate_mbit
+        for server in self.servers:
+            self._shape(server, shaped=shaped)
+
+    def _shape(self, server: Server, *, shaped: bool) -> None:
+        """Both ends of ``server``'s link shaped at the testbed's rate; ``shaped``: they have a root qdisc now."""
         for tc, device in self._link_ends(server):
             if self.rate_mbit is not None:
                 _run([*tc, "replace", "dev", device, "root", *self._tbf()])
-            else:
+            elif shaped:
                 _run([*tc, "del", "dev", device, "root"])
 
     @staticmethod

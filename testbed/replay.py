@@ -49,6 +49,8 @@ REPO = Path(__file__).resolve().parents[1]
 JAR = REPO / "jvm" / "examples" / "locality-flink-bench" / "target" / "locality-flink-bench-0.1.0-job.jar"
 MAIN = "io.locality.flink.bench.ReplayJob"
 BOUNDED_TIMEOUT = 900.0
+#: The trace of :func:`job_overhead`'s run, in each TaskManager's files.
+EMPTY_TRACE = "/tmp/locality-trace/empty.tsv"
 
 
 @dataclass(frozen=True)
@@ -108,10 +110,13 @@ def idle_rates(bed: Testbed, seconds: float) -> list[float]:
 def job_overhead(
     bed: Testbed, cluster: FlinkCluster, routing: Routing, *, idle: list[float], jar: Path = JAR
 ) -> list[float]:
-    """Payload each server sends for the replay job on no records (idle traffic removed): the run's fixed cost."""
-    empty = cluster.workdir / "empty.tsv"
-    empty.write_text("")
-    return run_bounded(bed, cluster, empty, routing, padding=0, passes=1, idle=idle, jar=jar).sent_payload
+    """Payload each server sends for the replay job on no records (idle traffic removed): the run's fixed cost.
+
+    The empty trace is written into each TaskManager's files (servers with files of their own see no other).
+    """
+    for server in cluster.taskmanagers:
+        bed.write_file(server, EMPTY_TRACE, b"")
+    return run_bounded(bed, cluster, Path(EMPTY_TRACE), routing, padding=0, passes=1, idle=idle, jar=jar).sent_payload
 
 
 def run_bounded(

@@ -1,11 +1,13 @@
 """Storm topologies ride out an outage of their store: the running one never notices, new ones start anyway.
 
-The store is a prefix of a bucket on an S3 server of the test's own (loopback): v1 (tables for location ->
+The store is a prefix of a bucket on an S3 server of the test's own: v1 (tables for location ->
 hashtag on 3 servers, two tasks of each bolt per server, ``--hash storm``) is current when the test starts a
 ``LocalCluster`` (``OutageTopologies``, on locality-storm's drop-in jar) and its first topology, ``steady``,
 grouped by the current version, its spout streaming 12,000 tweet records at 200 per second. Once it runs,
-v2 is published (and made current) and the store goes out for 30 s, ``stopped`` (its server killed) or
-``unreachable`` (its process stopped: connections accepted, never answered). Meanwhile two more topologies
+v2 is published (and made current) and the store goes out for 30 s, ``stopped`` (its server killed, on
+loopback beside the JVM: connections refused) or ``dropped`` (the JVM on one testbed server, the S3 server on
+another, files their own, and the S3 server's link dropped with ``tc``: every frame lost, nothing refused, so
+every read runs into the client's timeouts). Meanwhile two more topologies
 are deployed on the same cluster: ``redeployed``, grouped by the current version, and ``pinned``, grouped by
 v2, which no worker of this JVM ever loaded.
 
@@ -24,6 +26,9 @@ import os
 import re
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -33,9 +38,11 @@ from locality.hashing import StormFieldsGrouping
 from locality.optimizer import make_fallbacks, optimize
 from locality.store import ConfigStore
 from locality.topology import Topology
+from testbed import Server, Testbed
+from testbed.s3server import S3Server, object_store
 from tests.conftest import trace_keys
 from tests.jvm.conftest import STORM_EXAMPLES, classpath, java
-from tests.jvm.store_outage import OUTAGES, Outage, own_s3_server
+from tests.jvm.store_outage import Outage, own_s3_server
 
 OPERATORS = trace_keys("geotweets")  # location -> hashtag
 SERVERS = Topology.uniform(OPERATORS, 3, instances_per_server=2)
@@ -44,6 +51,9 @@ RECORDS = 12_000
 #: The steady topology's spout: its records keep streaming through the outage.
 RATE = 200
 OUTAGE_SECONDS = 30.0
+#: The outages: the S3 server killed (on loopback, beside the JVM), and its link dropped with ``tc`` (the JVM on
+#: another testbed server).
+KINDS = ("stopped", "dropped")
 NAMES = ("steady", "redeployed", "pinned")
 VERSION = {"steady": 1, "redeployed": 1, "pinned": 2}
 START_TIMEOUT = 180.0
@@ -56,9 +66,9 @@ def learned(rows: pd.DataFrame):
     return optimize(count_keys(rows, OPERATORS).graph(), SERVERS, make_fallbacks(SERVERS, "storm")).config
 
 
-def wait_for_file(path, process, what: str) -> None:
+def wait_for_file(place, path: Path, process, what: str) -> None:
     deadline = time.monotonic() + START_TIMEOUT
-    while not path.exists():
+    while not place.call(path.exists):
         if process.poll() is not None:
             pytest.fail(f"the topologies exited with {process.returncode} before {what}", pytrace=False)
         if time.monotonic() > deadline:
@@ -66,7 +76,76 @@ def wait_for_file(path, process, what: str) -> None:
         time.sleep(0.2)
 
 
-@pytest.fixture(scope="module", params=OUTAGES)
+class Here:
+    """The topologies' JVM on this machine, beside its store's S3 server on loopback: files are this machine's."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+
+    def call(self, function):
+        return function()
+
+    def spawn(self, command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+        with open(log, "wb") as out:
+            return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+
+    def write(self, path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+    def copy_out(self, folder: Path) -> Path:
+        return folder
+
+
+class OnTestbed:
+    """The topologies' JVM on a testbed server, its store's S3 server on another: they share only the network.
+
+    Its files are its server's own (under its private ``/tmp``): written and read through the server.
+    """
+
+    def __init__(self, bed: Testbed, server: Server, host_work: Path) -> None:
+        self.bed, self.server, self.host_work = bed, server, host_work
+        self.work = Path("/tmp/storm-outage")
+
+    def call(self, function):
+        return self.bed.call_in(self.server, function, timeout=120)
+
+    def spawn(self, command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+        return self.bed.spawn(self.server, command, log=log, env=env, cwd=self.work)
+
+    def write(self, path: Path, data: bytes) -> None:
+        self.bed.write_file(self.server, path, data)
+
+    def copy_out(self, folder: Path) -> Path:
+        """``folder`` of the server copied into the host's work folder; the copy."""
+
+        def files() -> dict[str, bytes]:
+            return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+        copy = self.host_work / folder.name
+        for name, data in self.call(files).items():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            (copy / name).write_bytes(data)
+        return copy
+
+
+@contextmanager
+def outage_setting(kind: str, work: Path) -> Iterator[tuple[Here | OnTestbed, S3Server, Outage]]:
+    """Where the JVM runs, its store's S3 server, and the outage of kind ``kind`` (ended on leaving)."""
+    if kind != "dropped":
+        with own_s3_server() as s3, Outage(s3, kind) as outage:
+            yield Here(work), s3, outage
+        return
+    with Testbed(2, rate_mbit=1000, private_files=True) as bed, pytest.MonkeyPatch.context() as patch:
+        store_server, jvm_server = bed.servers
+        with object_store(bed, store_server, work / "s3.log") as s3:
+            for name, value in s3.env.items():  # for the library, called in the JVM's server
+                patch.setenv(name, value)
+            with Outage(s3, kind, link=(bed, store_server)) as outage:
+                yield OnTestbed(bed, jvm_server, work), s3, outage
+
+
+@pytest.fixture(scope="module", params=KINDS)
 def storm_outage(request, geotweets, tmp_path_factory):
     """The topologies through one kind of outage; what the checks need (a dict)."""
     kind = request.param
@@ -74,26 +153,25 @@ def storm_outage(request, geotweets, tmp_path_factory):
     half = len(geotweets) // 2
     first = geotweets.iloc[:half]
     records = geotweets.iloc[half : half + RECORDS][["seq", *OPERATORS]].reset_index(drop=True)
-    records_file = work / "records.jsonl"
-    records.to_json(records_file, orient="records", lines=True, force_ascii=False)
     versions = {1: learned(first), 2: learned(first.iloc[: half // 2])}
-    out, tmp = work / "out", work / "tmp"
-    tmp.mkdir()
     run: dict = {"kind": kind, "records": records, "versions": versions}
-    with own_s3_server() as s3, Outage(s3, kind) as outage:
+    with outage_setting(kind, work) as (place, s3, outage):
+        records_file, out, tmp = place.work / "records.jsonl", place.work / "out", place.work / "tmp"
+        place.write(records_file, records.to_json(orient="records", lines=True, force_ascii=False).encode())
+        place.write(tmp / ".keep", b"")
         store = ConfigStore(f"s3://locality/storm-{kind}")
-        store.publish(versions[1], fingerprint="storm-first-half")
+        place.call(lambda: store.publish(versions[1], fingerprint="storm-first-half"))
         command = [java(), f"-Djava.io.tmpdir={tmp}", "-cp", classpath(STORM_EXAMPLES)]
         command += ["io.locality.storm.OutageTopologies", records_file, out, store.location, *OPERATORS, TASKS, RATE]
         command += [2]
-        with open(work / "log.txt", "wb") as log:  # the workers' log (the groupings say what they do) and errors
-            environment = {**os.environ, **s3.env}
-            process = subprocess.Popen(list(map(str, command)), stdout=log, stderr=subprocess.STDOUT, env=environment)
+        # the workers' log (the groupings say what they do) and errors
+        process = place.spawn(list(map(str, command)), {**os.environ, **s3.env}, work / "log.txt")
         try:
-            wait_for_file(out / "control" / "steady-running", process, "the steady topology's first tuple")
-            store.publish(versions[2], fingerprint="storm-first-quarter")  # current from now: unknown to the JVM
+            wait_for_file(place, out / "control" / "steady-running", process, "the steady topology's first tuple")
+            # current from now: unknown to the JVM
+            place.call(lambda: store.publish(versions[2], fingerprint="storm-first-quarter"))
             outage.begin()
-            (out / "control" / "store-down").write_text(str(outage.began))
+            place.write(out / "control" / "store-down", str(outage.began).encode())
             time.sleep(OUTAGE_SECONDS)
             outage.end()
             returncode = process.wait(timeout=RUN_TIMEOUT)
@@ -101,6 +179,7 @@ def storm_outage(request, geotweets, tmp_path_factory):
             if process.poll() is None:
                 process.kill()
                 process.wait(30)
+        out = place.copy_out(out)
     run["returncode"] = returncode
     run["log"] = (work / "log.txt").read_text(errors="replace")
     run["outage"] = (outage.began * 1000, outage.ended * 1000)

@@ -1,62 +1,246 @@
-"""The bytes a Flink job sends between servers are the bytes ``locality evaluate`` predicts.
+"""A Flink cluster across servers that share only the network: its bytes are the predicted bytes, and a running
+job rides out an outage of its store, then switches to the tables losing no record.
 
-A standalone Flink cluster across emulated servers (a JobManager in one, a TaskManager with one
-slot in each of three others, 1 Gb/s links) replays the tweet trace with a 1 kB padding through
-two keyed operators, once keyed by Flink's hash and once by the tables. What crossed the links,
-less an idle run's (the idle cluster's heartbeats over as long, the same job on no records), must
-be ``(1 - locality) x records x record size`` within 5%, with the locality ``locality evaluate``
-gives for the same records and tables.
+Six servers with files of their own (``Testbed(private_files=True)``): a JobManager, three TaskManagers, a
+gateway and an object store, their links at 1 Gb/s for the bytes and 24 Mbit/s for the switch
+(:meth:`Testbed.set_rate`). The trace, the stores and every savepoint are objects in the store's bucket and
+nowhere else: each TaskManager fetches the trace from the bucket into its own files (the replay job reads a
+local file), the jobs read their store by its ``s3://`` URI, Flink writes its savepoints there through its S3
+plugin. One cluster serves both checks, in this order.
+
+**Bytes.** The tweets replayed once with a 1 kB padding through two keyed operators, keyed by Flink's hash
+and by the tables (the library's optimization of the tweets for Flink's hash, as ``locality optimize --hash
+flink`` makes it, published from the gateway into ``s3://locality/tables``). What crossed the TaskManagers'
+links, less an idle run's (the idle cluster's heartbeats over as long, the same job on no records), must be
+``(1 - locality) x records x record size`` within 5%, with the locality the library's evaluation
+(``locality evaluate``'s) gives for the same records and tables.
+
+**An outage, then a switch** (the small version of the benchmark's online switch, ``bench_testbed.py
+--experiment switch``, ``testbed/switch.py``). The job starts on a version of ``s3://locality/store`` with no
+entries (Flink's hash) and replays the tweets six times (1 kB of padding), long enough to run through what
+follows. The object store's link is dropped with ``tc`` for 30 s at least (nothing refused, every frame
+lost), and meanwhile ``locality switch flink`` is run in the gateway. Once the link is back, version 2, the
+online job's reconfiguration from version 1, is published from the gateway with the library (as ``locality
+reconfigure`` does), and ``locality switch flink`` runs again in the gateway, neither JobManager nor
+TaskManager, against the JobManager's REST address. The source subtasks resume from the savepoint on
+version 2's partition of the trace, which differs from version 1's for most keys.
+
+Checked: no server but the object store's sees the trace the host wrote; while the store could not be
+reached the job kept running and counting (records reached the sink throughout, no failure in its exception
+history) and the switch exited 75 naming the store, with the job untouched and no savepoint taken; the
+switch after it came while records were still flowing (both versions' sinks counted records); its
+savepoints are in the bucket; at the end, read from a last savepoint in the bucket, every location's and
+every hashtag's count is exactly six times its number of records (nothing lost, nothing counted twice, the
+moved keys' state moved with them) and the sinks counted every record once.
 """
 
 from __future__ import annotations
 
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
 import pytest
 
-from testbed import Testbed
+from locality.counts import count_keys
+from locality.evaluation import evaluate
+from locality.optimizer import make_fallbacks, optimize
+from locality.reconfiguration import reconfigure
+from locality.store import ConfigStore
+from locality.topology import Topology
+from testbed import Server, Testbed
 from testbed.flink import FlinkCluster, flink_home_of
-from testbed.replay import Routing, idle_rates, job_overhead, run_bounded
-from testbed.workload import evaluate_locality, flink_record_bytes, learn_tables, write_replay_trace
+from testbed.replay import JAR, MAIN, Routing, idle_rates, job_overhead, run_bounded
+from testbed.s3server import S3Server, object_store
+from testbed.switch import TRACE_PATH, SwitchSetup, operator_args, run_switch, stage_trace
+from testbed.workload import flink_record_bytes, write_replay_trace
 from tests.conftest import trace_keys
 from tests.flink.conftest import ensure_flink_env
 
-PADDING = 1024
 TASKMANAGERS = 3
+PADDING = 1024
+#: Replays of the tweets (117k records each): the links bound the job to 6,000-9,000 records/s before the
+#: switch, and the first 50 s (the interval before, the outage, the online job, the switch's stop) take
+#: 300-450k of the 700k records; the rest run 2-4 times faster after. A replay that ends before the switch
+#: fails the run, naming the passes.
+PASSES = 6
+#: The links of the switch: slow enough to bound the replay (at 100 Mbit/s the two cores bound it, at 39k
+#: records/s: it ends before the switch), fast enough that each job's jar (12 MB, uploaded to the JobManager,
+#: then fetched by each TaskManager through the JobManager's link) crosses in about 16 s.
+RATE_MBIT = 24
+#: The links of the bytes check, and while the cluster starts: the jars and the trace cross in a second.
+FAST_MBIT = 1000
+#: How long the store's link is dropped at least, while the job runs on version 1.
+OUTAGE_SECONDS = 30.0
+MAX_PARALLELISM = 128
+BUCKET = "locality"
+STORE, SAVEPOINTS, TRACE = f"s3://{BUCKET}/store", f"s3://{BUCKET}/savepoints", f"s3://{BUCKET}/trace/keys.tsv"
+#: The bytes check's tables (``locality optimize`` of the tweets), published from the gateway.
+TABLES = f"s3://{BUCKET}/tables"
+#: Bound (seconds) of the library's optimization or reconfiguration of the tweets in the gateway.
+PUBLISH_TIMEOUT = 300
+
+
+def publish_versions(geotweets, keys: list[str], store: ConfigStore):
+    """Version 1 (no entries: Flink's hash) now; a function publishing version 2 (the reconfiguration) later."""
+    topology = Topology.uniform(keys, TASKMANAGERS)
+    fallbacks = make_fallbacks(topology, "flink", max_parallelism=MAX_PARALLELISM)
+    graph = count_keys(geotweets[keys], keys).graph()
+    hashed = optimize(graph, topology, fallbacks, max_entries=0).config
+    store.publish(hashed, fingerprint="tweets-hash")
+
+    def online_job() -> dict:
+        step = reconfigure(graph, topology, hashed, fallbacks)
+        step.plan.from_version, step.plan.to_version = 1, 2
+        plan = step.plan.to_dict(step.config)
+        store.publish(step.config, fingerprint="tweets-tables", artifacts={"migration_plan.json": plan})
+        return {"published": True, "version": 2}
+
+    return online_job
+
+
+def store_out_then(setup: SwitchSetup, store_server, keys: list[str], online_job: Callable[[], dict], seen: dict):
+    """The run's online job, after an outage of the store: its link dropped for :data:`OUTAGE_SECONDS` at least.
+
+    During it, ``locality switch flink`` runs in the gateway against the running job. ``seen`` gets the
+    job, the switch's exit, message and seconds, the job's state and exception history after it, the
+    savepoints in the bucket once the link is back, and the outage's window (seconds since the epoch).
+    """
+    bed, cluster = setup.bed, setup.cluster
+
+    def publish() -> dict:
+        seen["called"] = time.time()
+        (seen["job"],) = [j["id"] for j in cluster.rest("/jobs")["jobs"] if j["status"] == "RUNNING"]
+        command = [sys.executable, "-m", "locality.cli", "switch", "flink", "--rest", cluster.url,
+                   "--job", seen["job"], "--store", STORE, "--savepoint-dir", SAVEPOINTS, "--jar", str(JAR),
+                   "--entry-class", MAIN, *operator_args(keys), "--", "--store", STORE]  # fmt: skip
+        began = time.time()
+        bed.drop_link(store_server)
+        try:
+            switch = bed.run(setup.gateway, command, env=setup.gateway_env(), check=False, timeout=300)
+            seen["switch"] = (switch.returncode, switch.stderr.strip(), time.time() - began)
+            time.sleep(max(0.0, began + OUTAGE_SECONDS - time.time()))
+            seen["state"] = cluster.state(seen["job"])
+            seen["exceptions"] = cluster.rest(f"/jobs/{seen['job']}/exceptions")["exceptionHistory"]["entries"]
+        finally:
+            bed.restore_link(store_server)
+            seen["window"] = (began, time.time())
+        listed = bed.call_in(store_server, lambda: setup.s3.client().list_objects_v2(Bucket=BUCKET, Prefix="savepoint"))
+        seen["savepoints"] = [o["Key"] for o in listed.get("Contents", [])]
+        return online_job()
+
+    return publish
+
+
+@dataclass(frozen=True)
+class FlinkTestbed:
+    """The cluster and who runs what; ``tsv``, the host's copy of the trace (no server may see it)."""
+
+    bed: Testbed
+    flink: FlinkCluster
+    gateway: Server
+    store_server: Server
+    s3: S3Server
+    keys: list[str]
+    tsv: Path
+    work: Path
+
+    def in_gateway(self, function, timeout: float = PUBLISH_TIMEOUT):
+        return self.bed.call_in(self.gateway, function, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
-def replay(tmp_path_factory, geotweets):
-    """The tweets as the job's trace, tables for 3 servers, and what ``locality evaluate`` says of them."""
-    work = tmp_path_factory.mktemp("flink-replay")
+def testbed(geotweets, tmp_path_factory):
+    """The six servers, the object store holding the trace, the Flink cluster; the library's AWS variables set."""
+    work = tmp_path_factory.mktemp("flink-testbed")
     keys = trace_keys("geotweets")
-    tsv, parquet = write_replay_trace(geotweets, keys, work)
-    store = learn_tables(parquet, keys, TASKMANAGERS, work / "store")
-    figures = evaluate_locality(parquet, keys, store)
-    sizes = flink_record_bytes(geotweets[keys[0]], geotweets[keys[1]], PADDING)
-    return work, tsv, store, figures, sizes
-
-
-@pytest.fixture(scope="module")
-def cluster(replay):
-    work = replay[0]
+    tsv, _ = write_replay_trace(geotweets, keys, work)  # the host's: no server sees it
     try:
         home = flink_home_of(ensure_flink_env().root)
     except RuntimeError as error:
         pytest.fail(str(error), pytrace=False)
-    with Testbed(TASKMANAGERS + 1, rate_mbit=1000) as bed:
-        flink = FlinkCluster(bed, bed.servers[0], bed.servers[1:], work / "cluster", home).start()
-        yield bed, flink, idle_rates(bed, 10)
+    with Testbed(TASKMANAGERS + 3, rate_mbit=FAST_MBIT, private_files=True) as bed, pytest.MonkeyPatch.context() as env:
+        jobmanager, *taskmanagers, gateway, store_server = bed.servers
+        with object_store(bed, store_server, work / "s3.log") as s3:
+            data = tsv.read_bytes()
+            bed.call_in(store_server, lambda: s3.client().put_object(Bucket=BUCKET, Key="trace/keys.tsv", Body=data))
+            for name, value in s3.env.items():  # for the library, called in the gateway
+                env.setenv(name, value)
+            flink = FlinkCluster(bed, jobmanager, taskmanagers, work / "cluster", home, s3_env=s3.env).start()
+            yield FlinkTestbed(bed, flink, gateway, store_server, s3, keys, tsv, work)
+
+
+@pytest.fixture(scope="module")
+def replay(testbed, geotweets):
+    """The bytes check's trace on every TaskManager, the tables in the bucket, what ``locality evaluate`` says of
+    them, each record's size on the wire, and the idle cluster's traffic."""
+    work, keys = testbed.work, testbed.keys
+    _, parquet = write_replay_trace(geotweets, keys, work / "evaluate")
+    records = pd.read_parquet(parquet)  # the job's records, as its trace file holds them
+    topology = Topology.uniform(keys, TASKMANAGERS)
+    graph = count_keys(records, keys).graph()
+    config = optimize(graph, topology, make_fallbacks(topology, "flink")).config  # `locality optimize --hash flink`
+    figures = evaluate(records, config).to_dict()  # `locality evaluate`
+    testbed.in_gateway(lambda: ConfigStore(TABLES).publish(config, fingerprint="tweets-tables"))
+    stage_trace(SwitchSetup(testbed.bed, testbed.flink, testbed.gateway, testbed.s3, TRACE, TABLES, SAVEPOINTS))
+    sizes = flink_record_bytes(geotweets[keys[0]], geotweets[keys[1]], PADDING)
+    return figures, sizes, idle_rates(testbed.bed, 10)
 
 
 @pytest.mark.parametrize("routing", ["hash", "tables"])
-def test_bytes_between_servers_are_the_predicted_bytes(replay, cluster, routing):
-    work, tsv, store, figures, sizes = replay
-    bed, flink, idle = cluster
-    route = Routing(routing, store)
+def test_bytes_between_servers_are_the_predicted_bytes(testbed, replay, routing):
+    figures, sizes, idle = replay
+    bed, flink = testbed.bed, testbed.flink
+    bed.set_rate(FAST_MBIT)
+    route = Routing(routing, TABLES)
     overhead = job_overhead(bed, flink, route, idle=idle)
-    run = run_bounded(bed, flink, tsv, route, padding=PADDING, passes=1, idle=idle, overhead=overhead)
+    run = run_bounded(bed, flink, Path(TRACE_PATH), route, padding=PADDING, passes=1, idle=idle, overhead=overhead)
     assert run.records == len(sizes)  # every record reached the sink, once
     locality = figures["locality"] if routing == "tables" else figures["hash_locality"]
     predicted = (1 - locality) * len(sizes) * sizes.mean()
-    measured = sum(run.sent_payload[1:])  # the TaskManagers' servers; the JobManager's sends no records
+    measured = sum(run.sent_payload[1 : 1 + TASKMANAGERS])  # the TaskManagers' servers send the records
+    print(f"{routing}: {measured / 1e6:.2f} MB between servers, {predicted / 1e6:.2f} MB predicted")
     assert measured == pytest.approx(predicted, rel=0.05)
     assert figures["locality"] > figures["hash_locality"] + 0.3  # the tables make a difference to measure
+
+
+def test_a_job_rides_out_a_store_outage_then_switches_online_losing_no_record(testbed, geotweets):
+    bed, flink, gateway, keys = testbed.bed, testbed.flink, testbed.gateway, testbed.keys
+    bed.set_rate(RATE_MBIT)
+    online_job = testbed.in_gateway(lambda: publish_versions(geotweets, keys, ConfigStore(STORE)))
+    servers = (flink.jobmanager, *flink.taskmanagers, gateway)
+    unseen = [bed.call_in(server, testbed.tsv.exists) for server in servers]
+    setup = SwitchSetup(bed, flink, gateway, testbed.s3, TRACE, STORE, SAVEPOINTS)
+    outage: dict = {}
+    publish = store_out_then(setup, testbed.store_server, keys, lambda: testbed.in_gateway(online_job), outage)
+    run = run_switch(
+        setup, publish=publish, frame=geotweets, keys=keys, padding=PADDING, passes=PASSES, warmup=1, duration=2
+    )
+    assert unseen == [False] * len(servers)  # the servers share no disk with the host
+    exit_code, message, seconds = outage["switch"]
+    began, ended = outage["window"]
+    submitted = outage["called"] - run.events["reconfigure started"]  # the series' times count from it
+    during = [records for at, records in run.series if began + 1 <= submitted + at <= ended - 1]
+    print(
+        f"store link dropped {ended - began:.1f} s: the sink counted {during[-1] - during[0]:,} records meanwhile; "
+        f"`locality switch flink` exit {exit_code} after {seconds:.1f} s ({message.splitlines()[-1]})"
+    )
+    assert ended - began >= OUTAGE_SECONDS
+    assert exit_code == 75 and STORE in message and "Traceback" not in message, message[-2000:]
+    assert outage["state"] == "RUNNING" and outage["exceptions"] == []  # the job never noticed
+    assert during[-1] - during[0] > 1000  # and went on counting throughout
+    assert outage["savepoints"] == []  # the switch that could not read the store touched nothing
+    assert run.switch["old_job"] == outage["job"]  # the next switch stopped the very job that ran through it
+    assert run.before.records > 0 and run.after.records > 0  # the switch came mid-stream
+    assert run.switch["from_version"] == 1 and run.switch["to_version"] == 2
+    assert run.switch["savepoint"].startswith(f"{SAVEPOINTS}/savepoint-")
+    assert run.switch["rewritten"] == f"{run.switch['savepoint']}-v2" and run.switch["rewrite_where"] == "cluster"
+    assert sum(o["moved"] for o in run.switch["operators"].values()) > 1000  # keys whose state changed server
+    counts = run.counts
+    assert counts.keys == {k: geotweets[k].nunique() for k in keys}
+    assert counts.wrong_keys == {k: 0 for k in keys}, counts
+    assert counts.lost == counts.duplicated == 0
+    assert counts.sink_records == counts.expected_records == PASSES * len(geotweets)

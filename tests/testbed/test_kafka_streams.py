@@ -9,11 +9,13 @@ it publishes the versions into ``s3://locality/store`` with the Python library, 
 reads the results back. The instances read the store only by that URI, with the object store's AWS
 variables (the Java reader of locality-core, and the task assignor at every rebalance).
 
-Version 1 (learned on the trace's first half) is published and sealed at T1 before the instances start;
-30,000 records of the second half are produced with the event times ``T0 + i`` ms. Once an instance
-says a record at T1 waits at the seal, the gateway publishes version 2 (learned on the first quarter)
-in force from T1 and seals past the end: the instances switch at T1 and hand the state of every moved
-key over to its new owner, on another server.
+Version 1 (learned on the trace's first half) is published and sealed at T1 before the instances start.
+Then the object store's link is dropped with ``tc`` for 30 s at least (every frame lost, nothing refused:
+the instances' reads of the schedule run into their timeouts), and meanwhile 30,000 records of the second
+half are produced with the event times ``T0 + i`` ms: first those before T1, counted through to the output
+topic, then the others, until an instance says a record at T1 waits at the seal. Once the link is back,
+the gateway publishes version 2 (learned on the first quarter) in force from T1 and seals past the end:
+the instances switch at T1 and hand the state of every moved key over to its new owner, on another server.
 
 Checked, as the loopback test does: each stage counted every record exactly once, in the task the
 version in force at its point names, on that task's server; each key's counts run 1..n across its
@@ -21,7 +23,10 @@ owners (exact counts, nothing lost or counted twice); the keys the switch moves 
 exactly that count on their new owner; at the end the count stores' changelogs hold every key's final
 count on its version 2 owner and nowhere else; the output topic is partitioned by hashtag's version at
 each record's point. And the instances' servers cannot open the host's temporary files (the host's own
-copy of the store in ``tmp_path``).
+copy of the store in ``tmp_path``). While the store could not be reached: no instance stopped, every record
+before T1 went through and none from T1 on, the instances said they kept the schedule they knew because
+the store cannot be read; once it was back, each read the new schedule within a poll of its publication.
+The figures are printed.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from locality.topology import Topology
 from testbed import Testbed
 from testbed.kafka import TestbedBroker
 from testbed.s3server import object_store
+from tests.jvm.store_outage import Outage
 from tests.kafka.conftest import read_topic, tweet_values
 from tests.kafka.streams_apps import (
     expected_tasks,
@@ -49,6 +55,7 @@ from tests.kafka.streams_apps import (
     stop_instances,
     wait_until_each_runs_its_tasks,
 )
+from tests.kafka.test_streams_outage import POLL_MS, TopicCount
 from tests.kafka.test_streams_switch import assert_counts_end_on_final_owners, read_changelog, version_at
 
 OPERATORS = ["location", "hashtag"]
@@ -65,6 +72,8 @@ FILES = "/tmp/kafka-streams"
 #: Bounds (seconds) of a wait for the instances' progress, and of a call into the gateway.
 PROGRESS_TIMEOUT = 150.0
 CALL_TIMEOUT = 60.0
+#: How long the store's link is dropped at least, while records at the seal wait.
+OUTAGE_SECONDS = 30.0
 
 
 class Layout:
@@ -105,6 +114,17 @@ def wait_for_event(layout: Layout, work: Path, instances, event: str, at_least: 
     pytest.fail(f"no instance logged '{event}' for a point from {at_least} within {PROGRESS_TIMEOUT:.0f} s")
 
 
+def wait_for_output(layout: Layout, work: Path, instances, output: TopicCount, expected: int) -> float:
+    """Wait until the output topic holds ``expected`` records, counted in the gateway (bounded); when it did."""
+    deadline = time.monotonic() + PROGRESS_TIMEOUT
+    while (counted := layout.in_gateway(output.now)) < expected:
+        fail_if_exited(instances, work)
+        if time.monotonic() > deadline:
+            pytest.fail(f"{counted:,} of {expected:,} output records within {PROGRESS_TIMEOUT:.0f} s", pytrace=False)
+        time.sleep(0.5)
+    return time.time()
+
+
 def cannot_open(bed: Testbed, server, path: Path) -> bool:
     """Neither a process of ``server`` nor a thread that entered it can open ``path``."""
     process = bed.run(server, ["cat", str(path)], check=False)
@@ -129,7 +149,7 @@ def testbed_run(geotweets, tmp_path_factory):
     versions = {1: learned_on(first, TOPOLOGY), 2: learned_on(first.iloc[: half // 2], TOPOLOGY)}
     on_host = work / "store"  # the host's own copy of version 1: no instance may read it
     ConfigStore(on_host).publish(versions[1], fingerprint="tweets-first-half")
-    run: dict = {"records": records, "versions": versions, "switches": [(t1, 1, 2)]}
+    run: dict = {"records": records, "versions": versions, "switches": [(t1, 1, 2)], "seal": t1, "end": end}
     with Testbed(6, rate_mbit=1000, private_files=True) as bed, pytest.MonkeyPatch.context() as env:
         layout = Layout(bed)
         with object_store(bed, layout.store, work / "s3.log") as s3:
@@ -158,14 +178,29 @@ def testbed_run(geotweets, tmp_path_factory):
                         instances, work, expected, anywhere=INPUT_PARTITIONS
                     )
                     run["unseen"] = [cannot_open(bed, s, on_host / "CURRENT") for s in layout.instances.values()]
-                    layout.in_gateway(lambda: produce_at_points(broker, INPUT, records), timeout=180)
-                    wait_for_event(layout, work, instances, "waiting", t1)  # a record at T1 waits at the seal
+                    sealed = int((records["point"] < t1).sum())
+                    output = layout.in_gateway(lambda: TopicCount(broker, OUTPUT))
+                    with Outage(s3, "dropped", link=(bed, layout.store)) as outage:
+                        outage.begin()
+                        layout.in_gateway(lambda: produce_at_points(broker, INPUT, records.iloc[:sealed]), 180)
+                        through = wait_for_output(layout, work, instances, output, sealed)
+                        run["sealed_through_s"] = through - outage.began
+                        layout.in_gateway(lambda: produce_at_points(broker, INPUT, records.iloc[sealed:]), 180)
+                        wait_for_event(layout, work, instances, "waiting", t1)  # a record at T1 waits at the seal
+                        while time.time() < outage.began + OUTAGE_SECONDS:
+                            fail_if_exited(instances, work)
+                            time.sleep(1.0)
+                        run["counted_while_out"] = layout.in_gateway(output.now)
+                        outage.end()
+                    layout.in_gateway(output.close)
+                    run["outage"] = (outage.began * 1000, outage.ended * 1000)
 
-                    def publish_second() -> None:
+                    def publish_second() -> float:
                         store.publish(versions[2], fingerprint="tweets-first-quarter", in_force_from=t1)
                         store.seal(end)
+                        return time.time() * 1000
 
-                    layout.in_gateway(publish_second)
+                    run["published_ms"] = layout.in_gateway(publish_second)
                     run["output"] = layout.in_gateway(
                         lambda: read_topic(broker, OUTPUT, n, timeout=PROGRESS_TIMEOUT), timeout=PROGRESS_TIMEOUT + 30
                     )
@@ -255,3 +290,31 @@ def test_the_output_is_partitioned_by_the_version_at_each_point(testbed_run):
         mine = in_force == version
         wanted[mine] = config.route_many("hashtag", records["hashtag"].to_numpy(dtype=object)[mine])
     assert [by_value[v] for v in tweet_values(records)] == wanted.tolist()
+
+
+def test_while_the_stores_link_was_dropped_every_sealed_record_went_through_and_no_other(testbed_run):
+    began, ended = testbed_run["outage"]
+    sealed = int((testbed_run["records"]["point"] < testbed_run["seal"]).sum())
+    assert ended - began >= OUTAGE_SECONDS * 1000
+    assert testbed_run["sealed_through_s"] < (ended - began) / 1000
+    assert testbed_run["counted_while_out"] == sealed
+    events = testbed_run["events"]
+    kept = events[(events["event"] == "schedule_kept") & events["at"].between(began, ended)]
+    assert len(kept), "no instance said it kept its schedule while the store was out"
+    assert kept["why"].str.contains("cannot be read").all(), kept["why"].tolist()
+    waits = events[events["event"] == "waited"]
+    assert len(waits) and (waits["point"] >= testbed_run["seal"]).all()
+    print(
+        f"store link dropped {(ended - began) / 1000:.1f} s: the {sealed:,} records before the seal, produced during "
+        f"it, were all counted {testbed_run['sealed_through_s']:.1f} s into it, none past it; records past the "
+        f"seal waited up to {int(waits['ms'].max()):,} ms"
+    )
+
+
+def test_after_the_outage_each_instance_read_the_new_schedule_within_a_poll_of_its_publication(testbed_run):
+    events = testbed_run["events"]
+    taken = events[(events["event"] == "schedule_taken") & (events["sealed_until"] >= testbed_run["end"])]
+    first = taken.groupby("server")["at"].min() - testbed_run["published_ms"]
+    print(f"the new schedule read {first.round().to_dict()} ms after its publication")
+    assert set(first.index) == set(TOPOLOGY.servers)
+    assert (first < 10 * POLL_MS + 2000).all(), first.to_dict()

@@ -239,3 +239,26 @@ def test_a_delay_works_or_names_the_missing_kernel_qdisc():
         with pytest.raises(TestbedError, match="netem"):
             Testbed(2, delay_ms=20).__enter__()
         assert leftovers(dead_only=False) == before  # what it had built is gone
+
+
+def _shapers(server) -> list[str]:
+    """The root qdiscs of both ends of ``server``'s link: its upload (``eth0``), then its download."""
+    upload = ["tc", "-n", server.namespace, "qdisc", "show", "dev", "eth0"]
+    download = ["tc", "qdisc", "show", "dev", server.host_link]
+    return [subprocess.run(argv, capture_output=True, text=True, check=True).stdout for argv in (upload, download)]
+
+
+def test_set_rate_reshapes_every_link_both_ways():
+    with Testbed(2) as bed:
+        unshaped = [_shapers(server) for server in bed.servers]
+        bed.set_rate(24)
+        shaped = [_shapers(server) for server in bed.servers]
+        bed.set_rate(1000)
+        faster = [_shapers(server) for server in bed.servers]
+        bed.set_rate(None)
+        back = [_shapers(server) for server in bed.servers]
+        with pytest.raises(ValueError, match="'rate_mbit' parameter of set_rate"):
+            bed.set_rate(0)
+    assert all("tbf" not in end for ends in unshaped + back for end in ends)
+    assert all("tbf" in end and "rate 24Mbit" in end for ends in shaped for end in ends)
+    assert all("tbf" in end and "rate 1Gbit" in end for ends in faster for end in ends)
