@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from locality._stdout import native_stdout_captured
 from locality._validation import boundary, check_at_most, check_integer, check_interval, outermost
 from locality.defaults import DEFAULT_ALPHA
 from locality.graph import KeyGraph, csr_from_edges
@@ -233,15 +234,22 @@ class MetisInput:
         """METIS's part of every vertex, as int64."""
         import pymetis
 
-        result = pymetis.part_graph(
-            self.n_parts,
-            adjacency=pymetis.CSRAdjacency(self.xadj, self.adjncy),
-            vweights=self.vweights,
-            eweights=self.eweights,
-            tpwgts=self.tpwgts,
-            recursive=self.recursive,
-            options=pymetis.Options(ufactor=self.ufactor, seed=self.seed, ncuts=self.n_cuts),
-        )
+        with native_stdout_captured() as printed:
+            result = pymetis.part_graph(
+                self.n_parts,
+                adjacency=pymetis.CSRAdjacency(self.xadj, self.adjncy),
+                vweights=self.vweights,
+                eweights=self.eweights,
+                tpwgts=self.tpwgts,
+                recursive=self.recursive,
+                options=pymetis.Options(ufactor=self.ufactor, seed=self.seed, ncuts=self.n_cuts),
+            )
+        if printed:
+            said = sorted({line.strip(" \t*") for line in printed if line.strip()})
+            logger.warning(
+                "METIS printed %d lines partitioning %d vertices into %d parts: %s",
+                len(printed), self.xadj.shape[0] - 1, self.n_parts, "; ".join(said[:3]),
+            )  # fmt: skip
         return np.asarray(result.vertex_part, dtype=np.int64)  # an int64 array.array: its buffer, not a copy
 
     def write(self, stem: str | Path) -> list[str]:

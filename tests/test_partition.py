@@ -2,6 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from locality.counts import count_keys
 from locality.errors import InvalidParameterError
 from locality.graph import build_key_graph
 from locality.partition import adaptive_cuts, metis_input, partition_key_graph
@@ -179,3 +180,16 @@ def test_metis_input_is_what_partition_key_graph_runs_and_its_file_reads_back(tm
         _read_metis_graph(tmp_path / "lonely.graph"), (small.xadj, small.adjncy, small.vweights, small.eweights)
     ):
         np.testing.assert_array_equal(read, written)
+
+
+def test_metis_complaints_are_one_log_line_not_the_terminals(capfd, caplog):
+    # More parts than keys: METIS prints two lines per empty bisection with printf, on descriptor 1.
+    pairs = pd.DataFrame({"a": [f"a{i}" for i in range(10)], "b": [f"b{i % 3}" for i in range(10)]})
+    graph = count_keys(pairs, ["a", "b"]).graph()
+    with caplog.at_level("WARNING", logger="locality.partition"):
+        partition = partition_key_graph(graph, Topology.uniform(["a", "b"], 64))
+    out, _ = capfd.readouterr()
+    assert out == ""  # nothing on stdout, also not later from C's buffer
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("METIS printed")]
+    assert len(said) == 1 and "13 vertices into 64 parts" in said[0] and "too many parts" in said[0], said
+    assert len(partition.server_of_vertex) == 13
