@@ -71,6 +71,8 @@ METIS_WEIGHT_SCALE = 1 << 30
 _WRITE_CHUNK = 1 << 20
 
 #: Edges x cuts METIS may spend: 8 cuts up to 250,000 edges, then fewer, 1 from 2,000,000.
+#: Keys heavier than an instance that the warnings name; past these, their number (``Partition.hot_keys`` has all).
+_NAMED_HOT_KEYS = 10
 CUTS_EDGE_BUDGET = 2_000_000
 MAX_CUTS = 8
 
@@ -390,8 +392,12 @@ def partition_key_graph(
         n_cuts = check_integer(n_cuts, "n_cuts", owner, lower=1)
     n_parts = len(topology.servers)
     hot = find_hot_keys(graph, topology, alpha)
-    for h in hot:
+    for h in hot[:_NAMED_HOT_KEYS]:
         logger.warning("alpha %.3f is infeasible: %s", alpha, h)
+    if len(hot) > _NAMED_HOT_KEYS:
+        logger.warning(
+            "alpha %.3f is infeasible for %d keys in all (the first %d named above)", alpha, len(hot), _NAMED_HOT_KEYS
+        )
 
     started = time.perf_counter()
     if n_parts == 1 or graph.n_vertices == 0:

@@ -51,6 +51,9 @@ _REFINE_ROUNDS = 8
 _MAX_REPAIR_ROUNDS = 100_000
 #: Heaviest keys per instance considered for a swap when no single move fits.
 _SWAP_CANDIDATES = 256
+#: Instances balance repair names when it gives up on them; past these, their number (thousands with many
+#: instances and keys heavier than any of them).
+_NAMED_STUCK = 10
 #: Keys x servers cells of edge weight computed at once in refinement (32 MB of float64).
 _CONNECTION_CELLS = 1 << 22
 
@@ -225,10 +228,22 @@ def _repair(state: _OperatorState) -> None:
     with a lighter key of another instance is tried; failing that, the move
     that most lowers the larger of the two excesses (source and target) is
     taken and the target is repaired in turn. Instances that cannot improve
-    are given up with a warning.
+    are given up with a warning (the first :data:`_NAMED_STUCK` by name, then their number).
     """
-    loads, bounds, weights, instance = state.loads, state.bounds, state.weights, state.instance
     stuck: set[int] = set()
+    try:
+        _repair_rounds(state, stuck)
+    finally:
+        if len(stuck) > _NAMED_STUCK:
+            logger.warning(
+                "operator %r: %d instances in all stay above their bounds (the first %d named above)",
+                state.op, len(stuck), _NAMED_STUCK,
+            )  # fmt: skip
+
+
+def _repair_rounds(state: _OperatorState, stuck: set[int]) -> None:
+    """:func:`_repair`'s rounds; the instances it gives up on are added to ``stuck``."""
+    loads, bounds, weights, instance = state.loads, state.bounds, state.weights, state.instance
     for _ in range(_MAX_REPAIR_ROUNDS):
         over = loads - bounds
         over[list(stuck)] = -np.inf
@@ -253,8 +268,9 @@ def _repair(state: _OperatorState) -> None:
                 state.move(cand[c], j)
                 moved = True
         if not moved and not _swap(state, src, cand, loss) and not _overshoot(state, src, cand, loss):
-            logger.warning("operator %r: instance %d stays above its bound; no key can move", state.op, src)
             stuck.add(src)
+            if len(stuck) <= _NAMED_STUCK:
+                logger.warning("operator %r: instance %d stays above its bound; no key can move", state.op, src)
     logger.warning("operator %r: balance repair stopped after %d rounds", state.op, _MAX_REPAIR_ROUNDS)
 
 

@@ -9,8 +9,9 @@ version 1 learned on the first third of the trace, versions 2 and 3 reconfigured
 before on the second and last thirds (each moves thousands of keys). While the job runs,
 ``locality switch flink`` (a subprocess, as a user runs it) first tries a switch with a wrong
 ``--from``, which is refused before anything stops; then a switch naming a state the job lacks,
-whose rewrite fails and which restarts the job on version 1 from the untouched savepoint; then
-switches 1 -> 2 and 2 -> 3. Every switch stops the job with a savepoint in the bucket
+whose rewrite fails and which restarts the job on version 1 from the untouched savepoint; then the
+store's S3 server is killed for 30 s while the job runs, and a switch tried meanwhile exits 75 naming the
+store; then switches 1 -> 2 and 2 -> 3. Every switch stops the job with a savepoint in the bucket
 (``s3://...``, written by Flink's S3 plugin), rewrites it there on the cluster
 (``locality-flink-state``'s ``RewriteSavepoint``, reading the store from the bucket too) and
 restarts the job from it.
@@ -21,7 +22,8 @@ was lost or counted twice, and a moved key's count went on where it was, on its 
 subtask); every key's final count is its number of records; in each rewritten savepoint (read
 back from the bucket) every key's state is under the new version's routing key, on its subtask,
 with the state it had, the moved keys are those of the migration plan, and the command's counts
-are the savepoint's; the failed rewrite left nothing in the bucket.
+are the savepoint's; the failed rewrite left nothing in the bucket; during the outage the job went on
+counting, the same job, and the switch took no savepoint.
 """
 
 from __future__ import annotations
@@ -51,17 +53,21 @@ from testbed.flink import install_s3_plugin
 from tests.conftest import REPO
 from tests.jvm.conftest import FLINK_EXAMPLES, FLINK_JVM_OPTIONS, JVM, TWEET_MAX_PARALLELISM, run_java
 from tests.jvm.flink_cluster import LocalFlinkCluster
+from tests.jvm.store_outage import Outage
 
 OPERATORS = ["location", "hashtag"]
 JOB = "io.locality.flink.job.TwoStageJob"
 SPECS = [f"{op}=count-per-{op}" for op in OPERATORS]
 BUCKET = "locality"
-#: Records per second the trace is replayed at: its 116,846 records take about 58 s of running.
-RATE = 2000
-#: Share of the trace processed before each switch: the refused ones, 1 -> 2, 2 -> 3. The last leaves 30 s
+#: Records per second the trace is replayed at: its 116,846 records take about 78 s of running.
+RATE = 1500
+#: Share of the trace processed before each switch: the refused ones, 1 -> 2, 2 -> 3. Between the refused
+#: ones and 1 -> 2 the store is out for 30 s (at most 39% of the trace at this rate). The last leaves 27 s
 #: of running: the command's checks before its stop (reading both versions from the bucket, the plan) took
 #: more than the 16 s that 35% at 2,500/s left, on this machine under load, and found the job finished.
-SWITCH_AT = (0.1, 0.25, 0.45)
+SWITCH_AT = (0.05, 0.5, 0.65)
+#: How long the store's S3 server is stopped while the job runs on version 1.
+OUTAGE_SECONDS = 30.0
 WAIT = 300.0
 
 
@@ -164,8 +170,34 @@ def switch(url: str, job: str, store: str, savepoints: str, *options: str, job_a
     return subprocess.run(command, capture_output=True, text=True, timeout=3 * WAIT, env=env)
 
 
+def store_out_while_running(aws, rest: FlinkRest, jobs: list[str], url: str, store: str, savepoints: str, job_args):
+    """The store's S3 server killed for :data:`OUTAGE_SECONDS` while the job runs; a switch tried meanwhile.
+
+    Returns the switch's process, the records the job counted from the outage's start to the first fresh
+    count after it and when that count came, whether it still ran the same job, and the savepoints in the
+    bucket before and after. (The JobManager's metrics of the job stood still while the store was out, the
+    job ran on: its rate-limited source could not have made up for a stall, so records counted over the
+    outage and a few seconds after are records counted during it.)
+    """
+    wait_for(rest, jobs, processed(rest, jobs) + 1000)  # the job restarted from its savepoint counts again
+    before = bucket_names(aws, savepoints)
+    with Outage(aws, "stopped") as outage:
+        outage.begin()
+        at_start = processed(rest, jobs)
+        tried = switch(url, jobs[-1], store, savepoints, "--to", "2", job_args=job_args)
+        time.sleep(max(0.0, outage.began + OUTAGE_SECONDS - time.time()))
+        same_job = running_job(rest) == jobs[-1]
+        outage.end()
+    stood_at, deadline = processed(rest, jobs), time.monotonic() + WAIT
+    while (counted := processed(rest, jobs)) == stood_at and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return {"switch": tried, "counted": counted - at_start, "counted_after_s": time.time() - outage.ended,
+            "same_job": same_job, "seconds": outage.seconds,
+            "savepoints": (before, bucket_names(aws, savepoints))}  # fmt: skip
+
+
 @pytest.fixture(scope="module")
-def run(versions, distribution, tmp_path_factory):
+def run(versions, distribution, tmp_path_factory, aws):
     """The whole run: the job on version 1, two refused switches, 1 -> 2, 2 -> 3, to the end of the trace."""
     store, records, work = versions
     total = sum(1 for _ in open(records))
@@ -190,6 +222,7 @@ def run(versions, distribution, tmp_path_factory):
         wrong_state = switch(cluster.url, first, store.location, savepoints, "--to", "2", job_args=job_args,
                              specs=[SPECS[0], SPECS[1] + ",state=counts"])  # fmt: skip
         jobs.append(running_job(rest, wrong_state))
+        outage = store_out_while_running(aws, rest, jobs, cluster.url, store.location, savepoints, job_args)
         switches = []
         for new, share in zip((2, 3), SWITCH_AT[1:]):
             wait_for(rest, jobs, int(share * total))
@@ -202,7 +235,7 @@ def run(versions, distribution, tmp_path_factory):
     lines = pd.concat([pd.read_json(p, lines=True, dtype={op: str for op in OPERATORS}) for p in parts])
     return {"wrong_from": wrong_from, "untouched": untouched, "wrong_state": wrong_state, "jobs": jobs,
             "switches": switches, "lines": lines, "parts": parts, "total": total, "savepoints": savepoints,
-            "store": store}  # fmt: skip
+            "store": store, "outage": outage}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -247,6 +280,24 @@ def test_a_failed_rewrite_restarts_the_job_on_its_version(run, aws):
     folders = {name.split("/")[0] for name in bucket_names(aws, run["savepoints"])}
     rewritten = {folder for folder in folders if folder.rsplit("-", 1)[-1].startswith("v")}
     assert rewritten == {s["rewritten"].removeprefix(run["savepoints"] + "/") for s in run["switches"]}
+
+
+def test_the_job_runs_on_through_a_store_outage_and_a_switch_then_exits_75(run):
+    outage, tried = run["outage"], run["outage"]["switch"]
+    print(
+        f"store stopped {outage['seconds']:.1f} s: the job counted {outage['counted']:,} records from its start to "
+        f"{outage['counted_after_s']:.1f} s after it; `locality switch flink` exit {tried.returncode} "
+        f"({tried.stderr.strip().splitlines()[-1]})"
+    )
+    assert outage["seconds"] >= OUTAGE_SECONDS
+    assert tried.returncode == 75, tried.stderr[-4000:]
+    assert f"the store {run['store'].location} cannot be reached" in tried.stderr and "stopping" not in tried.stderr
+    assert json.loads(tried.stdout)["exit_code"] == 75
+    # the job never noticed, and went on counting: a stall would leave at most the records after the outage
+    assert outage["same_job"] and outage["counted_after_s"] < 10
+    assert outage["counted"] >= RATE * (OUTAGE_SECONDS / 4 + outage["counted_after_s"])
+    before, after = outage["savepoints"]
+    assert after == before  # no savepoint taken
 
 
 def test_the_savepoints_are_in_the_bucket(run):
