@@ -70,9 +70,9 @@ METIS_WEIGHT_SCALE = 1 << 30
 #: Vertices per chunk when writing METIS's graph file (a few hundred MB of temporaries at the densest).
 _WRITE_CHUNK = 1 << 20
 
-#: Edges x cuts METIS may spend: 8 cuts up to 250,000 edges, then fewer, 1 from 2,000,000.
 #: Keys heavier than an instance that the warnings name; past these, their number (``Partition.hot_keys`` has all).
 _NAMED_HOT_KEYS = 10
+#: Edges x cuts METIS may spend: 8 cuts up to 250,000 edges, then fewer, 1 from 2,000,000.
 CUTS_EDGE_BUDGET = 2_000_000
 MAX_CUTS = 8
 

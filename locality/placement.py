@@ -290,6 +290,8 @@ def _swap(state: _OperatorState, src: int, cand: np.ndarray, loss: np.ndarray) -
     # The movable keys grouped by instance once (in key order within each): scanning every key for every
     # instance made a call O(instances x keys), and balance repair calls this for every stuck instance.
     movable = np.flatnonzero((weights > 0) & state.movable)
+    if movable.size == 0:
+        return False
     grouped = movable[np.argsort(state.instance[movable], kind="stable")]
     holders, starts = np.unique(state.instance[grouped], return_index=True)
     ends = np.append(starts[1:], grouped.size)
@@ -302,7 +304,7 @@ def _swap(state: _OperatorState, src: int, cand: np.ndarray, loss: np.ndarray) -
     lightest_fit = np.searchsorted(ours, their_weights + _EPS / 2, side="right")
     past_heaviest_fit = np.searchsorted(ours, their_weights + room + 2 * _EPS, side="right")
     some_fit = past_heaviest_fit > lightest_fit
-    hopeful = (holders != src) & np.logical_or.reduceat(some_fit, starts) if grouped.size else holders != src
+    hopeful = (holders != src) & np.logical_or.reduceat(some_fit, starts)
     for j, start, end in zip(holders[hopeful].tolist(), starts[hopeful].tolist(), ends[hopeful].tolist()):
         theirs = grouped[start:end]
         theirs = theirs[np.argsort(-weights[theirs], kind="stable")[:_SWAP_CANDIDATES]]

@@ -65,6 +65,7 @@ __all__ = [
     "operator_args",
     "read_counts",
     "run_switch",
+    "switch_command",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -308,13 +309,17 @@ def _interval(bed: Testbed, sink: SinkFolder, warmup: float, duration: float, st
     return interval, (began - start, ended - start)
 
 
+def switch_command(setup: SwitchSetup, job: str, job_args: list[str], operators: list[str]) -> list[object]:
+    """``locality switch flink`` of ``job`` to the store's current version, as the gateway runs it (``--json``)."""
+    return [sys.executable, "-m", "locality.cli", "switch", "flink",
+            "--rest", setup.cluster.url, "--job", job, "--store", setup.store,
+            "--savepoint-dir", setup.savepoints, "--jar", str(JAR), "--entry-class", MAIN,
+            *operators, "--json", "--", *job_args]  # fmt: skip
+
+
 def _switch_command(setup: SwitchSetup, job: str, job_args: list[str], operators: list[str]) -> dict:
-    """``locality switch flink`` to the store's current version, run in the gateway; its JSON document."""
-    command = [sys.executable, "-m", "locality.cli", "switch", "flink",
-               "--rest", setup.cluster.url, "--job", job, "--store", setup.store,
-               "--savepoint-dir", setup.savepoints, "--jar", str(JAR), "--entry-class", MAIN,
-               *operators, "--json", "--", *job_args]  # fmt: skip
-    done = setup.run_in_gateway(command, timeout=SWITCH_TIMEOUT)
+    """:func:`switch_command` run in the gateway; its JSON document."""
+    done = setup.run_in_gateway(switch_command(setup, job, job_args, operators), timeout=SWITCH_TIMEOUT)
     logger.info("locality switch flink: %s", done.stderr.strip())
     return json.loads(done.stdout)
 

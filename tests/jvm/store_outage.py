@@ -33,7 +33,7 @@ import pytest
 from testbed.network import Server, Testbed
 from testbed.s3server import S3Server
 
-__all__ = ["KINDS", "OUTAGES", "Outage", "own_s3_server"]
+__all__ = ["OUTAGES", "Outage", "own_s3_server"]
 
 #: The kinds of outage on loopback.
 OUTAGES = ("stopped", "unreachable")

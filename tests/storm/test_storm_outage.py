@@ -158,7 +158,7 @@ def storm_outage(request, geotweets, tmp_path_factory):
     with outage_setting(kind, work) as (place, s3, outage):
         records_file, out, tmp = place.work / "records.jsonl", place.work / "out", place.work / "tmp"
         place.write(records_file, records.to_json(orient="records", lines=True, force_ascii=False).encode())
-        place.write(tmp / ".keep", b"")
+        place.call(lambda: tmp.mkdir(parents=True, exist_ok=True))
         store = ConfigStore(f"s3://locality/storm-{kind}")
         place.call(lambda: store.publish(versions[1], fingerprint="storm-first-half"))
         command = [java(), f"-Djava.io.tmpdir={tmp}", "-cp", classpath(STORM_EXAMPLES)]

@@ -36,7 +36,6 @@ moved keys' state moved with them) and the sinks counted every record once.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,12 +52,13 @@ from locality.store import ConfigStore
 from locality.topology import Topology
 from testbed import Server, Testbed
 from testbed.flink import FlinkCluster, flink_home_of
-from testbed.replay import JAR, MAIN, Routing, idle_rates, job_overhead, run_bounded
+from testbed.replay import Routing, idle_rates, job_overhead, run_bounded
 from testbed.s3server import S3Server, object_store
-from testbed.switch import TRACE_PATH, SwitchSetup, operator_args, run_switch, stage_trace
+from testbed.switch import TRACE_PATH, SwitchSetup, operator_args, run_switch, stage_trace, switch_command
 from testbed.workload import flink_record_bytes, write_replay_trace
 from tests.conftest import trace_keys
 from tests.flink.conftest import ensure_flink_env
+from tests.jvm.store_outage import Outage
 
 TASKMANAGERS = 3
 PADDING = 1024
@@ -114,20 +114,16 @@ def store_out_then(setup: SwitchSetup, store_server, keys: list[str], online_job
     def publish() -> dict:
         seen["called"] = time.time()
         (seen["job"],) = [j["id"] for j in cluster.rest("/jobs")["jobs"] if j["status"] == "RUNNING"]
-        command = [sys.executable, "-m", "locality.cli", "switch", "flink", "--rest", cluster.url,
-                   "--job", seen["job"], "--store", STORE, "--savepoint-dir", SAVEPOINTS, "--jar", str(JAR),
-                   "--entry-class", MAIN, *operator_args(keys), "--", "--store", STORE]  # fmt: skip
-        began = time.time()
-        bed.drop_link(store_server)
-        try:
+        command = switch_command(setup, seen["job"], ["--store", STORE], operator_args(keys))
+        with Outage(setup.s3, "dropped", link=(bed, store_server)) as outage:
+            outage.begin()
             switch = bed.run(setup.gateway, command, env=setup.gateway_env(), check=False, timeout=300)
-            seen["switch"] = (switch.returncode, switch.stderr.strip(), time.time() - began)
-            time.sleep(max(0.0, began + OUTAGE_SECONDS - time.time()))
+            seen["switch"] = (switch.returncode, switch.stderr.strip(), time.time() - outage.began)
+            time.sleep(max(0.0, outage.began + OUTAGE_SECONDS - time.time()))
             seen["state"] = cluster.state(seen["job"])
             seen["exceptions"] = cluster.rest(f"/jobs/{seen['job']}/exceptions")["exceptionHistory"]["entries"]
-        finally:
-            bed.restore_link(store_server)
-            seen["window"] = (began, time.time())
+            outage.end()
+        seen["window"] = (outage.began, outage.ended)
         listed = bed.call_in(store_server, lambda: setup.s3.client().list_objects_v2(Bucket=BUCKET, Prefix="savepoint"))
         seen["savepoints"] = [o["Key"] for o in listed.get("Contents", [])]
         return online_job()
@@ -137,7 +133,8 @@ def store_out_then(setup: SwitchSetup, store_server, keys: list[str], online_job
 
 @dataclass(frozen=True)
 class FlinkTestbed:
-    """The cluster and who runs what; ``tsv``, the host's copy of the trace (no server may see it)."""
+    """The cluster and who runs what; ``tsv``, the host's copy of the trace (no server may see it), and
+    ``parquet``, the same records for the library."""
 
     bed: Testbed
     flink: FlinkCluster
@@ -146,7 +143,7 @@ class FlinkTestbed:
     s3: S3Server
     keys: list[str]
     tsv: Path
-    work: Path
+    parquet: Path
 
     def in_gateway(self, function, timeout: float = PUBLISH_TIMEOUT):
         return self.bed.call_in(self.gateway, function, timeout=timeout)
@@ -157,7 +154,7 @@ def testbed(geotweets, tmp_path_factory):
     """The six servers, the object store holding the trace, the Flink cluster; the library's AWS variables set."""
     work = tmp_path_factory.mktemp("flink-testbed")
     keys = trace_keys("geotweets")
-    tsv, _ = write_replay_trace(geotweets, keys, work)  # the host's: no server sees it
+    tsv, parquet = write_replay_trace(geotweets, keys, work)  # the host's: no server sees it
     try:
         home = flink_home_of(ensure_flink_env().root)
     except RuntimeError as error:
@@ -170,16 +167,15 @@ def testbed(geotweets, tmp_path_factory):
             for name, value in s3.env.items():  # for the library, called in the gateway
                 env.setenv(name, value)
             flink = FlinkCluster(bed, jobmanager, taskmanagers, work / "cluster", home, s3_env=s3.env).start()
-            yield FlinkTestbed(bed, flink, gateway, store_server, s3, keys, tsv, work)
+            yield FlinkTestbed(bed, flink, gateway, store_server, s3, keys, tsv, parquet)
 
 
 @pytest.fixture(scope="module")
 def replay(testbed, geotweets):
     """The bytes check's trace on every TaskManager, the tables in the bucket, what ``locality evaluate`` says of
     them, each record's size on the wire, and the idle cluster's traffic."""
-    work, keys = testbed.work, testbed.keys
-    _, parquet = write_replay_trace(geotweets, keys, work / "evaluate")
-    records = pd.read_parquet(parquet)  # the job's records, as its trace file holds them
+    keys = testbed.keys
+    records = pd.read_parquet(testbed.parquet)  # the job's records, as its trace file holds them
     topology = Topology.uniform(keys, TASKMANAGERS)
     graph = count_keys(records, keys).graph()
     config = optimize(graph, topology, make_fallbacks(topology, "flink")).config  # `locality optimize --hash flink`

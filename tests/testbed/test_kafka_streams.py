@@ -114,17 +114,6 @@ def wait_for_event(layout: Layout, work: Path, instances, event: str, at_least: 
     pytest.fail(f"no instance logged '{event}' for a point from {at_least} within {PROGRESS_TIMEOUT:.0f} s")
 
 
-def wait_for_output(layout: Layout, work: Path, instances, output: TopicCount, expected: int) -> float:
-    """Wait until the output topic holds ``expected`` records, counted in the gateway (bounded); when it did."""
-    deadline = time.monotonic() + PROGRESS_TIMEOUT
-    while (counted := layout.in_gateway(output.now)) < expected:
-        fail_if_exited(instances, work)
-        if time.monotonic() > deadline:
-            pytest.fail(f"{counted:,} of {expected:,} output records within {PROGRESS_TIMEOUT:.0f} s", pytrace=False)
-        time.sleep(0.5)
-    return time.time()
-
-
 def cannot_open(bed: Testbed, server, path: Path) -> bool:
     """Neither a process of ``server`` nor a thread that entered it can open ``path``."""
     process = bed.run(server, ["cat", str(path)], check=False)
@@ -179,20 +168,21 @@ def testbed_run(geotweets, tmp_path_factory):
                     )
                     run["unseen"] = [cannot_open(bed, s, on_host / "CURRENT") for s in layout.instances.values()]
                     sealed = int((records["point"] < t1).sum())
+                    # Made in the gateway, the consumer's threads (its I/O) stay there: it is read from here.
                     output = layout.in_gateway(lambda: TopicCount(broker, OUTPUT))
                     with Outage(s3, "dropped", link=(bed, layout.store)) as outage:
                         outage.begin()
                         layout.in_gateway(lambda: produce_at_points(broker, INPUT, records.iloc[:sealed]), 180)
-                        through = wait_for_output(layout, work, instances, output, sealed)
+                        through = output.wait_for(sealed, instances, work, "before the seal, the store's link dropped")
                         run["sealed_through_s"] = through - outage.began
                         layout.in_gateway(lambda: produce_at_points(broker, INPUT, records.iloc[sealed:]), 180)
                         wait_for_event(layout, work, instances, "waiting", t1)  # a record at T1 waits at the seal
                         while time.time() < outage.began + OUTAGE_SECONDS:
                             fail_if_exited(instances, work)
                             time.sleep(1.0)
-                        run["counted_while_out"] = layout.in_gateway(output.now)
+                        run["counted_while_out"] = output.now()
                         outage.end()
-                    layout.in_gateway(output.close)
+                    output.close()
                     run["outage"] = (outage.began * 1000, outage.ended * 1000)
 
                     def publish_second() -> float:
