@@ -117,10 +117,11 @@ class SpaceSaving:
     ``mu_S`` (an upper bound of ``f_S(x)``), and ``E_S(x) = e_S(x)`` or ``mu_S``
     likewise. Merging S and T forms, for every key of either, the candidate
     ``(C_S + C_T, E_S + E_T)`` and keeps the ``m`` largest counts (ties: smaller
-    error, then older counter). Buffered batches are a sketch T with their exact
-    counts and ``mu_T = 0``; a single update is a batch of one key (on a full
-    sketch it replaces a counter of count ``mu``, the one in the lowest slot
-    among ties).
+    error, then older counter: S's in slot order, then T's new keys in T's slot
+    order, which the Java twin ``io.locality.sketch.SpaceSaving`` keeps too).
+    Buffered batches are a sketch T with their exact counts and ``mu_T = 0``; a
+    single update is a batch of one key (on a full sketch it replaces a counter
+    of count ``mu``, the one in the lowest slot among ties).
 
     **Invariants** (hold for an empty sketch, kept by every merge):
     (I1) ``c(x) - e(x) <= f(x) <= c(x)`` for monitored keys;
@@ -463,7 +464,9 @@ class SpaceSaving:
         count[mine], error[mine] = self._count, self._error
         other_count, other_error = (np.full(len(groups.rows), other_min) for _ in range(2))
         other_count[theirs], other_error[theirs] = counts, errors
-        rows = np.concatenate([mine, _new_groups(groups)])  # self's counters first, in their order
+        # Self's counters first, in their order, then other's new keys in other's order: the order is the
+        # sketches' own, not the grouping's, so the Java twin (io.locality.sketch.SpaceSaving) keeps the same.
+        rows = np.concatenate([mine, _new_groups(groups, theirs)])
         self._keep(groups.keys, rows, (count + other_count)[rows], (error + other_error)[rows])
         self._total += added
         return self
@@ -806,11 +809,12 @@ class _Block(NamedTuple):
     rows: int
 
 
-def _new_groups(groups: grouping.Groups) -> np.ndarray:
-    """The groups that hold no counter of the sketch (its keys were the first block), in group order."""
+def _new_groups(groups: grouping.Groups, at: np.ndarray | None = None) -> np.ndarray:
+    """The groups that hold no counter of the sketch (its keys were the first block), in group order; or, given
+    ``at`` (the groups of another sketch's counters, in its slot order), those of ``at``, in that order."""
     new = np.ones(len(groups.rows), dtype=bool)
     new[groups.at[0]] = False
-    return np.flatnonzero(new)
+    return np.flatnonzero(new) if at is None else at[new[at]]
 
 
 def _buffered(col: Column) -> Any:
@@ -824,7 +828,7 @@ def _largest(count: np.ndarray, error: np.ndarray, m: int) -> np.ndarray | None:
     """Return the sorted positions of the ``m`` largest counts (None: keep all).
 
     Ties at the threshold keep the smaller error first (tighter bounds), then the
-    earlier position (older counters, then new keys in group order), so the
+    earlier position (older counters, then new keys in the order they came), so the
     choice is deterministic.
     """
     size = len(count)
