@@ -58,6 +58,7 @@ from locality.errors import JobError, LocalityError, StoreBusyError, StoreError,
 from locality.hashing import ENGINES
 from locality.migration import SPLIT_MERGES
 from locality.rebalance import TABLE_METHODS
+from locality.report import format_sketches
 
 __all__ = ["main", "cli", "ExitCode"]
 
@@ -134,25 +135,26 @@ def _forecast(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     return value
 
 
-def _trace_or_card(ctx: click.Context, param: click.Parameter, value: str) -> str:
+def _trace_or_card(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """TRACE is a path, a directory or a glob, or the name of a shared dataset card (``locality datasets``)."""
     from locality.datasets.catalog import catalog
 
-    if Path(value).exists() or any(c in value for c in "/*?["):
+    if value is None or Path(value).exists() or any(c in value for c in "/*?["):
         return value
     cards = catalog()
     return str(cards[value].path) if value in cards and cards[value].shared else value
 
 
-trace_argument = click.argument("trace", callback=_trace_or_card)
+def _trace_option_list(*, weight: bool = True, ts_default: str | None = None, required: bool = True) -> list[Callable]:
+    """TRACE and the options naming its columns, time range, format and encoding (one spelling for every command).
 
-
-def _trace_option_list(*, weight: bool = True, ts_default: str | None = None) -> list[Callable]:
-    """TRACE and the options naming its columns, time range, format and encoding (one spelling for every command)."""
+    ``required=False``: TRACE and ``--keys`` may be left out (``reconfigure --sketches`` reads no trace);
+    the command then checks them itself (:func:`_required`).
+    """
     ts_help = "Timestamp column" + (" (needed for --start/--end)." if ts_default is None else ".")
     return [
-        trace_argument,
-        click.option("--keys", required=True, help="Key columns in operator order, comma-separated."),
+        click.argument("trace", callback=_trace_or_card, required=required),
+        click.option("--keys", required=required, help="Key columns in operator order, comma-separated."),
         *(
             [click.option("--weight", help="Column with each row's weight (count or bytes); default 1.")]
             if weight
@@ -172,6 +174,14 @@ def _trace_option_list(*, weight: bool = True, ts_default: str | None = None) ->
             "default utf-8.",
         ),
     ]
+
+
+def _required(trace: str | None, keys: str | None) -> None:
+    """What click says of a missing TRACE or ``--keys``, for a command whose trace is optional."""
+    if trace is None:
+        raise click.UsageError("Missing argument 'TRACE'.")
+    if keys is None:
+        raise click.UsageError("Missing option '--keys'.")
 
 
 def trace_options(command: Callable) -> Callable:
@@ -450,9 +460,21 @@ def _columns_of_operators(keys: Sequence[str], operators: Sequence[str], version
 
 
 @cli.command()
-@trace_options
+@functools.partial(_apply, options=_trace_option_list(required=False))
 @store_option
-@click.option("--window", help="Use the last WINDOW of the trace before its latest ts (e.g. 7D, 24h).")
+@click.option(
+    "--sketches",
+    is_flag=True,
+    help="Read the window's sketches the engines published into the store's sketches/ instead of a trace "
+    "(docs/store-protocol.md#sketches-the-engines-publish): no TRACE, no Spark; the operators come from the "
+    "sketches, in the order their hops chain (--keys, if given, must name them so). --window, --start and --end "
+    "select the intervals; an interval straddling the window's bounds is left out.",
+)
+@click.option(
+    "--window",
+    help="Use the last WINDOW of the trace before its latest ts (e.g. 7D, 24h); with --sketches, the last "
+    "WINDOW of the intervals, ending at the newest one's end.",
+)
 @click.option("--newest-files", type=int, help="Use only the newest N files of the trace directory.")
 @click.option(
     "--min-gain",
@@ -534,6 +556,7 @@ def reconfigure(
     fmt,
     encoding,
     store,
+    sketches,
     window,
     newest_files,
     min_gain,
@@ -575,26 +598,15 @@ def reconfigure(
     re-optimization when its extra locality pays for the extra state, by --min-gain). With --rebalance
     the run adjusts the tables in force to the window's loads (no METIS, no new statistics) and
     publishes when a key moves.
+
+    With --sketches the run reads no trace: the window's sketches, which the engines published into the
+    store's sketches/, are merged into its counts (docs/store-protocol.md), and no Spark starts.
     """
-    import dataclasses
-
-    from pipelines.online import run
-    from pipelines.params import OnlineParams
-    from pipelines.progress import Stages
-    from pipelines.trace import last_window, window_length
-
-    spec = _trace_spec(trace, keys, weight, ts, start, end, fmt, encoding, state=state_column, newest=newest_files)
-    topology = None
-    if servers is not None or topology_file:
-        topology = _topology(list(spec.keys), servers, instances_per_server, topology_file)
-    params = OnlineParams(
-        trace=spec,
+    deployment = {"servers": servers, "instances_per_server": instances_per_server, "topology_file": topology_file}
+    options = dict(
         store=store,
-        topology=topology,
         alpha=alpha,
         hash=hash,
-        capacity=capacity,
-        exact=exact,
         top_pairs=top_pairs,
         max_entries=max_entries,
         decay=decay,
@@ -613,16 +625,25 @@ def reconfigure(
         switch_after=switch_after,
         incremental=incremental,
         lock_timeout=lock_timeout,
-        window=window,
     )
-    if window:
-        window_length(spec, window)
-    _check_before_spark(spec, store)
-    spark = _session(master)
-    if window:
-        params = dataclasses.replace(params, trace=last_window(spark, spec, window))
-    with Stages(show=not quiet) as stages:
-        outcome = run(spark, params, stages)
+    if sketches:
+        trace_only = {
+            "TRACE": trace,
+            "--weight": weight,
+            "--ts": ts,
+            "--format": fmt,
+            "--encoding": encoding,
+            "--newest-files": newest_files,
+            "--state": state_column,
+            "--exact": exact,
+            "--master": master,
+        }
+        bounds = (start, end, window)
+        outcome = _reconfigure_from_sketches(options, trace_only, keys, bounds, deployment, capacity, quiet)
+    else:
+        _required(trace, keys)
+        spec = _trace_spec(trace, keys, weight, ts, start, end, fmt, encoding, state=state_column, newest=newest_files)
+        outcome = _reconfigure_from_trace(options, spec, window, deployment, capacity, exact, quiet, master)
     verb = "published version" if outcome["published"] else "kept version"
     before = outcome["locality_before"]
     text = (
@@ -639,7 +660,75 @@ def reconfigure(
         loads = outcome["served"]["loads"]
         served = ", ".join(f"{op} {max(v):,.0f} / {sum(v) / len(v):,.0f}" for op, v in loads.items())
         text += f"\n  served since {outcome['served']['since']} (most / mean per instance): {served}"
+    if "sketches" in outcome:
+        text += "\n" + "\n".join(format_sketches(outcome["sketches"]))
     _emit(as_json, outcome, text)
+
+
+def _reconfigure_from_trace(
+    options: dict, spec, window: str | None, deployment: dict, capacity: int, exact: bool, quiet: bool, master
+) -> dict:
+    """``reconfigure`` on a trace: the window counted by the Spark job (:func:`pipelines.online.run`)."""
+    from pipelines.online import run
+    from pipelines.params import OnlineParams
+    from pipelines.progress import Stages
+    from pipelines.trace import last_window, window_length
+
+    topology = _topology(list(spec.keys), **deployment) if _deployment_given(deployment) else None
+    params = OnlineParams(trace=spec, topology=topology, capacity=capacity, exact=exact, window=window, **options)
+    if window:
+        window_length(spec, window)
+    _check_before_spark(spec, options["store"])
+    spark = _session(master)
+    if window:
+        params = dataclasses.replace(params, trace=last_window(spark, spec, window))
+    with Stages(show=not quiet) as stages:
+        return run(spark, params, stages)
+
+
+def _reconfigure_from_sketches(
+    options: dict, trace_only: dict, keys: str | None, bounds: tuple, deployment: dict, capacity: int, quiet: bool
+) -> dict:
+    """``reconfigure --sketches``: the engines' sketches of the window, merged (:func:`pipelines.online.run_sketches`).
+
+    No Spark starts. The options that describe a trace are refused, naming them; so is ``--capacity``:
+    the engines chose the sketches' capacity. The operators come from the sketches (``--keys`` checks them).
+    """
+    from locality.engine_sketches import SketchSelection
+    from locality.store import ConfigStore
+    from pipelines.online import run_sketches
+    from pipelines.params import OnlineParams
+    from pipelines.progress import Stages
+
+    given = [name for name, value in trace_only.items() if value not in (None, False)]
+    if click.get_current_context().get_parameter_source("capacity") is click.core.ParameterSource.COMMANDLINE:
+        given.append("--capacity")
+    if given:
+        raise click.UsageError(
+            f"--sketches reads the engines' sketches, not a trace: leave out {', '.join(given)} (a trace's; "
+            "the sketches' capacity is the one the engines chose; no Spark runs)"
+        )
+    start, end, last = bounds
+    selection = SketchSelection(start=start, end=end, last=last)
+    # checked before the sketches are read: the parameters (capacity: the sketches', set once they are read)
+    params = OnlineParams(trace=None, sketches=selection, **options)
+    ConfigStore(options["store"]).check_writable()
+    with Stages(show=not quiet) as stages:
+        with stages.stage("read the engines' sketches"):
+            sketches = selection.read(options["store"])
+        operators = list(sketches.operators)
+        if keys is not None and _keys(keys) != operators:
+            raise TopologyError(
+                f"--keys names the operators {_keys(keys)}; the sketches' hops chain {operators} (in that order)"
+            )
+        topology = _topology(operators, **deployment) if _deployment_given(deployment) else None
+        params = dataclasses.replace(params, topology=topology, capacity=sketches.capacity)
+        return run_sketches(params, sketches, stages)
+
+
+def _deployment_given(deployment: dict) -> bool:
+    """Whether ``--servers`` or ``--topology`` name a deployment."""
+    return deployment["servers"] is not None or bool(deployment["topology_file"])
 
 
 @cli.command("replay")

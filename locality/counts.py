@@ -11,7 +11,7 @@ resetting its statistics each time as the paper does.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from locality.errors import InvalidParameterError, SerializationError
 from locality.graph import KeyGraph, build_key_graph
 from locality.sketch import SpaceSaving
 
-__all__ = ["KeyCounts", "count_keys", "blend"]
+__all__ = ["KeyCounts", "count_keys", "blend", "sketch_error_bounds"]
 
 
 @dataclass
@@ -93,6 +93,36 @@ class KeyCounts:
         directory = Path(directory)
         return cls.from_files(lambda name: (directory / name).read_bytes(), str(directory))
 
+    @classmethod
+    def from_sketches(
+        cls,
+        operators: Sequence[str],
+        pair_sketches: Sequence[SpaceSaving],
+        load_sketches: Sequence[SpaceSaving],
+        *,
+        top_pairs: int | None = None,
+        totals: Mapping[str, float] | None = None,
+    ) -> KeyCounts:
+        """Counts of merged sketches: each hop's pairs and each operator's keys with their estimates.
+
+        ``pair_sketches[i]`` (arity 2) counts the hop from ``operators[i]`` to
+        ``operators[i + 1]``, ``load_sketches[i]`` (arity 1) the keys of
+        ``operators[i]``; ``top_pairs`` keeps the heaviest pairs of each hop.
+        ``totals`` defaults to each load sketch's total weight.
+        """
+        operators = list(operators)
+        pair_counts = [
+            sketch.top_k(top_pairs)[["key0", "key1", "estimate"]].rename(columns={"estimate": "weight"})
+            for sketch in pair_sketches
+        ]
+        key_loads = {
+            op: sketch.top_k()[["key", "estimate"]].rename(columns={"estimate": "weight"})
+            for op, sketch in zip(operators, load_sketches)
+        }
+        if totals is None:
+            totals = {op: float(sketch.total_weight) for op, sketch in zip(operators, load_sketches)}
+        return cls(operators, pair_counts, key_loads, dict(totals))
+
 
 def count_keys(
     trace: pd.DataFrame,
@@ -120,15 +150,26 @@ def count_keys(
             key_loads[op] = loads.rename(columns={op: "key"})
         return KeyCounts(operators, pair_counts, key_loads, totals)
     weights = w if weight else None
+    pair_sketches, load_sketches = [], []
     for a, b in zip(operators, operators[1:]):
-        sketch = SpaceSaving(capacity, arity=2)
-        sketch.update_batch([frame[a], frame[b]], weights)
-        pair_counts.append(sketch.top_k()[["key0", "key1", "estimate"]].rename(columns={"estimate": "weight"}))
+        pair_sketches.append(SpaceSaving(capacity, arity=2))
+        pair_sketches[-1].update_batch([frame[a], frame[b]], weights)
     for op in operators:
-        sketch = SpaceSaving(capacity)
-        sketch.update_batch(frame[op], weights)
-        key_loads[op] = sketch.top_k()[["key", "estimate"]].rename(columns={"estimate": "weight"})
-    return KeyCounts(operators, pair_counts, key_loads, totals)
+        load_sketches.append(SpaceSaving(capacity))
+        load_sketches[-1].update_batch(frame[op], weights)
+    return KeyCounts.from_sketches(operators, pair_sketches, load_sketches, totals=totals)
+
+
+def sketch_error_bounds(
+    operators: Sequence[str], pair_sketches: Sequence[SpaceSaving], load_sketches: Sequence[SpaceSaving]
+) -> dict[str, float]:
+    """Each sketch's ``min_count`` by name (``"a->b"`` for a hop, the operator's name for its keys).
+
+    It is the most any count of the sketch over-estimates, and the most a key
+    it does not count may weigh (0 while the sketch never filled up).
+    """
+    names = [f"{a}->{b}" for a, b in zip(operators, operators[1:])] + list(operators)
+    return {name: float(s.min_count) for name, s in zip(names, [*pair_sketches, *load_sketches])}
 
 
 def blend(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["format_summary", "format_evaluation"]
+__all__ = ["format_summary", "format_evaluation", "format_sketches"]
 
 
 def _pct(value: float) -> str:
@@ -26,6 +26,26 @@ def format_evaluation(figures: Mapping, title: str) -> list[str]:
     return lines
 
 
+def format_sketches(sketches: Mapping) -> list[str]:
+    """Lines for the engines' sketches a run read (``SketchWindow.summary()``): what, and how exact."""
+    window = sketches["window"]
+    lines = [
+        f"sketches: {sketches['intervals']:,} intervals from {window['start']} to {window['end']}"
+        f" ({sketches['intervals_left_out']:,} straddling the window left out), {sketches['publishers']:,} publishers,"
+        f" {sketches['objects']:,} objects, {sketches['bytes']:,} bytes",
+        f"  sketch capacity {sketches['capacity']:,}, count error <= {sketches['error_bound']:g}"
+        f" ({sketches['error_bound_share']:.3%} of the window's weight; a priori total/capacity"
+        f" {sketches['apriori_error_bound']:g})",
+    ]
+    exact = sketches["exact_capacity"]
+    if exact is None:
+        lines.append("  the sketches held every key of the window: the counts are exact")
+    else:
+        least = "at least " if sketches["exact_capacity_is_lower_bound"] else ""
+        lines.append(f"  a capacity of {least}{exact:,} would have made them exact (error 0)")
+    return lines
+
+
 def format_summary(report: Mapping) -> str:
     """A short text summary of an ``optimize`` / ``reconfigure`` report."""
     lines = []
@@ -40,7 +60,9 @@ def format_summary(report: Mapping) -> str:
     elif "version" in report:
         lines.append(f"version {report['version']} (previous {report.get('previous_version')})")
     counting = report.get("counting")
-    if counting:
+    if counting and counting["mode"] == "sketches":
+        lines += format_sketches(counting["sketches"])
+    elif counting:
         dropped = {k: v for k, v in counting["dropped"].items() if v}
         lines.append(
             f"trace: {counting['rows']:,} rows read, counted {counting['mode']}"

@@ -30,14 +30,23 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from locality.counts import KeyCounts
+from locality.counts import KeyCounts, sketch_error_bounds
 from locality.defaults import DEFAULT_CAPACITY
+from locality.engine_sketches import SketchWindow
 from locality.errors import TraceError
 from locality.sketch import SpaceSaving
 from pipelines.parquet_scan import ParquetScan
 from pipelines.trace import REPLACEMENT, TraceSpec, spark_read_errors
 
-__all__ = ["TraceCounts", "count_trace", "sketch_trace", "count_trace_exact", "DROP_REASONS", "KEY_REASONS"]
+__all__ = [
+    "TraceCounts",
+    "EngineSketchCounts",
+    "count_trace",
+    "sketch_trace",
+    "count_trace_exact",
+    "DROP_REASONS",
+    "KEY_REASONS",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +128,36 @@ class TraceCounts(KeyCounts):
             },
             "pair_coverage": self.coverage(),
         }
+
+
+@dataclass
+class EngineSketchCounts(TraceCounts):
+    """:class:`TraceCounts` of the engines' sketches of a window (no trace read): what was read, how exact.
+
+    ``rows`` is the first operator's total weight (the records, when the
+    engines weigh each record 1); nothing is dropped; ``sketches`` is
+    :meth:`locality.engine_sketches.SketchWindow.summary`.
+    """
+
+    sketches: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, window: SketchWindow) -> EngineSketchCounts:
+        counts = window.counts
+        return cls(
+            list(counts.operators),
+            counts.pair_counts,
+            counts.key_loads,
+            counts.totals,
+            rows=int(round(counts.total_weight)),
+            mode="sketches",
+            error_bound=window.error_bound,
+            capacity=window.capacity,
+            sketches=window.summary(),
+        )
+
+    def summary(self) -> dict:
+        return {**super().summary(), "sketches": self.sketches}
 
 
 def _no_drops(keys: Sequence[str]) -> tuple[dict, dict]:
@@ -371,17 +410,12 @@ def sketch_trace(
     total = float(load_sketches[0].total_weight)
     _check_not_empty(total, rows, drops)
     _check_decoded(df, {key: (n, example) for key, (n, example) in undecoded.items() if n})
-    pair_counts = []
-    for sketch in pair_sketches:
-        table = sketch.top_k(top_pairs)[["key0", "key1", "estimate"]].rename(columns={"estimate": "weight"})
-        pair_counts.append(table)
-    key_loads = {
-        k: s.top_k()[["key", "estimate"]].rename(columns={"estimate": "weight"}) for k, s in zip(keys, load_sketches)
-    }
-    names = [f"{a}->{b}" for a, b in zip(keys, keys[1:])] + keys
-    bounds = {name: float(s.min_count) for name, s in zip(names, merged)}
+    sketched = KeyCounts.from_sketches(
+        keys, pair_sketches, load_sketches, top_pairs=top_pairs, totals=dict.fromkeys(keys, total)
+    )
+    bounds = sketch_error_bounds(keys, pair_sketches, load_sketches)
     counts = TraceCounts(
-        keys, pair_counts, key_loads, dict.fromkeys(keys, total), rows, drops[0], drops[1], "sketch", bounds, capacity
+        keys, sketched.pair_counts, sketched.key_loads, sketched.totals, rows, *drops, "sketch", bounds, capacity
     )
     _log_drops(counts)
     return counts

@@ -33,6 +33,11 @@ neighbour server and publishes the split plans in the tables
 states fold home when a split ends (moves in the plan) or are merged
 downstream (no moves).
 
+Instead of a trace, a run may read the window's sketches the engines
+published into the store (:func:`run_sketches`, ``locality reconfigure
+--sketches``: :mod:`locality.engine_sketches`): merged, they are the window's
+counts, with their error bound; no Spark runs, and the rest is the same.
+
 The job is thin: it reads and counts the window with Spark (and, with a
 balance window, replays what was served since it began), and hands the rest
 to the library (:func:`locality.online.run_window`); the state it keeps
@@ -55,17 +60,19 @@ from __future__ import annotations
 import logging
 
 from locality._validation import boundary
+from locality.engine_sketches import SketchWindow
+from locality.errors import TopologyError
 from locality.online import Window, ahead, deployment, run_window
 from locality.rebalance import BASE_AWARE
 from locality.routing import RoutingConfiguration
 from locality.store import ConfigStore
-from pipelines.counting import read_and_count
+from pipelines.counting import EngineSketchCounts, read_and_count
 from pipelines.params import OnlineParams
 from pipelines.progress import Stages
 from pipelines.served import ServedLoads
 from pipelines.trace import check_trace
 
-__all__ = ["run"]
+__all__ = ["run", "run_sketches"]
 
 logger = logging.getLogger(__name__)
 
@@ -96,17 +103,10 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
     store.check_writable()
     check_trace(params.trace)
     window = Window(params.window_key(), tuple(params.trace.keys), *params.trace.time_range(), bool(params.trace.state))
-    recorded = _recorded(store, window.name)
+    recorded, current_version, current = _before_counting(store, params, window)
     if recorded is not None:
         return recorded
-    # Fail before counting when the store cannot take this run (checked again under the lock).
-    current_version = store.current_version()
-    current = store.get(current_version).config if current_version is not None else None
-    deployment(params, window, current)
     keys = list(params.trace.keys)
-    if params.rebalance in BASE_AWARE:
-        ahead(params, window)  # the window's length and what lies ahead are known before counting
-
     df, counts = read_and_count(spark, params, stages, what="window")
     if params.trace.state:
         state = _state_sizes(df, keys, params.trace.state)
@@ -122,10 +122,7 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
         recorded = _recorded(store, window.name)  # another run may have decided this window while we counted
         if recorded is not None:
             return recorded
-        in_force = store.current_version()
-        if in_force != current_version:  # another writer moved CURRENT meanwhile: route as it says now
-            # a balance window needs a version in force: with a ledger, get() says the store has none
-            current = store.get(in_force).config if in_force is not None or ledger is not None else None
+        in_force, current = _in_force(store, current_version, current, ledger is not None)
         if ledger is not None:
             stored = _ledger(store, params, current)
             if in_force != current_version or stored.until != ledger.until:
@@ -133,20 +130,123 @@ def run(spark, params: OnlineParams, stages: Stages | None = None) -> dict:
                 served = _served(spark, params, stored, current)
         if served is not None:  # before publishing: a run killed after it counts nothing twice when rerun
             served.write(store)
-        outcome = run_window(
-            store,
-            params,
-            window,
-            counts,
-            state,
-            previous_version=in_force,
-            current=current,
-            served=served,
-            switch_point=params.switch_point(),
-            stage=stages.stage,
+        return _decided(store, params, window, counts, state, (in_force, current), stages, served=served)
+
+
+@boundary
+def run_sketches(params: OnlineParams, sketches: SketchWindow | None = None, stages: Stages | None = None) -> dict:
+    """One reconfiguration run on the engines' sketches of a window (``params.sketches``): no trace, no Spark.
+
+    The window's sketches (``sketches``, or read from the store as
+    ``params.sketches`` selects them) are the counts; each key's state is its
+    load there. The window is named ``sketches-<from>-<to>-<identity>``
+    (:meth:`OnlineParams.sketch_window_name`): a rerun on the same sketches
+    returns the recorded outcome with ``rerun`` set. The outcome's
+    ``sketches`` says what was read and how exact it is
+    (:meth:`locality.engine_sketches.SketchWindow.summary`).
+
+    Raises
+    ------
+    StoreError
+        The store has no sketches, none in the window, or sketches that cannot be merged (the message names them).
+    TopologyError
+        The topology's operators are not the sketches' (in chain order).
+    StoreBusyError
+        Another writer held the store for ``params.lock_timeout`` seconds.
+    """
+    stages = stages or Stages(show=False)
+    store = ConfigStore(params.store, lock_timeout=params.lock_timeout, job="locality reconfigure")
+    store.check_writable()
+    if sketches is None:
+        with stages.stage("read the engines' sketches"):
+            sketches = params.sketches.read(store)
+    if params.topology is not None and tuple(params.topology.operators) != sketches.operators:
+        raise TopologyError(
+            f"the topology's operators {list(params.topology.operators)} must be the sketches' operators, in the "
+            f"order their hops chain: {list(sketches.operators)}"
         )
-        store.record_decision(window.name, outcome)
+    span = sketches.span
+    window = Window(params.sketch_window_name(sketches), sketches.operators, span.start_time, span.end_time)
+    recorded, current_version, current = _before_counting(store, params, window)
+    if recorded is not None:
+        return recorded
+    counts = EngineSketchCounts.of(sketches)
+    state = {op: counts.key_load(op) for op in sketches.operators}  # a key's state: its load in the window
+    with store.lock():
+        recorded = _recorded(store, window.name)  # another run may have decided this window meanwhile
+        if recorded is not None:
+            return recorded
+        in_force = _in_force(store, current_version, current)
+        return _decided(store, params, window, counts, state, in_force, stages, sketches=counts.sketches)
+
+
+def _before_counting(
+    store: ConfigStore, params: OnlineParams, window: Window
+) -> tuple[dict | None, int | None, RoutingConfiguration | None]:
+    """The outcome recorded for ``window`` (a rerun), else None and the version in force with its configuration.
+
+    Fails before counting when the store cannot take this run (checked again
+    under the lock): the deployment, and what lies ahead of a rebalancing step.
+    """
+    recorded = _recorded(store, window.name)
+    if recorded is not None:
+        return recorded, None, None
+    current_version = store.current_version()
+    current = store.get(current_version).config if current_version is not None else None
+    deployment(params, window, current)
+    if params.rebalance in BASE_AWARE:
+        ahead(params, window)  # the window's length and what lies ahead are known before counting
+    return None, current_version, current
+
+
+def _decided(
+    store: ConfigStore,
+    params: OnlineParams,
+    window: Window,
+    counts,
+    state: dict,
+    in_force: tuple[int | None, RoutingConfiguration | None],
+    stages: Stages,
+    *,
+    served: ServedLoads | None = None,
+    sketches: dict | None = None,
+) -> dict:
+    """The window's outcome (:func:`locality.online.run_window`, under the lock), recorded as its decision.
+
+    ``in_force`` is the version in force and its configuration; ``sketches``, what the
+    engines' sketches were (added to the outcome).
+    """
+    version, current = in_force
+    outcome = run_window(
+        store,
+        params,
+        window,
+        counts,
+        state,
+        previous_version=version,
+        current=current,
+        served=served,
+        switch_point=params.switch_point(window.end),
+        stage=stages.stage,
+    )
+    if sketches is not None:
+        outcome["sketches"] = sketches
+    store.record_decision(window.name, outcome)
     return outcome
+
+
+def _in_force(
+    store: ConfigStore, read: int | None, current: RoutingConfiguration | None, needed: bool = False
+) -> tuple[int | None, RoutingConfiguration | None]:
+    """The version in force under the lock and its configuration (``current``, read as ``read``, unless it moved).
+
+    ``needed``: a version in force is required (a balance window), so that an
+    empty store is named by :meth:`ConfigStore.get`.
+    """
+    in_force = store.current_version()
+    if in_force != read:  # another writer moved CURRENT meanwhile: route as it says now
+        current = store.get(in_force).config if in_force is not None or needed else None
+    return in_force, current
 
 
 def _ledger(store: ConfigStore, params: OnlineParams, config: RoutingConfiguration) -> ServedLoads:

@@ -30,6 +30,7 @@ from locality.defaults import (
     DEFAULT_STATE_WEIGHT,
     DEFAULT_THETA_MAX,
 )
+from locality.engine_sketches import SketchSelection, SketchWindow
 from locality.errors import InvalidParameterError
 from locality.hashing import ENGINES
 from locality.optimizer import check_optimizer_parameters
@@ -53,10 +54,11 @@ class JobParams:
     counters per Space-Saving sketch (unless ``exact``); ``top_pairs`` keeps
     the heaviest pairs of each hop in the graph; ``max_entries`` caps each
     table; ``seed`` is METIS's; ``lock_timeout`` how long to wait for another
-    writer of the store.
+    writer of the store. ``trace`` is None only for an online run on the
+    engines' sketches (:class:`OnlineParams`' ``sketches``).
     """
 
-    trace: TraceSpec
+    trace: TraceSpec | None
     _: KW_ONLY
     alpha: float = DEFAULT_ALPHA
     hash: str = DEFAULT_HASH
@@ -133,7 +135,10 @@ class OnlineParams(JobParams):
     instead of a new METIS partition (``reconfigure``'s ``incremental``).
     ``window`` (``--window``) says the trace's time range is its last ``window``,
     resolved against the trace once Spark runs (:func:`pipelines.trace.last_window`):
-    it gives the run an end, as ``--end`` does. The other parameters are
+    it gives the run an end, as ``--end`` does. ``sketches`` reads the window
+    of the engines' sketches it selects from the store's ``sketches/`` instead
+    of a trace (``trace`` None, ``capacity`` the sketches'; no Spark:
+    :func:`pipelines.online.run_sketches`). The other parameters are
     :func:`locality.online.run_window`'s.
     """
 
@@ -155,11 +160,13 @@ class OnlineParams(JobParams):
     switch_after: str | None = None
     incremental: bool = False
     window: str | None = None
+    sketches: SketchSelection | None = None
 
     _OWNER = "the online job"
 
     def __post_init__(self) -> None:
         owner = self._OWNER
+        self._check_input(owner)
         if self.rebalance is not None:
             check_table_method(self.rebalance, "rebalance", owner)
             if self.incremental:
@@ -173,7 +180,7 @@ class OnlineParams(JobParams):
         self._check_balance_window(owner)
         if self.switch_after is not None:
             check_duration(self.switch_after, "switch_after", owner)
-            if self.trace.time_range()[1] is None and self.window is None:
+            if self.trace is not None and self.trace.time_range()[1] is None and self.window is None:
                 raise InvalidParameterError(
                     f"switch_after in {owner} schedules the version from the window's end + {self.switch_after}: "
                     "it needs a window with an end (--window, or --end)"
@@ -183,8 +190,37 @@ class OnlineParams(JobParams):
         check_interval(self.min_gain, "min_gain", owner, lower=0.0)
         check_interval(self.max_imbalance, "max_imbalance", owner, lower=self.alpha)
         check_interval(self.decay, "decay", owner, lower=0.0, upper=1.0)
-        if self.topology is not None:
+        if self.topology is not None and self.trace is not None:  # the sketches' operators: checked once read
             self.trace.check_operators(self.topology.operators)
+
+    def _check_input(self, owner: str) -> None:
+        """A trace or the engines' sketches, and with sketches nothing that only a trace gives."""
+        if (self.trace is None) == (self.sketches is None):
+            raise InvalidParameterError(
+                f"{owner} reads either a trace or the engines' sketches (the 'sketches' parameter); got "
+                + ("both" if self.trace is not None else "neither")
+            )
+        if self.sketches is None:
+            return
+        if not isinstance(self.sketches, SketchSelection):
+            raise InvalidParameterError(
+                f"the 'sketches' parameter of {owner} must be a SketchSelection; got {type(self.sketches).__name__}"
+            )
+        given = [
+            name
+            for name, value in (
+                ("exact", self.exact),
+                ("window", self.window),
+                ("balance_since", self.balance_since),
+                ("balance_until", self.balance_until),
+            )
+            if value
+        ]
+        if given:
+            raise InvalidParameterError(
+                f"{owner} on the engines' sketches reads no trace: {', '.join(given)} need one (the sketches' "
+                "window is the 'sketches' parameter's; a balance window replays the trace since it began)"
+            )
 
     def _check_balance_window(self, owner: str) -> None:
         if self.balance_since is None and self.balance_until is None:
@@ -210,21 +246,42 @@ class OnlineParams(JobParams):
         """``(balance_since, balance_until)`` as UTC-aware datetimes."""
         return parse_time(self.balance_since, "balance_since"), parse_time(self.balance_until, "balance_until")
 
-    def switch_point(self) -> int | None:
-        """The point (event time, ms) from which this run's version is in force: the window's end + switch_after."""
+    def switch_point(self, end: datetime | None = None) -> int | None:
+        """The point (event time, ms) from which this run's version is in force: the window's end + switch_after.
+
+        ``end`` is the window's end when the trace does not give it (the engines' sketches).
+        """
         if self.switch_after is None:
             return None
-        moment = self.trace.time_range()[1] + check_duration(self.switch_after, "switch_after", self._OWNER)
-        return point_of(moment)
+        end = self.trace.time_range()[1] if end is None else end
+        return point_of(end + check_duration(self.switch_after, "switch_after", self._OWNER))
 
     def window_key(self) -> str:
         """Identity of the window and the parameters (input files, time range, parameters)."""
+        params = self._decision_parameters()
+        params["trace"] = self.trace.describe()
+        return fingerprint(input_identity(self.trace, ConfigStore(self.store).digest_cache), params)[:32]
+
+    def sketch_window_name(self, sketches: SketchWindow) -> str:
+        """The name of a window of the engines' sketches: ``sketches-<from>-<to>-<identity>``.
+
+        ``<from>-<to>`` is the span of the intervals read; the identity is the
+        objects read (names and bytes) and the parameters, so a rerun on the
+        same sketches returns the recorded decision, and a sketch published
+        late into the window makes it a new one.
+        """
+        params = self._decision_parameters()
+        return f"sketches-{sketches.span.name}-{fingerprint([(sketches.digest,)], params)[:16]}"
+
+    def _decision_parameters(self) -> dict:
+        """What, besides the input, decides a window's outcome (its identity in the store)."""
         params = asdict(self)
         if not self.incremental:  # the windows of runs made before the option existed keep their identity
             params.pop("incremental")
         params.pop("store")
         params.pop("lock_timeout")
         params.pop("window")  # resolved into the trace's time range, which the identity holds
-        params["trace"] = self.trace.describe()
+        params.pop("sketches")  # resolved into the intervals read, which the identity holds
+        params.pop("trace")
         params["topology"] = self.topology.to_dict() if self.topology else None
-        return fingerprint(input_identity(self.trace, ConfigStore(self.store).digest_cache), params)[:32]
+        return params

@@ -5,8 +5,9 @@ The commands are read from the code blocks of ``README.md`` and ``docs/`` (a lin
 shared trace that has the command's key columns, a store by a directory of this test holding versions
 of those operators. Each command then runs through the CLI up to the point where its Spark job would
 start (the checks of every option and of the store happen before it), or to its end when it needs no
-Spark (``show``, ``seal``, ``rollback``). A documented command that its own checks refuse (as
-``docs/switch.md``'s ``reconfigure --window 2D --switch-after 1h`` once was) fails here.
+Spark (``show``, ``seal``, ``rollback``; ``reconfigure --sketches``, on sketches this test publishes into
+the store). A documented command that its own checks refuse (as ``docs/switch.md``'s
+``reconfigure --window 2D --switch-after 1h`` once was) fails here.
 
 Commands that need what this test does not start are left out, and named: ``switch flink`` needs a
 Flink cluster (``tests/jvm/test_flink_switch.py`` runs it), a command on ``s3://`` or ``s3a://`` an
@@ -19,6 +20,7 @@ import re
 import shlex
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import locality.cli as cli
@@ -79,6 +81,19 @@ def _store_with_versions(root: Path, keys: tuple[str, str], versions: int = 4) -
         store.publish(RoutingConfiguration(topology, tables), fingerprint=f"docs-{version}")
 
 
+def _publish_sketches(root: Path, keys: tuple[str, str]) -> None:
+    """A day of sketches of the operators ``keys`` (the shared trace's first 2,000 records) for ``--sketches``."""
+    from locality.engine_sketches import Interval, publish_sketches
+    from locality.sketch import SpaceSaving
+
+    records = pd.read_parquet(trace_path(TRACE_OF_KEYS[keys]), columns=list(keys)).head(2_000)
+    pairs, loads = SpaceSaving(10_000, arity=2), {op: SpaceSaving(10_000) for op in keys}
+    pairs.update_batch([records[keys[0]].to_numpy(object), records[keys[1]].to_numpy(object)])
+    for op, sketch in loads.items():
+        sketch.update_batch(records[op].to_numpy(object))
+    publish_sketches(root, Interval.between("2026-11-20", "2026-11-21"), "docs", pairs={keys: pairs}, loads=loads)
+
+
 class _SparkWouldStart(BaseException):  # not an Exception: the CLI would report it as a crash
     """Raised where the command's Spark job would start: every check before it passed."""
 
@@ -99,6 +114,8 @@ def test_a_documented_command_runs_as_written(where, command, tmp_path, monkeypa
             word = str(tmp_path / word)
         args.append(word)
     _store_with_versions(tmp_path / "store", keys)
+    if "--sketches" in words:  # it reads the engines' sketches from the store, and runs to its end (no Spark)
+        _publish_sketches(tmp_path / "store", keys)
 
     def spark_would_start(master):
         raise _SparkWouldStart
