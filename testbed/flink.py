@@ -181,6 +181,9 @@ class FlinkCluster:
             "metrics.fetcher.update-interval": 3_600_000,
             # The machine is shared: a loaded TaskManager can answer a task deployment after the default 10 s.
             "pekko.ask.timeout": "60 s",
+            # The TaskManagers start beside the JobManager: one that asks before its ResourceManager listens
+            # would wait Flink's default 10 s to ask again.
+            "cluster.registration.error-delay": "1 s",
             **(flink_s3_configuration(s3_settings_of(self.s3_env)) if self.s3_env else {}),
         }
 
@@ -291,7 +294,8 @@ class FlinkCluster:
             detail = self.rest(f"/jobs/{job}")
             if detail["state"] in FINAL_STATES:
                 raise RuntimeError(f"job {job} ended {detail['state']} before running")
-            return all(v["status"] == "RUNNING" for v in detail["vertices"])
+            # A job still initializing lists no vertex yet: all() of none is no answer.
+            return bool(detail["vertices"]) and all(v["status"] == "RUNNING" for v in detail["vertices"])
 
         self._wait(all_running, STATE_TIMEOUT, f"every subtask of job {job} to run")
 

@@ -89,6 +89,9 @@ class LocalFlinkCluster:
             "web.tmpdir": str(self.workdir / "tmp"),
             "io.tmp.dirs": str(self.workdir / "tmp"),
             "blob.storage.directory": str(self.workdir / "tmp"),
+            # The TaskManager starts beside the JobManager: if it asks before the ResourceManager listens, it
+            # would wait Flink's default 10 s to ask again.
+            "cluster.registration.error-delay": "1 s",
             **(settings or {}),
         }
         self._processes: list[subprocess.Popen] = []

@@ -2,11 +2,11 @@
 job rides out an outage of its store, then switches to the tables losing no record.
 
 Six servers with files of their own (``Testbed(private_files=True)``): a JobManager, three TaskManagers, a
-gateway and an object store, their links at 1 Gb/s for the bytes and 24 Mbit/s for the switch
-(:meth:`Testbed.set_rate`). The trace, the stores and every savepoint are objects in the store's bucket and
-nowhere else: each TaskManager fetches the trace from the bucket into its own files (the replay job reads a
-local file), the jobs read their store by its ``s3://`` URI, Flink writes its savepoints there through its S3
-plugin. One cluster serves both checks, in this order.
+gateway and an object store, their links at 1 Gb/s but at 24 Mbit/s while the switch's job runs on version 1
+(:meth:`Testbed.set_rate`). The trace, the stores and every savepoint are objects
+in the store's bucket and nowhere else: each TaskManager fetches the trace from the bucket into its own files
+(the replay job reads a local file), the jobs read their store by its ``s3://`` URI, Flink writes its
+savepoints there through its S3 plugin. One cluster serves both checks, in this order.
 
 **Bytes.** The tweets replayed once with a 1 kB padding through two keyed operators, keyed by Flink's hash
 and by the tables (the library's optimization of the tweets for Flink's hash, as ``locality optimize --hash
@@ -17,20 +17,23 @@ links, less an idle run's (the idle cluster's heartbeats over as long, the same 
 
 **An outage, then a switch** (the small version of the benchmark's online switch, ``bench_testbed.py
 --experiment switch``, ``testbed/switch.py``). The job starts on a version of ``s3://locality/store`` with no
-entries (Flink's hash) and replays the tweets six times (1 kB of padding), long enough to run through what
+entries (Flink's hash) and replays the tweets twelve times (1 kB of padding), long enough to run through what
 follows. The object store's link is dropped with ``tc`` for 30 s at least (nothing refused, every frame
 lost), and meanwhile ``locality switch flink`` is run in the gateway. Once the link is back, version 2, the
 online job's reconfiguration from version 1, is published from the gateway with the library (as ``locality
 reconfigure`` does), and ``locality switch flink`` runs again in the gateway, neither JobManager nor
-TaskManager, against the JobManager's REST address. The source subtasks resume from the savepoint on
-version 2's partition of the trace, which differs from version 1's for most keys.
+TaskManager, against the JobManager's REST address. The links are slow only from when every subtask of the
+job on version 1 runs until the switch has stopped it with a savepoint: the jobs' jars cross at 1 Gb/s (at
+24 Mbit/s each took 16 s; the switch's own cost on slow links is the benchmark's to measure,
+``bench_testbed.py --experiment switch``). The source subtasks resume from the savepoint on version 2's
+partition of the trace, which differs from version 1's for most keys.
 
 Checked: no server but the object store's sees the trace the host wrote; while the store could not be
 reached the job kept running and counting (records reached the sink throughout, no failure in its exception
 history) and the switch exited 75 naming the store, with the job untouched and no savepoint taken; the
 switch after it came while records were still flowing (both versions' sinks counted records); its
 savepoints are in the bucket; at the end, read from a last savepoint in the bucket, every location's and
-every hashtag's count is exactly six times its number of records (nothing lost, nothing counted twice, the
+every hashtag's count is exactly twelve times its number of records (nothing lost, nothing counted twice, the
 moved keys' state moved with them) and the sinks counted every record once.
 """
 
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,10 +55,18 @@ from locality.reconfiguration import reconfigure
 from locality.store import ConfigStore
 from locality.topology import Topology
 from testbed import Server, Testbed
-from testbed.flink import FlinkCluster, flink_home_of
+from testbed.flink import FINAL_STATES, FlinkCluster, flink_home_of
 from testbed.replay import Routing, idle_rates, job_overhead, run_bounded
 from testbed.s3server import S3Server, object_store
-from testbed.switch import TRACE_PATH, SwitchSetup, operator_args, run_switch, stage_trace, switch_command
+from testbed.switch import (
+    SWITCH_TIMEOUT,
+    TRACE_PATH,
+    SwitchSetup,
+    operator_args,
+    run_switch,
+    stage_trace,
+    switch_command,
+)
 from testbed.workload import flink_record_bytes, write_replay_trace
 from tests.conftest import trace_keys
 from tests.flink.conftest import ensure_flink_env
@@ -62,19 +74,22 @@ from tests.jvm.store_outage import Outage
 
 TASKMANAGERS = 3
 PADDING = 1024
-#: Replays of the tweets (117k records each): the links bound the job to 6,000-9,000 records/s before the
-#: switch, and the first 50 s (the interval before, the outage, the online job, the switch's stop) take
-#: 300-450k of the 700k records; the rest run 2-4 times faster after. A replay that ends before the switch
-#: fails the run, naming the passes.
-PASSES = 6
-#: The links of the switch: slow enough to bound the replay (at 100 Mbit/s the two cores bound it, at 39k
-#: records/s: it ends before the switch), fast enough that each job's jar (12 MB, uploaded to the JobManager,
-#: then fetched by each TaskManager through the JobManager's link) crosses in about 16 s.
+#: Replays of the tweets (117k records each): the links bound the job to 6,000-11,000 records/s on version 1,
+#: and the first 75 s (the interval before, the outage, the online job, the switch's stop) take 400-800k of the
+#: 1.4M records; the rest run at the two cores' pace on fast links, 60-90k records/s, which leaves the interval
+#: after the switch time to measure. A replay that ends before the switch or before that interval ends fails
+#: the run, naming the passes.
+PASSES = 12
+#: The links while the job runs on version 1: slow enough to bound the replay (at 100 Mbit/s the two cores
+#: bound it, at 39k records/s: it ends before the switch). A job's jar (12 MB, uploaded to the JobManager, then
+#: fetched by each TaskManager through the JobManager's link) would take about 16 s to cross at this rate.
 RATE_MBIT = 24
-#: The links of the bytes check, and while the cluster starts: the jars and the trace cross in a second.
+#: The links of the bytes check, and of the switch run but while the job runs on version 1: jars cross in a second.
 FAST_MBIT = 1000
 #: How long the store's link is dropped at least, while the job runs on version 1.
 OUTAGE_SECONDS = 30.0
+#: Bound (seconds) of the wait for the switch run's first job to be submitted.
+FIRST_JOB_TIMEOUT = 300
 MAX_PARALLELISM = 128
 BUCKET = "locality"
 STORE, SAVEPOINTS, TRACE = f"s3://{BUCKET}/store", f"s3://{BUCKET}/savepoints", f"s3://{BUCKET}/trace/keys.tsv"
@@ -131,6 +146,30 @@ def store_out_then(setup: SwitchSetup, store_server, keys: list[str], online_job
     return publish
 
 
+def slow_links_while_on_version_1(setup: SwitchSetup) -> Future:
+    """The links at :data:`RATE_MBIT` from when every subtask of the first job runs until it ends, at
+    :data:`FAST_MBIT` before and after (a thread; its future raises what failed it). So the job's jar crosses in a
+    second, its replay on version 1 is bound by the links, and the switch's rewrite and restart fetch their jars in
+    a second too."""
+    cluster = setup.cluster
+
+    def run() -> None:
+        deadline = time.monotonic() + FIRST_JOB_TIMEOUT
+        while not (jobs := [j["id"] for j in cluster.rest("/jobs")["jobs"] if j["status"] not in FINAL_STATES]):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no job was submitted within {FIRST_JOB_TIMEOUT} s")
+            time.sleep(0.2)
+        cluster.wait_running(jobs[0])
+        setup.bed.set_rate(RATE_MBIT)
+        cluster.wait_final(jobs[0], SWITCH_TIMEOUT)
+        setup.bed.set_rate(FAST_MBIT)
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="links")
+    future = pool.submit(run)
+    pool.shutdown(wait=False)  # the thread ends with its bounded waits
+    return future
+
+
 @dataclass(frozen=True)
 class FlinkTestbed:
     """The cluster and who runs what; ``tsv``, the host's copy of the trace (no server may see it), and
@@ -173,7 +212,10 @@ def testbed(geotweets, tmp_path_factory):
 @pytest.fixture(scope="module")
 def replay(testbed, geotweets):
     """The bytes check's trace on every TaskManager, the tables in the bucket, what ``locality evaluate`` says of
-    them, each record's size on the wire, and the idle cluster's traffic."""
+    them, each record's size on the wire, the idle cluster's traffic, and the job's own (:func:`job_overhead`).
+
+    The job's own traffic is measured once, keyed by the hash: keyed by the tables it differs by the tables'
+    reads from the bucket, which the TaskManagers receive, not send."""
     keys = testbed.keys
     records = pd.read_parquet(testbed.parquet)  # the job's records, as its trace file holds them
     topology = Topology.uniform(keys, TASKMANAGERS)
@@ -183,16 +225,17 @@ def replay(testbed, geotweets):
     testbed.in_gateway(lambda: ConfigStore(TABLES).publish(config, fingerprint="tweets-tables"))
     stage_trace(SwitchSetup(testbed.bed, testbed.flink, testbed.gateway, testbed.s3, TRACE, TABLES, SAVEPOINTS))
     sizes = flink_record_bytes(geotweets[keys[0]], geotweets[keys[1]], PADDING)
-    return figures, sizes, idle_rates(testbed.bed, 10)
+    bed, flink = testbed.bed, testbed.flink
+    bed.set_rate(FAST_MBIT)
+    idle = idle_rates(bed, 5)
+    return figures, sizes, idle, job_overhead(bed, flink, Routing("hash", TABLES), idle=idle)
 
 
 @pytest.mark.parametrize("routing", ["hash", "tables"])
 def test_bytes_between_servers_are_the_predicted_bytes(testbed, replay, routing):
-    figures, sizes, idle = replay
+    figures, sizes, idle, overhead = replay
     bed, flink = testbed.bed, testbed.flink
-    bed.set_rate(FAST_MBIT)
     route = Routing(routing, TABLES)
-    overhead = job_overhead(bed, flink, route, idle=idle)
     run = run_bounded(bed, flink, Path(TRACE_PATH), route, padding=PADDING, passes=1, idle=idle, overhead=overhead)
     assert run.records == len(sizes)  # every record reached the sink, once
     locality = figures["locality"] if routing == "tables" else figures["hash_locality"]
@@ -205,21 +248,25 @@ def test_bytes_between_servers_are_the_predicted_bytes(testbed, replay, routing)
 
 def test_a_job_rides_out_a_store_outage_then_switches_online_losing_no_record(testbed, geotweets):
     bed, flink, gateway, keys = testbed.bed, testbed.flink, testbed.gateway, testbed.keys
-    bed.set_rate(RATE_MBIT)
+    bed.set_rate(FAST_MBIT)
     online_job = testbed.in_gateway(lambda: publish_versions(geotweets, keys, ConfigStore(STORE)))
     servers = (flink.jobmanager, *flink.taskmanagers, gateway)
     unseen = [bed.call_in(server, testbed.tsv.exists) for server in servers]
     setup = SwitchSetup(bed, flink, gateway, testbed.s3, TRACE, STORE, SAVEPOINTS)
     outage: dict = {}
     publish = store_out_then(setup, testbed.store_server, keys, lambda: testbed.in_gateway(online_job), outage)
+    links = slow_links_while_on_version_1(setup)
     run = run_switch(
         setup, publish=publish, frame=geotweets, keys=keys, padding=PADDING, passes=PASSES, warmup=1, duration=2
     )
+    links.result(timeout=60)  # the job on version 1 ended long ago
     assert unseen == [False] * len(servers)  # the servers share no disk with the host
     exit_code, message, seconds = outage["switch"]
     began, ended = outage["window"]
     submitted = outage["called"] - run.events["reconfigure started"]  # the series' times count from it
     during = [records for at, records in run.series if began + 1 <= submitted + at <= ended - 1]
+    print("switch events (seconds from the job's submission):", {k: round(v, 1) for k, v in run.events.items()})
+    print("switch phases (seconds):", {k: round(v, 1) for k, v in run.switch["phases"].items()})
     print(
         f"store link dropped {ended - began:.1f} s: the sink counted {during[-1] - during[0]:,} records meanwhile; "
         f"`locality switch flink` exit {exit_code} after {seconds:.1f} s ({message.splitlines()[-1]})"

@@ -1,18 +1,19 @@
 """Readers on other servers ride out an outage of the object store, and follow it within a poll once it is back.
 
-Four servers that share only the network (``Testbed(private_files=True)``, 1 Gb/s links): server 0 runs the
-object store (the S3 server of ``testbed.s3server``, its objects in that server's own files), 1 is a
-gateway that publishes (with the library, as ``locality reconfigure`` does) and runs ``locality optimize``
-during each outage, 2 a Python reader (``locality.router.Router`` on the store's ``s3://`` URI, in a
-child process: ``_outage_reader.py``) and 3 a Java reader (``io.locality.routing.ScheduleFollower`` on
-the same URI: ``FollowSchedule.java``, run by Java's source launcher against locality-core, with
-locality-kafka-streams for the tables' Kafka fallback hash). Both readers
-route keys at points the schedule has sealed (records whose version is settled) every 200 ms, and wait
-for the next point past the seal as a record does.
+Five servers that share only the network (``Testbed(private_files=True)``, 1 Gb/s links): servers 0 and 1
+each run an object store (the S3 server of ``testbed.s3server``, its objects in that server's own files), 2
+is a gateway that publishes (with the library, as ``locality reconfigure`` does) and runs ``locality
+optimize`` during each outage, 3 runs a Python reader of each store (``locality.router.Router`` on the
+store's ``s3://`` URI, in a child process: ``_outage_reader.py``) and 4 a Java reader of each
+(``io.locality.routing.ScheduleFollower`` on the same URI: ``FollowSchedule.java``, run by Java's source
+launcher against locality-core, with locality-kafka-streams for the tables' Kafka fallback hash). Every
+reader routes keys at points the schedule has sealed (records whose version is settled) every 200 ms, and
+waits for the next point past the seal as a record does.
 
-Two outages of at least 30 s each, while the readers run: the S3 server's process killed, then started
-again on the same address with its data; and its server's link dropped with ``tc``
-(:meth:`testbed.network.Testbed.drop_link`), then restored. Checked, for each:
+Two outages of at least 30 s each, one per store, side by side (the second begins :data:`STAGGER_SECONDS`
+after the first, so that the two stores' returns do not meet), while the readers run: the first store's S3
+server's process killed, then started again on the same address with its data; the second store's server's
+link dropped with ``tc`` (:meth:`testbed.network.Testbed.drop_link`), then restored. Checked, for each:
 
 - the readers keep serving: lines logged throughout the outage, every key at every sealed point routed
   as the version in force there routes it (before, during and after), no exception, no reader exits;
@@ -32,7 +33,12 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -54,26 +60,29 @@ POLL_SECONDS = 2.0
 LOAD_SECONDS = 2.0
 #: How long each outage lasts at least (the writer may take longer to give up behind a dropped link).
 OUTAGE_SECONDS = 30.0
+#: How long after the first outage the second begins.
+STAGGER_SECONDS = 5.0
 #: Bounds (seconds): the readers' start (a JVM compiling its source on a loaded machine), a writer, a pick-up.
 START_TIMEOUT, WRITER_TIMEOUT, PICKUP_TIMEOUT = 180, 120, 30
 READER_SECONDS = 600
 OPERATOR = "a"
 ENTRIES = 100
-#: Keys in the tables of versions 1, 2 and 3 (each off its fallback instance), and one in none.
-KEYS = [f"k{index}-{i}" for index in (1, 2, 3) for i in range(5)] + ["unlisted"]
-#: The schedule: version v in force from SEALS[v - 2] (version 1 from 0); each phase seals to the next.
-SEALS = [1000, 2000, 3000]
-POINTS = [0, 999, 1000, 1999, 2000, 2999]
-#: A record of each phase past the seal: it waits for the version published after the outage.
-WAITS = SEALS[:2]
+#: Keys in the tables of versions 1 and 2 (each off its fallback instance), and one in none.
+KEYS = [f"k{index}-{i}" for index in (1, 2) for i in range(5)] + ["unlisted"]
+#: The schedule: version 1 in force from 0, sealed to SEALS[0]; after the outage, version 2 from SEALS[0],
+#: sealed to SEALS[1].
+SEALS = [1000, 2000]
+POINTS = [0, 999, 1000, 1999]
+#: A record past the seal: it waits for the version published after the outage.
+WAITS = SEALS[:1]
 
 
 def version_at(point: int) -> int:
-    return 1 + sum(point >= seal for seal in SEALS[:2])
+    return 1 + (point >= SEALS[0])
 
 
 def expected_routes() -> dict[str, list[int]]:
-    configs = {v: make_config(v, ENTRIES) for v in (1, 2, 3)}
+    configs = {v: make_config(v, ENTRIES) for v in (1, 2)}
     return {str(p): [configs[version_at(p)].route(OPERATOR, key) for key in KEYS] for p in POINTS}
 
 
@@ -141,11 +150,12 @@ def _java_classpath() -> str:
 
 # -- the outage -------------------------------------------------------------------------------------
 class Readers:
-    """The two readers' processes and their logs (host files: a console's capture)."""
+    """The two readers of one store: their processes and their logs (host files, named after ``tag``)."""
 
-    def __init__(self, bed: Testbed, python: Server, jvm: Server, s3: S3Server, work: Path) -> None:
+    def __init__(self, bed: Testbed, python: Server, jvm: Server, s3: S3Server, work: Path, tag: str) -> None:
         env = {**os.environ, **s3.env}
-        self.logs = {"python": work / "python-reader.jsonl", "java": work / "java-reader.jsonl"}
+        self.errs = {name: work / f"{tag}-{name}-reader.err" for name in ("python", "java")}
+        self.logs = {name: work / f"{tag}-{name}-reader.jsonl" for name in ("python", "java")}
         args = {
             "store": STORE, "poll": POLL_SECONDS, "operator": OPERATOR, "keys": KEYS, "points": POINTS,
             "waits": WAITS, "seconds": READER_SECONDS,
@@ -153,17 +163,16 @@ class Readers:
         self.processes = {
             "python": bed.spawn(
                 python, [sys.executable, "-m", "tests.testbed._outage_reader", json.dumps(args)],
-                log=work / "python-reader.err", stdout=self.logs["python"], env=env, cwd=REPO,
+                log=self.errs["python"], stdout=self.logs["python"], env=env, cwd=REPO,
             ),
             "java": bed.spawn(
                 jvm,
                 [java(), "-XX:TieredStopAtLevel=1", "-cp", _java_classpath(), HERE / "FollowSchedule.java",
                  STORE, int(POLL_SECONDS * 1000), OPERATOR, ",".join(KEYS), ",".join(map(str, POINTS)),
                  ",".join(map(str, WAITS)), READER_SECONDS],
-                log=work / "java-reader.err", stdout=self.logs["java"], env=env, cwd=REPO,
+                log=self.errs["java"], stdout=self.logs["java"], env=env, cwd=REPO,
             ),
         }  # fmt: skip
-        self.work = work
 
     def lines(self, name: str) -> list[dict]:
         text = self.logs[name].read_text() if self.logs[name].exists() else ""
@@ -172,7 +181,7 @@ class Readers:
     def check_alive(self) -> None:
         for name, process in self.processes.items():
             if process.poll() is not None:
-                err = (self.work / f"{name}-reader.err").read_text()[-3000:]
+                err = self.errs[name].read_text()[-3000:]
                 pytest.fail(f"the {name} reader exited with {process.returncode}: {self.lines(name)[-3:]} {err}")
 
     def wait_for(self, name: str, found, what: str, timeout: float) -> dict:
@@ -191,6 +200,28 @@ class Readers:
             if process.poll() is None:
                 process.terminate()
                 process.wait(20)
+
+
+@dataclass(frozen=True)
+class OutageStore:
+    """One store under test: the outage it gets (``stopped`` or ``dropped``), its server, S3 server and readers."""
+
+    kind: str
+    server: Server
+    s3: S3Server
+    readers: Readers
+
+
+#: The library reads where S3 is from the environment: one call in the gateway at a time, with its store's.
+_GATEWAY = threading.Lock()
+
+
+def _in_gateway(bed: Testbed, gateway: Server, store: OutageStore, function, timeout: float):
+    """``function()`` in the gateway with ``store``'s S3 settings in the environment."""
+    with _GATEWAY, pytest.MonkeyPatch.context() as env:
+        for name, value in store.s3.env.items():
+            env.setenv(name, value)
+        return bed.call_in(gateway, function, timeout=timeout)
 
 
 def _store_state() -> dict:
@@ -219,59 +250,55 @@ def _publish(version: int, start: int, seal: int) -> tuple[float, float]:
 def _writer_during_outage(bed: Testbed, gateway: Server, s3: S3Server) -> subprocess.CompletedProcess:
     """``locality optimize`` of a small trace in the gateway's own files, into the store that cannot be reached."""
     trace = "a,b\n" + "".join(f"k1-{i % 7},k2-{i % 5}\n" for i in range(200))
-    bed.write_file(gateway, "/tmp/job/trace.csv", trace.encode())
+    folder = f"/tmp/job-{uuid.uuid4().hex[:8]}"
+    bed.write_file(gateway, f"{folder}/trace.csv", trace.encode())
     command = [
-        REPO / ".venv" / "bin" / "locality", "optimize", "/tmp/job/trace.csv", "--keys", "a,b", "--servers", "2",
+        REPO / ".venv" / "bin" / "locality", "optimize", f"{folder}/trace.csv", "--keys", "a,b", "--servers", "2",
         "--store", STORE, "--lock-timeout", "5",
     ]  # fmt: skip
     env = {**os.environ, **s3.env}
-    return bed.run(gateway, command, env=env, check=False, timeout=WRITER_TIMEOUT, cwd="/tmp/job")
+    return bed.run(gateway, command, env=env, check=False, timeout=WRITER_TIMEOUT, cwd=folder)
 
 
-def _outage(bed, servers, s3, readers, kind: str, before_version: int) -> dict:
-    """One outage of kind ``stopped`` or ``dropped``; then the next version. Returns its figures."""
-    store_server, gateway = servers
-    before = bed.call_in(gateway, _store_state, timeout=60)
-    assert before["current"] == before_version
+def _outage(bed: Testbed, gateway: Server, store: OutageStore) -> dict:
+    """``store``'s outage, then version 2 published and sealed further. Returns its figures."""
+    s3, readers = store.s3, store.readers
+    before = _in_gateway(bed, gateway, store, _store_state, timeout=60)
+    assert before["current"] == 1
     began = time.time()
-    if kind == "stopped":
+    if store.kind == "stopped":
         s3.kill()
     else:
-        bed.drop_link(store_server)
+        bed.drop_link(store.server)
     try:
         writer = _writer_during_outage(bed, gateway, s3)
         gave_up = time.time() - began
         time.sleep(max(0.0, began + OUTAGE_SECONDS - time.time()))
         readers.check_alive()
     finally:
-        if kind == "stopped":
+        if store.kind == "stopped":
             s3.restart()
         else:
-            bed.restore_link(store_server)
+            bed.restore_link(store.server)
     ended = time.time()
     assert writer.returncode == 75, writer.stderr[-2000:]
     assert STORE in writer.stderr and "Traceback" not in writer.stderr, writer.stderr[-2000:]
-    after = bed.call_in(gateway, _store_state, timeout=90)
+    after = _in_gateway(bed, gateway, store, _store_state, timeout=90)
     assert after == before  # the store whole: nothing published, nothing moved back
-    version = before_version + 1
-    published, sealed = bed.call_in(
-        gateway, lambda: _publish(version, SEALS[version - 2], SEALS[version - 1]), timeout=120
-    )
-    point = SEALS[version - 2]
+    published, sealed = _in_gateway(bed, gateway, store, lambda: _publish(2, SEALS[0], SEALS[1]), timeout=120)
     python_current = readers.wait_for(
-        "python", lambda line: line["kind"] == "routes" and line["version"] >= version, f"version {version}",
-        PICKUP_TIMEOUT,
-    )  # fmt: skip
+        "python", lambda line: line["kind"] == "routes" and line["version"] >= 2, "version 2", PICKUP_TIMEOUT
+    )
     settled = {
         name: readers.wait_for(
-            name, lambda line: line["kind"] == "settled" and line["point"] == point, f"point {point} settled",
+            name, lambda line: line["kind"] == "settled" and line["point"] == SEALS[0], f"point {SEALS[0]} settled",
             PICKUP_TIMEOUT,
         )
         for name in ("python", "java")
     }  # fmt: skip
-    assert {name: line["version"] for name, line in settled.items()} == {"python": version, "java": version}
+    assert {name: line["version"] for name, line in settled.items()} == {"python": 2, "java": 2}
     return {
-        "kind": kind,
+        "kind": store.kind,
         "outage": ended - began,
         "writer_exit": writer.returncode,
         "writer_seconds": gave_up,
@@ -316,27 +343,32 @@ def _check_lines(readers: Readers, windows: list[tuple[float, float]]) -> dict[s
     return served
 
 
-def test_readers_on_other_servers_ride_out_a_stopped_store_and_a_dropped_link(tmp_path, monkeypatch):
-    with Testbed(4, rate_mbit=1000, private_files=True) as bed:
-        store_server, gateway, python_server, java_server = bed.servers
-        with object_store(bed, store_server, tmp_path / "s3.log", buckets=(BUCKET,)) as s3:
-            for name, value in s3.env.items():  # for the library, called in the gateway
-                monkeypatch.setenv(name, value)
-            bed.call_in(gateway, lambda: _publish(1, 0, SEALS[0]), timeout=120)
-            readers = Readers(bed, python_server, java_server, s3, tmp_path)
-            try:
-                for name in ("python", "java"):
-                    readers.wait_for(name, lambda line: line["kind"] == "routes", "a route", START_TIMEOUT)
-                figures = [
-                    _outage(bed, (store_server, gateway), s3, readers, "stopped", 1),
-                    _outage(bed, (store_server, gateway), s3, readers, "dropped", 2),
-                ]
-                time.sleep(1)
-                readers.check_alive()
-            finally:
-                readers.stop()
-            served = _check_lines(readers, [f["window"] for f in figures])
-            final = bed.call_in(gateway, _store_state, timeout=60)
+def test_readers_on_other_servers_ride_out_a_stopped_store_and_a_dropped_link(tmp_path):
+    with Testbed(5, rate_mbit=1000, private_files=True) as bed, ExitStack() as running:
+        *store_servers, gateway, python_server, java_server = bed.servers
+        stores = []
+        for kind, server in zip(("stopped", "dropped"), store_servers):
+            s3 = running.enter_context(object_store(bed, server, tmp_path / f"{kind}-s3.log", buckets=(BUCKET,)))
+            readers = Readers(bed, python_server, java_server, s3, tmp_path, kind)
+            running.callback(readers.stop)
+            stores.append(OutageStore(kind, server, s3, readers))
+            _in_gateway(bed, gateway, stores[-1], lambda: _publish(1, 0, SEALS[0]), timeout=120)
+        for store in stores:
+            for name in ("python", "java"):
+                store.readers.wait_for(name, lambda line: line["kind"] == "routes", "a route", START_TIMEOUT)
+        with ThreadPoolExecutor(len(stores)) as pool:
+            outages = []
+            for store in stores:
+                outages.append(pool.submit(_outage, bed, gateway, store))
+                time.sleep(STAGGER_SECONDS)
+            figures = [outage.result() for outage in outages]
+        time.sleep(1)
+        for store in stores:
+            store.readers.check_alive()
+            store.readers.stop()
+        served = {store.kind: _check_lines(store.readers, [f["window"] for f in figures if f["kind"] == store.kind])
+                  for store in stores}  # fmt: skip
+        final = [_in_gateway(bed, gateway, store, _store_state, timeout=60) for store in stores]
     for figure in figures:
         print(
             f"store {figure['kind']} {figure['outage']:.1f} s; `locality optimize` exit {figure['writer_exit']} "
@@ -350,7 +382,10 @@ def test_readers_on_other_servers_ride_out_a_stopped_store_and_a_dropped_link(tm
             f"schedule (both) {figure['back_to_schedule']:.2f} s"
         )
     print(f"route lines logged: {served}")
-    assert final["versions"] == final["history"] == [1, 2, 3] and final["schedule"][1] == (1, 2, 3)
+    (stopped_began, stopped_ended), (dropped_began, _) = (f["window"] for f in figures)
+    assert dropped_began < stopped_ended  # side by side
+    for state in final:
+        assert state["versions"] == state["history"] == [1, 2] and state["schedule"][1] == (1, 2)
     for figure in figures:
         assert figure["outage"] >= OUTAGE_SECONDS
         for what in ("python_current", "python_schedule", "java_schedule"):
