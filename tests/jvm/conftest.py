@@ -94,6 +94,33 @@ def flink_tweet_tables(geotweets):
     return config, first, second
 
 
+@pytest.fixture(scope="module")
+def job_input(flink_tweet_tables, tmp_path_factory):
+    """The input of the Flink Java job's tests (``TwoStageJob`` on the tweets): (store, input file, records streamed).
+
+    The store holds the tables of :func:`flink_tweet_tables`; the records are the second half of the trace, then
+    one record of each table key it lacks (its first in the first half), ``second`` marking the former.
+    """
+    import pandas as pd
+
+    from locality.store import ConfigStore
+
+    operators = ["location", "hashtag"]
+    config, first, second = flink_tweet_tables
+    work = tmp_path_factory.mktemp("flink-java-job")
+    store = ConfigStore(work / "store")
+    store.publish(config, fingerprint="flink-tweets")
+    cover = []
+    for op in operators:
+        missing = set(config.tables[op].entries.index) - set(second[op]) - {k for c in cover for k in c[op]}
+        cover.append(first[first[op].isin(missing)].drop_duplicates(op))
+    records = pd.concat([second.assign(second=True), *(c.assign(second=False) for c in cover)])
+    records = records[["seq", *operators, "second"]].drop_duplicates("seq").reset_index(drop=True)
+    path = work / "records.jsonl"
+    records[["seq", *operators]].to_json(path, orient="records", lines=True, force_ascii=False)
+    return store, path, records
+
+
 @pytest.fixture(scope="session")
 def flink_distribution() -> Path:
     """The Flink distribution of the ``apache-flink`` wheel, in the PyFlink environment of the Flink tests."""

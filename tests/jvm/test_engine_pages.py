@@ -33,7 +33,7 @@ WHOLE_FILE = re.compile(r"<!-- the whole of (\S+) -->\n```java\n(.*?)```", flags
 NOT_LIBRARY = {
     "TwoStageJob", "TwoStageCountsApp", "TwoStageCounts", "CountByKey", "SwitchingTwoStageCounts", "KeyedChainTopology",
     "OutageTopologies", "RouteKeys", "PrintRoutingKeys", "PrintSurrogates", "ReplayJob", "HashtagCounts",
-    "HashtagTopology", "Tables",
+    "HashtagTopology", "Tables", "PublishSketches", "RetainedMetrics", "Sketching",
 }  # fmt: skip
 
 

@@ -22,36 +22,17 @@ import pytest
 
 from locality.evaluation import evaluate
 from locality.hashing import FlinkKeyGroups
-from locality.store import ConfigStore
 from tests.jvm.conftest import FLINK_EXAMPLES, TWEET_MAX_PARALLELISM, run_java
 
 OPERATORS = ["location", "hashtag"]
 JOB = "io.locality.flink.job.TwoStageJob"
 
 
-@pytest.fixture(scope="module")
-def job_input(flink_tweet_tables, tmp_path_factory):
-    """(store, input file, records streamed: the second half then the cover records, ``second`` marking the former)."""
-    config, first, second = flink_tweet_tables
-    work = tmp_path_factory.mktemp("flink-java-job")
-    store = ConfigStore(work / "store")
-    store.publish(config, fingerprint="flink-tweets")
-    cover = []
-    for op in OPERATORS:
-        missing = set(config.tables[op].entries.index) - set(second[op]) - {k for c in cover for k in c[op]}
-        cover.append(first[first[op].isin(missing)].drop_duplicates(op))
-    records = pd.concat([second.assign(second=True), *(c.assign(second=False) for c in cover)])
-    records = records[["seq", *OPERATORS, "second"]].drop_duplicates("seq").reset_index(drop=True)
-    path = work / "records.jsonl"
-    records[["seq", *OPERATORS]].to_json(path, orient="records", lines=True, force_ascii=False)
-    return store, path, records
-
-
-def run_job(job_input, mode: str, out) -> tuple[dict, pd.DataFrame]:
-    """Run the job in ``mode``; its summary and its output records, joined to the records streamed."""
+def run_job(job_input, mode: str, out, *options: object) -> tuple[dict, pd.DataFrame]:
+    """Run the job in ``mode`` (and ``options``); its summary and its output records, joined to the records streamed."""
     store, path, records = job_input
     done = run_java([FLINK_EXAMPLES], JOB, "--store", store.root, "--input", path, "--mode", mode,
-                    "--output", out, timeout=300)  # fmt: skip
+                    "--output", out, *options, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-5000:]
     summary = json.loads(done.stdout)
     parts = [p for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")]

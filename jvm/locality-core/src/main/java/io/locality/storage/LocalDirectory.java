@@ -4,13 +4,18 @@ import io.locality.routing.DamagedStoreException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.Optional;
+import java.util.UUID;
 
 /**
  * A store in a local directory (or a shared mount): each object is the file of its name under the root.
@@ -18,8 +23,19 @@ import java.util.Optional;
  * <p>A file is opened only once it is known to be a regular file, so a FIFO, a device or a directory
  * where a file belongs is named as damage instead of blocking the reader forever or reading an endless
  * stream; the read itself stops one byte past its limit ({@link BoundedRead}).
+ *
+ * <p>{@link #put} writes as the Python store ({@code locality/storage/local.py}) does: the bytes go to a file
+ * beside the target named {@code .tmp-<host>-<pid>-<random>} (a name every reader skips, and which the Python
+ * side sweeps once its writer is dead), which is fsynced, renamed over the target ({@code rename(2)}: atomic
+ * on POSIX file systems) and made durable by an fsync of its directory. The folders on the way, and the store's
+ * root, are created by the first write.
  */
 public final class LocalDirectory implements ObjectStore {
+    /** The names of files being written: readers (Java's and Python's) skip them. */
+    static final String TMP_PREFIX = ".tmp-";
+    /** This host's name as Python's {@code socket.gethostname()} gives it, for the names of files being written. */
+    private static final String HOST = hostName();
+
     private final Path root;
 
     public LocalDirectory(Path root) {
@@ -35,7 +51,7 @@ public final class LocalDirectory implements ObjectStore {
         } catch (NoSuchFileException e) {
             return absent();
         } catch (FileSystemException e) {
-            throw unreadable(file, e);
+            throw failure("read", file, e);
         }
         if (!info.isRegularFile()) {
             throw new DamagedStoreException(file + " is damaged: it is "
@@ -46,7 +62,46 @@ public final class LocalDirectory implements ObjectStore {
         } catch (NoSuchFileException e) {
             return absent(); // removed between the look and the read: as if it never was
         } catch (FileSystemException e) {
-            throw unreadable(file, e);
+            throw failure("read", file, e);
+        }
+    }
+
+    @Override
+    public void put(String name, byte[] data) throws IOException {
+        Path file = root.resolve(name);
+        Path folder = file.getParent();
+        try {
+            Files.createDirectories(folder);
+        } catch (FileSystemException e) { // a file where a folder belongs: exists (EEXIST) or not a directory
+            Path parent = fileParent(folder);
+            if (parent != null) {
+                throw new DamagedStoreException(file + " cannot be written: a parent of it is a file, not a "
+                        + "directory (" + parent + ")");
+            }
+            throw failure("write", file, e);
+        }
+        Path aside = folder.resolve(TMP_PREFIX + HOST + "-" + ProcessHandle.current().pid() + "-"
+                + UUID.randomUUID().toString().replace("-", ""));
+        try {
+            try (FileChannel out = FileChannel.open(aside, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                ByteBuffer bytes = ByteBuffer.wrap(data);
+                while (bytes.hasRemaining()) {
+                    out.write(bytes);
+                }
+                out.force(true);
+            }
+            Files.move(aside, file, StandardCopyOption.ATOMIC_MOVE); // rename(2) replaces a file of that name
+            try (FileChannel directory = FileChannel.open(folder, StandardOpenOption.READ)) {
+                directory.force(true); // the rename is durable once its directory is
+            }
+        } catch (IOException e) {
+            if (Files.isDirectory(file)) {
+                throw new DamagedStoreException(file + " is damaged: it is a directory, not a file");
+            }
+            throw e instanceof FileSystemException fs ? failure("write", file, fs)
+                    : new IOException("cannot write " + file + ": " + e.getMessage(), e);
+        } finally {
+            Files.deleteIfExists(aside);
         }
     }
 
@@ -68,9 +123,31 @@ public final class LocalDirectory implements ObjectStore {
         return Optional.empty();
     }
 
-    private static IOException unreadable(Path file, FileSystemException e) {
+    /** The nearest of {@code folder} and its parents that exists and is not a directory, or null. */
+    private static Path fileParent(Path folder) {
+        for (Path path = folder; path != null; path = path.getParent()) {
+            if (Files.exists(path)) {
+                return Files.isDirectory(path) ? null : path;
+            }
+        }
+        return null;
+    }
+
+    /** The kernel's host name (what {@code gethostname(2)} returns), without a DNS lookup; "java" if unknown. */
+    private static String hostName() {
+        try {
+            String name = Files.readString(Path.of("/proc/sys/kernel/hostname")).strip();
+            return name.isEmpty() || name.contains("/") ? "java" : name;
+        } catch (IOException | RuntimeException e) {
+            String variable = System.getenv("HOSTNAME");
+            return variable == null || variable.isBlank() || variable.contains("/") ? "java" : variable.strip();
+        }
+    }
+
+    /** Why {@code file} cannot be read or written ({@code verb}), in the words of the system. */
+    private static IOException failure(String verb, Path file, FileSystemException e) {
         String reason = e instanceof AccessDeniedException ? "permission denied" : e.getReason();
-        return new IOException("cannot read " + file + ": " + (reason == null ? e.getClass().getSimpleName() : reason),
-                e);
+        return new IOException("cannot " + verb + " " + file + ": "
+                + (reason == null ? e.getClass().getSimpleName() : reason), e);
     }
 }

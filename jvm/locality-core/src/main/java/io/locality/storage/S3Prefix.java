@@ -10,10 +10,12 @@ import software.amazon.awssdk.core.ResponseInputStream;
 import software.amazon.awssdk.core.exception.ApiCallAttemptTimeoutException;
 import software.amazon.awssdk.core.exception.ApiCallTimeoutException;
 import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.model.GetObjectRequest;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.NoSuchBucketException;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
+import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 import software.amazon.awssdk.services.s3.model.S3Exception;
 
 /**
@@ -24,7 +26,7 @@ import software.amazon.awssdk.services.s3.model.S3Exception;
  *
  * <p>S3 tells a missing key ({@code NoSuchKey}: absent) from a missing bucket ({@code NoSuchBucket}: no
  * store) and from a refusal or an outage (unreadable), and so does this class. The client is built at the
- * first read, not when the store is opened: naming a store costs nothing.
+ * first read or write, not when the store is opened: naming a store costs nothing.
  */
 public final class S3Prefix implements ObjectStore {
     /** The bucket names the AWS SDKs accept (boto3 checks the same before it sends a request). */
@@ -86,19 +88,48 @@ public final class S3Prefix implements ObjectStore {
             }
         } catch (NoSuchKeyException e) {
             return Optional.empty();
-        } catch (NoSuchBucketException e) {
-            throw new FileNotFoundException("the store " + uri() + " does not exist: S3 has no bucket '" + bucket
-                    + "' at " + StandardS3Client.describe());
-        } catch (S3Exception e) {
-            String message = "cannot read " + locate(name) + ": " + e.statusCode() + " "
-                    + (e.awsErrorDetails() == null ? e.getMessage() : e.awsErrorDetails().errorCode() + " ("
-                    + e.awsErrorDetails().errorMessage() + ")") + " from " + StandardS3Client.describe();
-            throw e.statusCode() >= 500 ? new StoreUnavailableException(message, e) : new IOException(message, e);
         } catch (SdkException e) {
-            String message = "cannot read " + locate(name) + " from " + StandardS3Client.describe() + ": "
-                    + e.getMessage();
-            throw outage(e) ? new StoreUnavailableException(message, e) : new IOException(message, e);
+            throw failure("read", name, e);
         }
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>One PutObject: S3 makes the object visible whole or not at all, replacing the one of that key.
+     *
+     * @throws StoreUnavailableException when the server cannot be reached, does not answer within the
+     *     client's timeouts ({@link StandardS3Client}) or answers with a server error (5xx): an outage
+     */
+    @Override
+    public void put(String name, byte[] data) throws IOException {
+        PutObjectRequest request = PutObjectRequest.builder().bucket(bucket).key(key(name)).build();
+        try {
+            StandardS3Client.shared().putObject(request, RequestBody.fromBytes(data));
+        } catch (SdkException e) {
+            throw failure("write", name, e);
+        }
+    }
+
+    /**
+     * What the SDK's failure to {@code verb} ("read" or "write") object {@code name} means: no bucket (no store),
+     * an outage (a server error, no answer), or a refusal (the message names the server's error code).
+     */
+    private IOException failure(String verb, String name, SdkException e) {
+        String at = (verb.equals("read") ? " from " : " to ") + StandardS3Client.describe();
+        if (e instanceof NoSuchBucketException || e instanceof S3Exception s3 && s3.awsErrorDetails() != null
+                && "NoSuchBucket".equals(s3.awsErrorDetails().errorCode())) { // a PutObject models no NoSuchBucket
+            return new FileNotFoundException("the store " + uri() + " does not exist: S3 has no bucket '" + bucket
+                    + "' at " + StandardS3Client.describe());
+        }
+        if (e instanceof S3Exception s3) {
+            String message = "cannot " + verb + " " + locate(name) + ": " + s3.statusCode() + " "
+                    + (s3.awsErrorDetails() == null ? s3.getMessage() : s3.awsErrorDetails().errorCode() + " ("
+                    + s3.awsErrorDetails().errorMessage() + ")") + at;
+            return s3.statusCode() >= 500 ? new StoreUnavailableException(message, e) : new IOException(message, e);
+        }
+        String message = "cannot " + verb + " " + locate(name) + at + ": " + e.getMessage();
+        return outage(e) ? new StoreUnavailableException(message, e) : new IOException(message, e);
     }
 
     /**

@@ -9,7 +9,7 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A store directory whose server the test can stop: while {@link #down}, every read fails with
+ * A store directory whose server the test can stop: while {@link #down}, every read and write fails with
  * {@link StoreUnavailableException}, as {@code S3Prefix} fails when its server does not answer.
  */
 final class OutageStore implements ObjectStore {
@@ -30,6 +30,15 @@ final class OutageStore implements ObjectStore {
                     + "stopped the store)");
         }
         return objects.read(name, limit);
+    }
+
+    @Override
+    public void put(String name, byte[] data) throws IOException {
+        if (down) {
+            throw new StoreUnavailableException("cannot write " + locate(name) + ": Connection refused (the test "
+                    + "stopped the store)");
+        }
+        objects.put(name, data);
     }
 
     @Override

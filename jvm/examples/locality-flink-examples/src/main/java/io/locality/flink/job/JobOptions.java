@@ -8,7 +8,8 @@ import java.util.Map;
 /**
  * The two-stage job's command line:
  * {@code --store STORE [--version N] --input FILE_OR_DIR --mode tables|raw [--parallelism P]
- * [--max-parallelism M] [--output DIR] [--rate R]}.
+ * [--max-parallelism M] [--output DIR] [--rate R] [--sketches STORE [--sketch-interval SECONDS]
+ * [--sketch-capacity COUNTERS]]}.
  *
  * @param store the store: a directory or an {@code s3://bucket/prefix} URI ({@link LocalityStore#open(String)})
  * @param version the store version to read; null for the current one
@@ -17,14 +18,18 @@ import java.util.Map;
  * @param output where to write one JSON line per record; null to discard the records
  * @param rate records per second the input is replayed at, by a source a savepoint resumes
  *     ({@link IndexedLines}); null to read it as fast as the job goes
+ * @param sketching where and how a {@code KeyPairSketcher} between the two operators publishes its sketches
+ *     ({@code --sketches}, {@code --sketch-interval}: seconds, default {@value Sketching#DEFAULT_INTERVAL},
+ *     {@code --sketch-capacity}: default {@value Sketching#DEFAULT_CAPACITY}); null for no sketcher
  */
 public record JobOptions(String store, Long version, String input, Mode mode, Integer parallelism,
-        Integer maxParallelism, String output, Integer rate) {
+        Integer maxParallelism, String output, Integer rate, Sketching sketching) {
 
     static final String USAGE = "usage: TwoStageJob --store STORE [--version N] --input FILE_OR_DIR --mode tables|raw "
-            + "[--parallelism P] [--max-parallelism M] [--output DIR] [--rate R]";
+            + "[--parallelism P] [--max-parallelism M] [--output DIR] [--rate R] "
+            + "[--sketches STORE [--sketch-interval SECONDS] [--sketch-capacity COUNTERS]]";
     private static final List<String> NAMES = List.of("--store", "--version", "--input", "--mode", "--parallelism",
-            "--max-parallelism", "--output", "--rate");
+            "--max-parallelism", "--output", "--rate", "--sketches", "--sketch-interval", "--sketch-capacity");
 
     /**
      * Parses and checks the arguments.
@@ -54,7 +59,23 @@ public record JobOptions(String store, Long version, String input, Mode mode, In
         Long version = positive(given, "--version", Long.MAX_VALUE);
         return new JobOptions(store, version, given.get("--input"), Mode.parse(given.get("--mode")),
                 positiveInt(given, "--parallelism"), positiveInt(given, "--max-parallelism"), given.get("--output"),
-                positiveInt(given, "--rate"));
+                positiveInt(given, "--rate"), sketching(given));
+    }
+
+    /** The sketcher's options, or null without {@code --sketches}. */
+    private static Sketching sketching(Map<String, String> given) {
+        String store = given.get("--sketches");
+        Integer interval = positiveInt(given, "--sketch-interval");
+        Integer capacity = positiveInt(given, "--sketch-capacity");
+        if (store == null) {
+            if (interval != null || capacity != null) {
+                throw new IllegalArgumentException("--sketch-interval and --sketch-capacity need --sketches STORE");
+            }
+            return null;
+        }
+        LocalityStore.open(store); // an unserved scheme is refused here
+        return new Sketching(store, interval == null ? Sketching.DEFAULT_INTERVAL : interval,
+                capacity == null ? Sketching.DEFAULT_CAPACITY : capacity);
     }
 
     private static Integer positiveInt(Map<String, String> given, String name) {

@@ -12,6 +12,7 @@ import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.serialization.SimpleStringEncoder;
 import org.apache.flink.api.connector.source.Source;
+import org.apache.flink.configuration.Configuration;
 import org.apache.flink.connector.file.sink.FileSink;
 import org.apache.flink.connector.file.src.FileSource;
 import org.apache.flink.connector.file.src.reader.TextLineInputFormat;
@@ -27,7 +28,8 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  *
  * <pre>
  * TwoStageJob --store STORE [--version N] --input FILE_OR_DIR --mode tables|raw
- *             [--parallelism P] [--max-parallelism M] [--output DIR]
+ *             [--parallelism P] [--max-parallelism M] [--output DIR] [--rate R]
+ *             [--sketches STORE [--sketch-interval SECONDS] [--sketch-capacity COUNTERS]]
  * </pre>
  *
  * <p>Reads JSON lines ({@link ParseRecord}: a string field per operator of the store's topology, the
@@ -53,12 +55,22 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  * {@code count-per-OPERATOR}, {@code as-json}, {@code output} or {@code discard}), and the output's part
  * files are committed at every checkpoint and savepoint: a job stopped and restarted writes each record
  * once.
+ *
+ * <p>With {@code --sketches STORE} a {@code KeyPairSketcher} between the two operators (uid
+ * {@code sketch-FIRST-SECOND}) publishes the sketches of their key pairs and keys into {@code STORE} every
+ * {@code --sketch-interval} seconds (default 60), {@code --sketch-capacity} counters each (default 100,000), and
+ * reports the share of records that stayed on their server as Flink metrics. On a local MiniCluster the summary
+ * then holds those metrics' final values under {@code locality_metrics} ({@link RetainedMetrics}), per version:
+ * the sums of the subtasks' {@code records} and {@code local_records}, their ratio, and each subtask's.
  */
 public final class TwoStageJob {
     private TwoStageJob() {}
 
     public static void main(String[] args) throws Exception {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        if (MainExit.isLocal(env)) { // a MiniCluster of this JVM: its metrics are kept for the summary
+            env = StreamExecutionEnvironment.getExecutionEnvironment(RetainedMetrics.addTo(new Configuration()));
+        }
         try {
             ObjectNode summary = run(JobOptions.parse(args), env);
             System.out.println(new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(summary));
@@ -89,10 +101,12 @@ public final class TwoStageJob {
         }
         String firstName = topology.operators().get(0);
         String secondName = topology.operators().get(1);
-        TwoStagePipeline pipeline = new TwoStagePipeline(
-                Stage.of(tables.table(firstName), 0, options.mode(), options.parallelism(), options.maxParallelism()),
-                Stage.of(tables.table(secondName), 1, options.mode(), options.parallelism(),
-                        options.maxParallelism()));
+        Stage first = Stage.of(tables.table(firstName), 0, options.mode(), options.parallelism(),
+                options.maxParallelism());
+        Stage second = Stage.of(tables.table(secondName), 1, options.mode(), options.parallelism(),
+                options.maxParallelism());
+        TwoStagePipeline pipeline = new TwoStagePipeline(first, second, options.sketching() == null ? null
+                : options.sketching().sketcher(first, second, tables.version()));
         Path input = new Path(options.input());
         if (!input.getFileSystem().exists(input)) {
             throw new IllegalArgumentException("--input " + input + " does not exist");
@@ -130,6 +144,9 @@ public final class TwoStageJob {
         JobSummary summary = JobSummary.of(pipeline, result);
         doc = summary.toJson(new ObjectMapper());
         describe(doc, options, tables.version(), firstName, secondName);
+        if (options.sketching() != null && MainExit.isLocal(env)) {
+            doc.set("locality_metrics", RetainedMetrics.summary(new ObjectMapper()));
+        }
         System.err.printf("locality: %,d records in %.1f s, %.2f%% of them stayed in their task slot%n",
                 summary.records(), summary.seconds(), 100 * summary.sameSlotShare());
         return doc;
