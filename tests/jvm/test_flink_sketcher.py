@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from locality.engine_sketches import read_sketches
+from tests._sketch_checks import assert_bounded, assert_exact
 from tests.jvm.test_flink_job import OPERATORS, run_job, same_slot_share
 
 #: Below the distinct (location, hashtag) pairs of the records: the counts are estimates then.
@@ -41,10 +42,6 @@ def sketched(job_input, tmp_path_factory):
     return runs
 
 
-def exact_counts(records):
-    return records.groupby(OPERATORS).size(), {op: records[op].value_counts() for op in OPERATORS}
-
-
 def test_the_sketches_hold_the_exact_counts_when_the_capacity_exceeds_the_distinct_pairs(sketched, job_input):
     records = job_input[2]
     summary, _, store, capacity = sketched["tables"]
@@ -53,41 +50,20 @@ def test_the_sketches_hold_the_exact_counts_when_the_capacity_exceeds_the_distin
     # one publisher per subtask: <job id>-location-hashtag-<subtask>
     assert sorted(p.split("-location-hashtag-")[1] for p in window.publishers) == [str(i) for i in range(6)]
     assert len({p.split("-location-hashtag-")[0] for p in window.publishers}) == 1
-    pairs, loads = exact_counts(records)
-    got = window.counts.pair_counts[0].set_index(["key0", "key1"])["weight"]
-    assert len(got) == len(pairs) and (got.loc[pairs.index].to_numpy() == pairs.to_numpy()).all()
-    for op in OPERATORS:
-        load = window.counts.key_load(op)
-        assert len(load) == len(loads[op]) and (load.loc[loads[op].index].to_numpy() == loads[op].to_numpy()).all()
-        assert window.counts.totals[op] == len(records) == summary["records"]
+    assert_exact(window, records, OPERATORS)
+    assert summary["records"] == len(records)
 
 
 def test_the_sketches_bound_the_counts_when_the_capacity_is_below_them(sketched, job_input):
     records = job_input[2]
     _, _, store, capacity = sketched["raw"]
     window = read_sketches(store)
-    pairs, loads = exact_counts(records)
-    assert window.capacity == capacity < len(pairs)
-    bound = window.error_bound["location->hashtag"]
-    assert 0 < bound <= window.apriori_bound["location->hashtag"]
+    assert window.capacity == capacity
+    bound = assert_bounded(window, records, OPERATORS)
     print(
-        f"sketcher, capacity {capacity:,} for {len(pairs):,} distinct pairs of {len(records):,} records: "
-        f"error bound {bound:g} (a priori {window.apriori_bound['location->hashtag']:g}), "
-        f"exact capacity {window.exact_capacity():,}"
+        f"sketcher, capacity {capacity:,} of {len(records):,} records: error bound {bound:g} (a priori "
+        f"{window.apriori_bound['location->hashtag']:g}), exact capacity {window.exact_capacity():,}"
     )
-    got = window.counts.pair_counts[0].set_index(["key0", "key1"])["weight"]
-    estimate = got.reindex(pairs.index, fill_value=0).to_numpy()
-    exact = pairs.to_numpy()
-    monitored = estimate > 0
-    # a monitored pair's count over-estimates by at most the bound; a pair not monitored weighs at most the bound
-    assert (estimate[monitored] >= exact[monitored]).all() and (estimate[monitored] - exact[monitored] <= bound).all()
-    assert (exact[~monitored] <= bound).all()
-    assert set(got.index) <= set(pairs.index) and window.counts.totals["location"] == len(records)
-    for op in OPERATORS:
-        load = window.counts.key_load(op).reindex(loads[op].index, fill_value=0).to_numpy()
-        seen = load > 0
-        assert (load[seen] >= loads[op].to_numpy()[seen]).all()
-        assert (loads[op].to_numpy()[~seen] <= window.error_bound[op]).all()
 
 
 def test_the_metrics_local_share_is_the_share_measured_from_the_slots(sketched):

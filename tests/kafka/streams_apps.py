@@ -22,6 +22,7 @@ import pytest
 from confluent_kafka import Producer
 
 from locality.counts import count_keys
+from locality.engines.kafka import KafkaTablePartitioner
 from locality.optimizer import make_fallbacks, optimize
 from locality.routing import RoutingConfiguration
 from locality.topology import Topology
@@ -38,6 +39,16 @@ def learned_on(rows: pd.DataFrame, topology: Topology) -> RoutingConfiguration:
     """Tables for location -> hashtag on ``topology`` with Kafka's fallback, learned on ``rows``."""
     operators = list(topology.operators)
     return optimize(count_keys(rows, operators).graph(), topology, make_fallbacks(topology, "kafka")).config
+
+
+def produce_by_location(broker, topic: str, snapshot, records: pd.DataFrame) -> None:
+    """The records keyed by location, in their order, each in the partition location's table names."""
+    partitioner = KafkaTablePartitioner(snapshot, "location")
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20})
+    for key, value in zip(records["location"], tweet_values(records)):
+        producer.produce(topic, key=key, value=value, partition=partitioner.partition_for(key))
+        producer.poll(0)
+    assert producer.flush(120) == 0
 
 
 def produce_at_points(broker, topic: str, records: pd.DataFrame) -> None:

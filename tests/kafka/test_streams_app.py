@@ -14,11 +14,8 @@ those logs, beside ``evaluate`` on the same records.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
-from confluent_kafka import Producer
 
-from locality.engines.kafka import KafkaTablePartitioner
 from locality.evaluation import evaluate
 from locality.hashing import KafkaPartitioner
 from locality.router import Router
@@ -26,6 +23,7 @@ from locality.router import Router
 from .conftest import read_topic, tweet_values
 from .streams_apps import (
     expected_tasks,
+    produce_by_location,
     read_processed,
     start_instances,
     stop_instances,
@@ -33,15 +31,6 @@ from .streams_apps import (
 )
 
 INPUT, OUTPUT = "tweets-by-location", "tweets-by-hashtag"
-
-
-def produce_by_location(broker, snapshot, records: pd.DataFrame) -> None:
-    partitioner = KafkaTablePartitioner(snapshot, "location")
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20})
-    for key, value in zip(records["location"], tweet_values(records)):
-        producer.produce(INPUT, key=key, value=value, partition=partitioner.partition_for(key))
-        producer.poll(0)
-    assert producer.flush(120) == 0
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +51,7 @@ def app_run(kafka_broker, kafka_store, kafka_tables, tmp_path_factory):
     )
     try:
         settled = wait_until_each_runs_its_tasks(instances, work, expected_tasks(topology))
-        produce_by_location(kafka_broker, snapshot, records)
+        produce_by_location(kafka_broker, INPUT, snapshot, records)
         output = read_topic(kafka_broker, OUTPUT, len(records), timeout=240)
     finally:
         stop_instances(instances)

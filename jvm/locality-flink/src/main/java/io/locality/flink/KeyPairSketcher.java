@@ -2,11 +2,13 @@ package io.locality.flink;
 
 import io.locality.sketch.AsyncSketchPublisher;
 import io.locality.sketch.Hop;
-import io.locality.sketch.HopSketches;
-import io.locality.sketch.SketchInterval;
+import io.locality.sketch.IntervalSketches;
+import io.locality.sketch.PublicationLog;
 import io.locality.sketch.SketchPublisher;
+import io.locality.sketch.SketcherOptions;
 import io.locality.storage.ObjectStore;
 import io.locality.storage.StoreUri;
+import java.lang.System.Logger.Level;
 import java.time.Duration;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichMapFunction;
@@ -97,25 +99,16 @@ public final class KeyPairSketcher<T> extends RichMapFunction<T, T> {
     private static final Logger LOG = LoggerFactory.getLogger(KeyPairSketcher.class);
     /** How long {@link #close()} waits for the last publications. */
     static final int CLOSE_WAIT_SECONDS = 15;
-    /** The longest name: a publisher id holds a 32-digit job id, two dashes and up to 5 digits besides it. */
-    static final int NAME_LENGTH = 60;
 
-    private final Hop hop;
+    private final SketcherOptions options;
     private final KeySelector<T, ?> firstKey;
     private final KeySelector<T, ?> secondKey;
-    private final String store;
-    private final long intervalMillis;
-    private final int capacity;
-    private final boolean firstLoads;
-    private final String name;
     private final KeySelector<T, ?> routing; // null: the second key, on this operator's parallelism
     private final int routingParallelism; // 0 when not given
     private final int routingMaxParallelism;
     private final Long version;
 
-    private transient HopSketches sketches;
-    private transient SketchInterval interval;
-    private transient AsyncSketchPublisher publisher;
+    private transient IntervalSketches sketches;
     private transient ProcessingTimeService timers;
     private transient LocalShare localShare;
     private transient KeySelector<T, ?> partitionKey;
@@ -123,15 +116,10 @@ public final class KeyPairSketcher<T> extends RichMapFunction<T, T> {
     private transient int parallelism;
     private transient int maxParallelism;
 
-    private KeyPairSketcher(Builder<T> builder) {
-        this.hop = builder.hop;
+    private KeyPairSketcher(Builder<T> builder, SketcherOptions options) {
+        this.options = options;
         this.firstKey = builder.firstKey;
         this.secondKey = builder.secondKey;
-        this.store = builder.store;
-        this.intervalMillis = builder.interval.toMillis();
-        this.capacity = builder.capacity;
-        this.firstLoads = builder.firstLoads;
-        this.name = builder.name;
         this.routing = builder.routing;
         this.routingParallelism = builder.routingParallelism;
         this.routingMaxParallelism = builder.routingMaxParallelism;
@@ -165,59 +153,56 @@ public final class KeyPairSketcher<T> extends RichMapFunction<T, T> {
         maxParallelism = routingParallelism > 0 ? routingMaxParallelism
                 : context.getTaskInfo().getMaxNumberOfParallelSubtasks();
         partitionKey = routing != null ? routing : secondKey;
-        String publisherId = context.getJobInfo().getJobId().toHexString() + "-" + name + "-" + subtask;
-        ObjectStore objects = StoreUri.open(store);
-        publisher = new AsyncSketchPublisher(new SketchPublisher(objects), publisherId,
-                new SketchLog(objects.uri(), publisherId), "locality-sketches-" + publisherId);
+        String publisherId = context.getJobInfo().getJobId().toHexString() + "-" + options.name() + "-" + subtask;
+        ObjectStore objects = StoreUri.open(options.store());
+        AsyncSketchPublisher publisher = new AsyncSketchPublisher(new SketchPublisher(objects), publisherId,
+                new PublicationLog(objects.uri(), publisherId, "the job", KeyPairSketcher::log),
+                "locality-sketches-" + publisherId);
         String declared = context.getGlobalJobParameters().get(JobVersion.PARAMETER);
         String label = version != null ? version.toString() : declared != null ? declared : "none";
         localShare = new LocalShare(context.getMetricGroup(), label);
         timers = streaming.getProcessingTimeService();
-        sketches = new HopSketches(hop, capacity, firstLoads);
-        startInterval(timers.getCurrentProcessingTime());
+        long interval = options.interval().toMillis();
+        sketches = new IntervalSketches(options.emptySketches(), interval, publisher,
+                timers.getCurrentProcessingTime());
+        timers.registerTimer(sketches.interval().end(), this::endInterval);
         LOG.info("sketching {} (capacity {}, every {} ms) into {} as {}; version {}, locality against subtask {} of "
-                + "{} (max parallelism {})", hop, capacity, intervalMillis, objects.uri(), publisherId, label, subtask,
-                parallelism, maxParallelism);
+                + "{} (max parallelism {})", options.hop(), options.capacity(), interval, objects.uri(), publisherId,
+                label, subtask, parallelism, maxParallelism);
     }
 
     @Override
     public T map(T record) throws Exception {
-        sketches.update(firstKey.getKey(record), secondKey.getKey(record));
+        sketches.update(timers.getCurrentProcessingTime(), firstKey.getKey(record), secondKey.getKey(record));
         int target = KeyGroupRangeAssignment.assignKeyToParallelOperator(partitionKey.getKey(record), maxParallelism,
                 parallelism);
         localShare.count(target == subtask);
         return record;
     }
 
-    /** The interval holding {@code now} begins; a timer on the task's thread ends it. */
-    private void startInterval(long now) {
-        interval = SketchInterval.containing(now, intervalMillis);
-        timers.registerTimer(interval.end(), this::endInterval);
-    }
-
+    /** The interval's end (a timer on the task's thread): its sketches go to the store, the next one begins. */
     private void endInterval(long time) {
-        ship();
-        startInterval(Math.max(time, timers.getCurrentProcessingTime()));
-    }
-
-    /** Hands the interval's sketches to the publisher (unless empty) and starts fresh ones. */
-    private void ship() {
-        if (!sketches.isEmpty()) {
-            publisher.submit(interval, sketches);
-            sketches = sketches.fresh();
-        }
+        sketches.roll(Math.max(time, sketches.interval().end()));
+        timers.registerTimer(sketches.interval().end(), this::endInterval);
     }
 
     /** Publishes what is left, waiting at most {@value #CLOSE_WAIT_SECONDS} s for the store. */
     @Override
     public void close() throws Exception {
-        if (publisher == null) {
+        if (sketches == null) {
             return; // open did not get that far
         }
-        ship();
-        if (!publisher.close(Duration.ofSeconds(CLOSE_WAIT_SECONDS))) {
-            LOG.warn("the last sketches of {} as {} were not written within {} s; they are dropped", hop,
-                    publisher.publisherId(), CLOSE_WAIT_SECONDS);
+        if (!sketches.close(Duration.ofSeconds(CLOSE_WAIT_SECONDS))) {
+            LOG.warn("the last sketches of {} as {} were not written within {} s; they are dropped", options.hop(),
+                    sketches.publisher().publisherId(), CLOSE_WAIT_SECONDS);
+        }
+    }
+
+    private static void log(Level level, String message) {
+        switch (level) {
+            case WARNING, ERROR -> LOG.warn(message);
+            case INFO -> LOG.info(message);
+            default -> LOG.debug(message);
         }
     }
 
@@ -227,12 +212,13 @@ public final class KeyPairSketcher<T> extends RichMapFunction<T, T> {
      * @param <T> the record type
      */
     public static final class Builder<T> {
-        private final Hop hop;
+        private final String first;
+        private final String second;
         private final KeySelector<T, ?> firstKey;
         private final KeySelector<T, ?> secondKey;
         private String store;
         private Duration interval;
-        private Integer capacity;
+        private int capacity;
         private boolean firstLoads = true;
         private String name;
         private KeySelector<T, ?> routing;
@@ -241,43 +227,29 @@ public final class KeyPairSketcher<T> extends RichMapFunction<T, T> {
         private Long version;
 
         private Builder(String first, KeySelector<T, ?> firstKey, String second, KeySelector<T, ?> secondKey) {
-            String owner = "KeyPairSketcher.builder";
-            SketchPublisher.checkName(first, "first", owner);
-            SketchPublisher.checkName(second, "second", owner);
-            if (first.equals(second)) {
-                throw new IllegalArgumentException("a KeyPairSketcher sketches the hop between two operators; got '"
-                        + first + "' twice");
-            }
             if (firstKey == null || secondKey == null) {
                 throw new IllegalArgumentException("a KeyPairSketcher needs the key selectors of both operators");
             }
-            this.hop = new Hop(first, second);
+            this.first = first;
+            this.second = second;
             this.firstKey = firstKey;
             this.secondKey = secondKey;
         }
 
         /** The store the sketches go to: a directory or {@code s3://bucket/prefix} (as {@code --store} names it). */
         public Builder<T> store(String uri) {
-            StoreUri.open(uri); // an unserved scheme is refused here
             this.store = uri;
             return this;
         }
 
         /** The interval the sketches cover each (at least 1 s); intervals are aligned on the epoch. */
         public Builder<T> interval(Duration length) {
-            if (length == null || length.toMillis() < 1000) {
-                throw new IllegalArgumentException("the interval of a KeyPairSketcher must be at least 1 s; got "
-                        + length);
-            }
             this.interval = length;
             return this;
         }
 
         /** The counters of each sketch (at least 1). */
         public Builder<T> capacity(int counters) {
-            if (counters < 1) {
-                throw new IllegalArgumentException("the capacity of a KeyPairSketcher must be >= 1; got " + counters);
-            }
             this.capacity = counters;
             return this;
         }
@@ -290,7 +262,7 @@ public final class KeyPairSketcher<T> extends RichMapFunction<T, T> {
 
         /** The sketcher's name in its publisher ids (default {@code <first>-<second>}): 1-60 of [A-Za-z0-9_.-]. */
         public Builder<T> name(String sketcherName) {
-            this.name = checkedName(sketcherName);
+            this.name = sketcherName;
             return this;
         }
 
@@ -325,28 +297,12 @@ public final class KeyPairSketcher<T> extends RichMapFunction<T, T> {
         /**
          * The sketcher.
          *
-         * @throws IllegalArgumentException when the store, the interval or the capacity was not given, or the
-         *     default name is too long
+         * @throws IllegalArgumentException when an option is missing or wrong ({@link SketcherOptions})
          */
         public KeyPairSketcher<T> build() {
-            if (store == null || interval == null || capacity == null) {
-                throw new IllegalArgumentException("a KeyPairSketcher needs a store, an interval and a capacity; "
-                        + "got store " + store + ", interval " + interval + ", capacity " + capacity);
-            }
-            if (name == null) {
-                name = checkedName(hop.from() + "-" + hop.to());
-            }
-            return new KeyPairSketcher<>(this);
-        }
-
-        private static String checkedName(String value) {
-            SketchPublisher.checkName(value, "name", "KeyPairSketcher.Builder");
-            if (value.length() > NAME_LENGTH) {
-                throw new IllegalArgumentException("the name of a KeyPairSketcher, part of its publisher ids, must "
-                        + "have at most " + NAME_LENGTH + " characters; got '" + value + "' (give a shorter one with "
-                        + "name(...))");
-            }
-            return value;
+            SketcherOptions options = new SketcherOptions(new Hop(first, second), store, interval, capacity,
+                    firstLoads, name);
+            return new KeyPairSketcher<>(this, options);
         }
     }
 }

@@ -193,21 +193,26 @@ class KeyPairSketcherTest {
 
     @Test
     void optionsAreCheckedWhenTheSketcherIsBuilt() {
-        assertThrows(IllegalArgumentException.class, () -> KeyPairSketcher.builder("a", r -> r, "a", r -> r));
-        assertThrows(IllegalArgumentException.class, () -> KeyPairSketcher.builder("../a", r -> r, "b", r -> r));
+        assertThrows(IllegalArgumentException.class, () -> complete("a", "a").build());
+        assertThrows(IllegalArgumentException.class, () -> complete("../a", "b").build());
         IllegalArgumentException missing = assertThrows(IllegalArgumentException.class,
                 () -> KeyPairSketcher.builder("a", r -> r, "b", r -> r).store(tmp.toString()).build());
         assertTrue(missing.getMessage().contains("needs a store, an interval and a capacity"), missing.getMessage());
         IllegalArgumentException scheme = assertThrows(IllegalArgumentException.class,
-                () -> KeyPairSketcher.builder("a", r -> r, "b", r -> r).store("hdfs://nn/store"));
+                () -> complete("a", "b").store("hdfs://nn/store").build());
         assertTrue(scheme.getMessage().contains("hdfs"), scheme.getMessage());
         IllegalArgumentException longName = assertThrows(IllegalArgumentException.class,
-                () -> KeyPairSketcher.builder("x".repeat(40), r -> r, "y".repeat(40), r -> r).store(tmp.toString())
-                        .interval(Duration.ofMinutes(1)).capacity(10).build());
+                () -> complete("x".repeat(40), "y".repeat(40)).build());
         assertTrue(longName.getMessage().contains("at most 60 characters"), longName.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> KeyPairSketcher.builder("a", r -> r, "b", r -> r)
-                .interval(Duration.ofMillis(10)));
+        assertThrows(IllegalArgumentException.class, () -> complete("a", "b").interval(Duration.ofMillis(10)).build());
+        assertThrows(IllegalArgumentException.class, () -> complete("a", "b").capacity(0).build());
         assertThrows(IllegalArgumentException.class, () -> KeyPairSketcher.builder("a", r -> r, "b", r -> r)
                 .routing(r -> r, 4, 2));
+    }
+
+    /** A builder of every option a sketcher needs, valid but for what a test changes. */
+    private KeyPairSketcher.Builder<Long> complete(String first, String second) {
+        return KeyPairSketcher.<Long>builder(first, r -> r, second, r -> r).store(tmp.toString())
+                .interval(Duration.ofMinutes(1)).capacity(10);
     }
 }

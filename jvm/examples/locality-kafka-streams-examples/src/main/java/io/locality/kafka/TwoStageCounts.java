@@ -4,12 +4,14 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.locality.routing.RoutingConfiguration;
+import java.time.Duration;
 import java.util.List;
 import java.util.function.Supplier;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
@@ -46,15 +48,27 @@ public final class TwoStageCounts {
      */
     public static Topology build(String inputTopic, String outputTopic, Supplier<RoutingConfiguration> tables,
             ProcessedRecords processed) {
+        return build(inputTopic, outputTopic, tables, processed, null);
+    }
+
+    /**
+     * The topology of the job, with {@code sketcher} (unless null) between the two stages: in the first stage's
+     * sub-topology, after its count, before the re-keying ({@link #sketcher}).
+     */
+    public static Topology build(String inputTopic, String outputTopic, Supplier<RoutingConfiguration> tables,
+            ProcessedRecords processed, KeyPairSketcher<String, String> sketcher) {
         RoutingConfiguration now = tables.get();
         List<String> operators = operators(now);
         String first = operators.get(0);
         String second = operators.get(1);
         TableStreamPartitioner<String, String> bySecond = new TableStreamPartitioner<>(() -> tables.get().table(second));
         StreamsBuilder builder = new StreamsBuilder();
-        builder.stream(inputTopic, Consumed.with(Serdes.String(), Serdes.String()))
-                .process(CountByKey.<String, String>supplier(first, Serdes.String(), processed), Named.as(first))
-                .selectKey((key, value) -> field(value, second), Named.as("key-by-" + second))
+        KStream<String, String> counted = builder.stream(inputTopic, Consumed.with(Serdes.String(), Serdes.String()))
+                .process(CountByKey.<String, String>supplier(first, Serdes.String(), processed), Named.as(first));
+        if (sketcher != null) { // a FixedKeyProcessor: the key stays, no repartition topic is added
+            counted = counted.processValues(sketcher, Named.as("sketch-" + first + "-" + second));
+        }
+        counted.selectKey((key, value) -> field(value, second), Named.as("key-by-" + second))
                 .repartition(Repartitioned.<String, String>as(second)
                         .withKeySerde(Serdes.String())
                         .withValueSerde(Serdes.String())
@@ -63,6 +77,27 @@ public final class TwoStageCounts {
                 .process(CountByKey.<String, String>supplier(second, Serdes.String(), processed), Named.as(second))
                 .to(outputTopic, Produced.with(Serdes.String(), Serdes.String()).withStreamPartitioner(bySecond));
         return builder.build();
+    }
+
+    /**
+     * A sketcher of the (first key, second key) pairs between the two stages: the first key is the record's key,
+     * the second its value's field; its locality metric follows {@code tables}, as the re-keyed records do.
+     *
+     * @param store the store the sketches go to
+     * @param interval the wall-clock time each sketch covers
+     * @param capacity the counters of each sketch
+     */
+    public static KeyPairSketcher<String, String> sketcher(String store, Duration interval, int capacity,
+            Supplier<RoutingConfiguration> tables) {
+        List<String> operators = operators(tables.get());
+        String second = operators.get(1);
+        return KeyPairSketcher.<String, String>builder(operators.get(0), (key, value) -> key, second,
+                        (key, value) -> field(value, second))
+                .store(store)                      // a directory or s3://bucket/prefix
+                .interval(interval)                // each sketch covers this much wall-clock time, cut on the epoch
+                .capacity(capacity)                // counters per sketch
+                .routing(tables)                   // the tables the records are re-keyed by: for the metric
+                .build();
     }
 
     /**

@@ -5,6 +5,9 @@ import io.locality.kafka.switching.SwitchEvents;
 import io.locality.routing.LocalityStore;
 import io.locality.routing.RoutingConfiguration;
 import io.locality.routing.ScheduleFollower;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -33,7 +36,8 @@ import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThr
  * One application instance of {@link TwoStageCounts}, for the server it runs on:
  * {@code java io.locality.kafka.TwoStageCountsApp --bootstrap-servers HOST:PORT --store STORE --server NAME
  * --input TOPIC --output TOPIC [--application-id ID] [--state-dir DIR] [--processed-log FILE]
- * [--follow-schedule] [--switch-log FILE] [--max-hold-ms MS] [--schedule-wait-ms MS]}.
+ * [--follow-schedule] [--switch-log FILE] [--max-hold-ms MS] [--schedule-wait-ms MS]
+ * [--sketches STORE [--sketch-interval SECONDS] [--sketch-capacity COUNTERS]]}.
  *
  * <p>Start one instance per server of the tables' topology, each with its own {@code --server}: the
  * {@link ServerTaskAssignor} gives each the tasks of the partitions its server holds. Without
@@ -46,19 +50,33 @@ import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThr
  * tasks it runs ({@code server s3 runs tasks [0_3, 1_3]}) on stdout; with {@code --processed-log} it
  * writes a line per record each stage counted ({@link ProcessedLog}), with {@code --switch-log} a line per
  * switch event ({@link SwitchEventLog}). It runs until stopped (SIGTERM closes it cleanly, and it leaves the
- * group, so that the other instances take its tasks at once). Exit status 2
+ * group, so that the other instances take its tasks at once). With {@code --sketches STORE} a
+ * {@link KeyPairSketcher} between the two stages publishes the sketches of their key pairs and keys into
+ * {@code STORE} every {@code --sketch-interval} seconds (default 60), {@code --sketch-capacity} counters each
+ * (default 100,000), and reports the share of records whose second stage's task is on the instance's server as
+ * Kafka Streams metrics, which the instance prints on stdout when it stops, on one line:
+ * {@code locality metrics [{"name": "local-records-total", "tags": {...}, "value": ...}, ...]} (not with
+ * {@code --follow-schedule}). Exit status 2
  * when an option, the store or the server is wrong (the message names it), 1 when Kafka Streams fails.
  */
 public final class TwoStageCountsApp {
     private static final List<String> REQUIRED = List.of("bootstrap-servers", "store", "server", "input", "output");
     private static final List<String> OPTIONAL = List.of("application-id", "state-dir", "processed-log", "switch-log",
-            "max-hold-ms", "schedule-wait-ms");
+            "max-hold-ms", "schedule-wait-ms", "sketches", "sketch-interval", "sketch-capacity");
     /** Options without a value. */
     private static final List<String> FLAGS = List.of("follow-schedule");
     private static final String FOLLOW = "follow-schedule";
     private static final Duration SCHEDULE_POLL = Duration.ofMillis(100);
     /** How often the switching job deletes the committed records of its own topics. */
     private static final Duration PURGE_INTERVAL = Duration.ofSeconds(30);
+    /** Seconds per sketch interval when {@code --sketch-interval} is not given. */
+    static final long DEFAULT_SKETCH_INTERVAL = 60;
+    /** Counters per sketch when {@code --sketch-capacity} is not given. */
+    static final long DEFAULT_SKETCH_CAPACITY = 100_000;
+    /** What starts the line of the locality metrics printed at the end. */
+    static final String METRICS_LINE = "locality metrics ";
+
+    private static final ObjectMapper JSON = new ObjectMapper();
 
     private TwoStageCountsApp() {}
 
@@ -86,6 +104,10 @@ public final class TwoStageCountsApp {
             }
             closeAtEnd.addAll(List.of(processed, events));
             config = streamsConfig(options);
+            if (options.containsKey(FOLLOW) && options.containsKey("sketches")) {
+                throw new IllegalArgumentException("--sketches is not served with --follow-schedule: the switching "
+                        + "job has no sketcher yet");
+            }
             if (options.containsKey(FOLLOW)) {
                 Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
                         options.get("bootstrap-servers")));
@@ -94,7 +116,8 @@ public final class TwoStageCountsApp {
                         SwitchTopics.of(applicationId(options), tables), PURGE_INTERVAL));
                 config.put(ServerTaskAssignor.OPERATORS_CONFIG, SwitchingTwoStageCounts.subtopologyOperators(tables));
             } else {
-                topology = TwoStageCounts.build(options.get("input"), options.get("output"), () -> tables, processed);
+                topology = TwoStageCounts.build(options.get("input"), options.get("output"), () -> tables, processed,
+                        sketcher(options, tables));
             }
         } catch (IOException | IllegalArgumentException | ExecutionException | TimeoutException e) {
             System.err.println("error: " + e.getMessage());
@@ -102,7 +125,47 @@ public final class TwoStageCountsApp {
             return;
         }
         KafkaStreams streams = new KafkaStreams(topology, config);
-        System.exit(run(streams, options.get("server"), closeAtEnd));
+        Runnable atStop = options.containsKey("sketches") ? () -> printLocalityMetrics(streams) : () -> { };
+        System.exit(run(streams, options.get("server"), closeAtEnd, atStop));
+    }
+
+    /**
+     * The sketcher between the two stages ({@code --sketches STORE [--sketch-interval SECONDS]
+     * [--sketch-capacity COUNTERS]}), or null without {@code --sketches}.
+     */
+    static KeyPairSketcher<String, String> sketcher(Map<String, String> options, RoutingConfiguration tables) {
+        if (!options.containsKey("sketches")) {
+            if (options.containsKey("sketch-interval") || options.containsKey("sketch-capacity")) {
+                throw new IllegalArgumentException("--sketch-interval and --sketch-capacity need --sketches STORE");
+            }
+            return null;
+        }
+        long seconds = positive(options, "sketch-interval", DEFAULT_SKETCH_INTERVAL);
+        long capacity = positive(options, "sketch-capacity", DEFAULT_SKETCH_CAPACITY);
+        if (capacity > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("--sketch-capacity must be at most " + Integer.MAX_VALUE + "; got "
+                    + capacity);
+        }
+        return TwoStageCounts.sketcher(options.get("sketches"), Duration.ofSeconds(seconds), (int) capacity,
+                () -> tables);
+    }
+
+    /**
+     * Prints the locality metrics of {@code streams} ({@code KafkaStreams#metrics()}, group
+     * {@code stream-locality-metrics}) on one line: {@code locality metrics [{"name": ..., "tags": {...}, "value":
+     * ...}, ...]}.
+     */
+    private static void printLocalityMetrics(KafkaStreams streams) {
+        ArrayNode metrics = JSON.createArrayNode();
+        streams.metrics().forEach((name, metric) -> {
+            if (name.group().equals("stream-locality-metrics")) {
+                ObjectNode line = metrics.addObject().put("name", name.name());
+                name.tags().forEach(line.putObject("tags")::put);
+                line.put("value", ((Number) metric.metricValue()).doubleValue());
+            }
+        });
+        System.out.println(METRICS_LINE + metrics);
+        System.out.flush();
     }
 
     /** The topology that follows the store's switch schedule, once its topics exist ({@code admin} makes them). */
@@ -142,7 +205,8 @@ public final class TwoStageCountsApp {
     }
 
     /** Runs {@code streams} until it stops; its exit status. What of {@code closeAtEnd} can be closed is, at the end. */
-    private static int run(KafkaStreams streams, String server, List<?> closeAtEnd) throws InterruptedException {
+    private static int run(KafkaStreams streams, String server, List<?> closeAtEnd, Runnable atStop)
+            throws InterruptedException {
         BlockingQueue<KafkaStreams.State> states = new LinkedBlockingQueue<>();
         streams.setStateListener((now, before) -> states.add(now));
         streams.setUncaughtExceptionHandler(error -> {
@@ -150,6 +214,7 @@ public final class TwoStageCountsApp {
             return StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            atStop.run();
             // leave the group: the other instances take the tasks at once, not after the session timeout (45 s)
             streams.close(CloseOptions.groupMembershipOperation(GroupMembershipOperation.LEAVE_GROUP)
                     .withTimeout(Duration.ofSeconds(30)));
@@ -190,17 +255,27 @@ public final class TwoStageCountsApp {
         return options.getOrDefault("application-id", "locality-two-stage-counts");
     }
 
+    /** The value of option {@code name}, a whole number >= 1, {@code otherwise} when not given. */
+    private static long positive(Map<String, String> options, String name, long otherwise) {
+        return number(options, name, otherwise, 1, "a whole number >= 1");
+    }
+
     /** The value of option {@code name} in milliseconds, {@code otherwise} when not given. */
     private static long millis(Map<String, String> options, String name, long otherwise) {
+        return number(options, name, otherwise, 0, "a number of milliseconds >= 0");
+    }
+
+    /** The value of option {@code name}, at least {@code least} ({@code rule} says so), {@code otherwise} when not given. */
+    private static long number(Map<String, String> options, String name, long otherwise, long least, String rule) {
         String text = options.get(name);
         try {
             long value = text == null ? otherwise : Long.parseLong(text);
-            if (value < 0) {
+            if (value < least) {
                 throw new NumberFormatException();
             }
             return value;
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("--" + name + " must be a number of milliseconds >= 0; got '" + text + "'");
+            throw new IllegalArgumentException("--" + name + " must be " + rule + "; got '" + text + "'");
         }
     }
 
