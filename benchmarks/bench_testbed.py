@@ -24,6 +24,8 @@ Experiments (``--experiment``, several allowed):
   synthetic keys (0, 50, 80, 100%), tables learned on each trace;
 - ``servers``: steady throughput at ``--padding`` on 2 to 6 servers, synthetic keys with 60%
   local pairs (the paper's Figure 7 setting);
+- ``sketch``: what the job's ``KeyPairSketcher`` (issue 40) costs: steady throughput of the tweets at
+  ``--padding``, hash and tables, each with and without the sketcher (publishing every 10 s), interleaved;
 - ``switch``: Figure 13, an online switch (``testbed/switch.py``) on servers that share only the
   network (``Testbed(private_files=True)``): server 0 runs the JobManager, 1-6 the TaskManagers, 7 an
   S3 server (the Versity gateway: :func:`testbed.s3server.object_store`) holding the trace, the store
@@ -160,34 +162,35 @@ class Bench:
 
     def steady(self, bed, flink, workload: Workload, experiment: str, **fields) -> None:
         """Hash and tables interleaved, ``--repeat`` times, at ``--padding`` unless ``fields`` set one."""
-        padding = fields.pop("padding", self.args.padding)
         for repeat in range(self.args.repeat):
             for name in ROUTINGS:
-                run = run_steady(
-                    bed,
-                    flink,
-                    workload.tsv,
-                    workload.routing(name),
-                    padding=padding,
-                    warmup=self.args.warmup,
-                    duration=self.args.duration,
-                )
-                self.record(
-                    experiment,
-                    {
-                        **fields,
-                        "padding": padding,
-                        "routing": name,
-                        "repeat": repeat,
-                        "locality": workload.locality(name),
-                        "throughput": run.throughput,
-                        "bound": run.bound,
-                        "max_link_use": max(run.link_use),
-                        "link_use": run.link_use,
-                        "testbed_cpu_cores": run.testbed_cpu_cores,
-                        "machine_busy": run.machine_busy,
-                    },
-                )
+                self.record(experiment, self.steady_run(bed, flink, workload, name, repeat=repeat, **fields))
+
+    def steady_run(self, bed, flink, workload: Workload, name: str, *, sketches=None, **fields) -> dict:
+        """One steady run routed by ``name`` (with the job's sketcher publishing into ``sketches``, if given)."""
+        padding = fields.pop("padding", self.args.padding)
+        run = run_steady(
+            bed,
+            flink,
+            workload.tsv,
+            workload.routing(name),
+            padding=padding,
+            warmup=self.args.warmup,
+            duration=self.args.duration,
+            sketches=sketches,
+        )
+        return {
+            **fields,
+            "padding": padding,
+            "routing": name,
+            "locality": workload.locality(name),
+            "throughput": run.throughput,
+            "bound": run.bound,
+            "max_link_use": max(run.link_use),
+            "link_use": run.link_use,
+            "testbed_cpu_cores": run.testbed_cpu_cores,
+            "machine_busy": run.machine_busy,
+        }
 
     # -- experiments ------------------------------------------------------------------------
     def bytes(self) -> None:
@@ -253,6 +256,21 @@ class Bench:
             workload = synthetic(n, 0.6, self.work / f"paired-{n}-0.6")
             with self.cluster(n) as (bed, flink):
                 self.steady(bed, flink, workload, "servers", servers=n)
+
+    def sketch(self) -> None:
+        """What the job's ``KeyPairSketcher`` costs: the tweets at ``--padding``, with and without it, interleaved.
+
+        The sketcher publishes every 10 s (``ReplayJob``'s default interval; capacity 100,000) into a directory
+        store the TaskManagers share here (what it costs to compute, not where it writes).
+        """
+        workload = self.tweets()
+        store = self.work / "sketches"
+        with self.cluster(6) as (bed, flink):
+            for repeat in range(self.args.repeat):
+                for name in ROUTINGS:
+                    for sketcher, sketches in (("off", None), ("on", store)):
+                        row = self.steady_run(bed, flink, workload, name, sketches=sketches, repeat=repeat)
+                        self.record("sketch", {**row, "sketcher": sketcher})
 
     def switch(self) -> None:
         trace = load(TWEETS)
@@ -404,6 +422,18 @@ def summarize(results: dict[str, list[dict]], key: str) -> list[dict]:
     return summary
 
 
+def summarize_sketch(rows: list[dict]) -> dict[str, dict]:
+    """Per routing: median throughput without and with the sketcher, the share it costs, what bounded the runs."""
+    summary = {}
+    for name in ROUTINGS:
+        runs = {flag: [r for r in rows if r["routing"] == name and r["sketcher"] == flag] for flag in ("off", "on")}
+        if runs["off"] and runs["on"]:
+            off, on = (statistics.median(r["throughput"] for r in runs[flag]) for flag in ("off", "on"))
+            bounds = [r["bound"] for flag in ("off", "on") for r in runs[flag]]
+            summary[name] = {"off": off, "on": on, "cost": 1 - on / off, "bounds": bounds}
+    return summary
+
+
 def plot(results: dict[str, list[dict]], path: Path, rate: float) -> None:
     import matplotlib
 
@@ -448,7 +478,7 @@ def plot(results: dict[str, list[dict]], path: Path, rate: float) -> None:
     plt.close(figure)
 
 
-EXPERIMENTS = {"bytes": None, "padding": "padding", "locality": "local_share", "servers": "servers"}
+EXPERIMENTS = {"bytes": None, "padding": "padding", "locality": "local_share", "servers": "servers", "sketch": None}
 
 
 def report(results: dict[str, list[dict]]) -> None:
@@ -481,6 +511,11 @@ def report(results: dict[str, list[dict]]) -> None:
                 f"  {row[key]!s:>8}  hash {row['hash']:>10,.0f}/s  tables {row['tables']:>10,.0f}/s  "
                 f"tables/hash {row['ratio']:.2f} (repeats {spread})"
             )
+    for name, row in summarize_sketch(results.get("sketch", [])).items():
+        print(
+            f"sketch: {name:>6} without {row['off']:>10,.0f}/s  with {row['on']:>10,.0f}/s  cost {row['cost']:+.1%} "
+            f"(bound by {', '.join(sorted(set(row['bounds'])))})"
+        )
     for row in results.get("bytes", []):
         print(
             f"bytes: padding {row['padding']:>5} {row['routing']:>6} x{row['passes']}: measured "
@@ -533,11 +568,13 @@ def main() -> int:
         summaries = {e: summarize(results[e], k) for e, k in EXPERIMENTS.items() if k is not None and e in results}
         if "switch" in results:
             summaries["switch"] = summarize_switch(results["switch"])
+        if "sketch" in results:
+            summaries["sketch"] = summarize_sketch(results["sketch"])
         parameters = {k: v for k, v in vars(args).items() if k not in ("out", "plot", "plot_switch", "replot")}
         recorded = {"parameters": parameters, "experiments": results, "summary": summaries}
         args.out.write_text(json.dumps(recorded, indent=1, default=float) + "\n")
     plots = []
-    if set(results) - {"switch"}:
+    if set(results) - {"switch", "sketch"}:
         plot(results, args.plot, rate)
         plots.append(args.plot)
     if "switch" in results:

@@ -82,12 +82,23 @@ def sink_folder(cluster: FlinkCluster) -> SinkFolder:
     return SinkFolder.of(cluster.bed, cluster.taskmanagers, f"/tmp/locality-sink-{uuid.uuid4().hex[:12]}")
 
 
-def _submit(cluster: FlinkCluster, jar: Path, trace: Path, routing: Routing, padding: int, passes: int) -> tuple:
-    """Submit the replay; returns the job id and the fresh folder its sink reports to."""
+def _submit(
+    cluster: FlinkCluster,
+    jar: Path,
+    trace: Path,
+    routing: Routing,
+    padding: int,
+    passes: int,
+    sketches: Path | str | None = None,
+) -> tuple:
+    """Submit the replay (with its sketcher publishing into ``sketches``, if given); returns the job id and the
+    fresh folder its sink reports to."""
     if not jar.is_file():
         raise FileNotFoundError(f"{jar} is not built: run `make jvm` (mvn -f jvm/pom.xml install)")
     sink = sink_folder(cluster)
     args = ["--trace", trace, "--padding", padding, "--passes", passes, "--sink-dir", sink.path, *routing.args()]
+    if sketches is not None:
+        args += ["--sketches", sketches]
     return cluster.submit(jar, MAIN, args), sink
 
 
@@ -156,9 +167,13 @@ def run_steady(
     warmup: float,
     duration: float,
     jar: Path = JAR,
+    sketches: Path | str | None = None,
 ) -> Interval:
-    """Replay ``trace`` without end; measure ``duration`` seconds after ``warmup``; cancel."""
-    job, sink = _submit(cluster, jar, trace, routing, padding, 0)
+    """Replay ``trace`` without end; measure ``duration`` seconds after ``warmup``; cancel.
+
+    ``sketches``: a store the job's sketcher publishes into (``ReplayJob --sketches``); None, no sketcher.
+    """
+    job, sink = _submit(cluster, jar, trace, routing, padding, 0, sketches)
     try:
         cluster.wait_running(job)
         check_colocated(cluster.vertices(job))

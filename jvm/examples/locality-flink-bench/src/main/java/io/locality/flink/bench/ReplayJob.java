@@ -1,13 +1,16 @@
 package io.locality.flink.bench;
 
 import io.locality.flink.JobVersion;
+import io.locality.flink.KeyPairSketcher;
 import io.locality.flink.RoutingKeySelector;
 import io.locality.routing.LocalityStore;
 import io.locality.routing.RoutingConfiguration;
 import io.locality.routing.RoutingTable;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
@@ -28,7 +31,7 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * <pre>
  * flink run -d -c io.locality.flink.bench.ReplayJob locality-flink-bench-0.1.0-job.jar --store STORE \
  *     --mode tables|hash --trace keys.tsv --padding 4096 --sink-dir counts/ [--passes 0] [--version N] \
- *     [--end finish|wait]
+ *     [--end finish|wait] [--sketches STORE [--sketch-interval SECONDS] [--sketch-capacity COUNTERS]]
  * </pre>
  *
  * <p>{@code STORE} is a directory or an {@code s3://bucket/prefix} URI; after a switch each source subtask
@@ -39,6 +42,12 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * {@code MapState} named "count"), and its source resumes from a savepoint exactly, on the new version's
  * partition. With {@code --end wait} the source idles after {@code --passes} instead of finishing, so the
  * job's final counts can be saved and read ({@code ReadRealKeyState}).
+ *
+ * <p>With {@code --sketches}, a {@link KeyPairSketcher} between the two operators (chained to the first, uid
+ * {@value #SKETCH_UID}) sketches the records' key pairs and keys and publishes them into that store every
+ * {@code --sketch-interval} seconds (default {@value #SKETCH_INTERVAL_SECONDS}), sketches of
+ * {@code --sketch-capacity} counters (default {@value #SKETCH_CAPACITY}): what the sketcher costs a job is
+ * measured by running it with and without ({@code bench_testbed.py --experiment sketch}).
  *
  * <p>Both modes run with the tables' parallelism and max parallelism, so the same servers run the same
  * subtasks. Every operator shares one co-location group: subtask i of each runs in the same slot, so
@@ -51,6 +60,10 @@ public final class ReplayJob {
     /** The uids of the two counting operators (a switch names them; their {@code MapState} is "count"). */
     public static final String FIRST_UID = "count-first";
     public static final String SECOND_UID = "count-second";
+    /** The sketcher's uid, and its defaults. */
+    public static final String SKETCH_UID = "sketch";
+    static final long SKETCH_INTERVAL_SECONDS = 10;
+    static final int SKETCH_CAPACITY = 100_000;
 
     private ReplayJob() {
     }
@@ -97,7 +110,23 @@ public final class ReplayJob {
                 .reinterpretAsKeyedStream(replayed, first, Types.STRING)
                 .process(new CountPerKey(0), TraceReplaySource.RECORD)
                 .name("count first key").uid(FIRST_UID);
-        SingleOutputStreamOperator<Tuple3<String, String, byte[]>> secondCounted = firstCounted
+        SingleOutputStreamOperator<Tuple3<String, String, byte[]>> passed = firstCounted;
+        if (options.containsKey("sketches")) {
+            List<String> operators = configuration.topology().operators();
+            KeyPairSketcher<Tuple3<String, String, byte[]>> sketcher = KeyPairSketcher
+                    .builder(operators.get(0), new FieldKey(0), operators.get(1), new FieldKey(1))
+                    .store(options.get("sketches"))
+                    .interval(Duration.ofSeconds(Long.parseLong(
+                            options.getOrDefault("sketch-interval", String.valueOf(SKETCH_INTERVAL_SECONDS)))))
+                    .capacity(Integer.parseInt(
+                            options.getOrDefault("sketch-capacity", String.valueOf(SKETCH_CAPACITY))))
+                    .routing(second, parallelism, maxParallelism)
+                    .version(configuration.version())
+                    .build();
+            passed = firstCounted.map(sketcher, TraceReplaySource.RECORD).name("sketch").uid(SKETCH_UID);
+            passed.getTransformation().setCoLocationGroupKey(together);
+        }
+        SingleOutputStreamOperator<Tuple3<String, String, byte[]>> secondCounted = passed
                 .keyBy(second, Types.STRING)
                 .process(new CountPerKey(1), TraceReplaySource.RECORD)
                 .name("count second key").uid(SECOND_UID);
