@@ -39,6 +39,7 @@ from locality._store_files import damaged, read_blob
 from locality._validation import check_duration, check_integer
 from locality.counts import KeyCounts, sketch_error_bounds
 from locality.errors import InvalidParameterError, SerializationError, StoreError
+from locality.schedule import point_of
 from locality.sketch import SpaceSaving, serde
 from locality.sketch.columns import INT, STR
 from locality.storage import NotAnObject, Objects, open_objects
@@ -63,11 +64,6 @@ _DIGITS = 13
 _HASH_MULTIPLIER = 0x9E3779B97F4A7C15
 #: How many pairs or objects a message lists, at most.
 _NAMED = 5
-
-
-def _ms(moment: datetime) -> int:
-    """``moment`` (UTC-aware) in epoch milliseconds."""
-    return int(round(moment.timestamp() * 1000))
 
 
 def _time(ms: int) -> datetime:
@@ -100,7 +96,7 @@ class Interval:
     @classmethod
     def between(cls, start: str | datetime, end: str | datetime) -> Interval:
         """The interval from ``start`` to ``end`` (ISO 8601 text or datetimes; UTC when they name no zone)."""
-        return cls(_ms(parse_time(start, "start")), _ms(parse_time(end, "end")))
+        return cls(point_of(parse_time(start, "start")), point_of(parse_time(end, "end")))
 
     @classmethod
     def containing(cls, moment: str | datetime, length: str | pd.Timedelta) -> Interval:
@@ -114,7 +110,7 @@ class Interval:
             raise InvalidParameterError(
                 f"the 'length' parameter of Interval.containing must be >= 1 ms; got {length!r}"
             )
-        at = _ms(parse_time(moment, "moment"))
+        at = point_of(parse_time(moment, "moment"))
         return cls(at - at % span, at - at % span + span)
 
     @classmethod
@@ -329,8 +325,8 @@ def _window_bounds(
     start: str | datetime | None, end: str | datetime | None, last: str | pd.Timedelta | None, owner: str
 ) -> tuple[int | None, int | None, int | None]:
     """``start`` and ``end`` in epoch ms, and ``last`` in ms (each None when unset), checked."""
-    lo = None if start is None else _ms(parse_time(start, "start"))
-    hi = None if end is None else _ms(parse_time(end, "end"))
+    lo = None if start is None else point_of(parse_time(start, "start"))
+    hi = None if end is None else point_of(parse_time(end, "end"))
     if lo is not None and hi is not None and hi <= lo:
         raise InvalidParameterError(f"the window of {owner} must end after it starts; got {start} .. {end}")
     length = None if last is None else check_duration(last, "last", owner) // pd.Timedelta(milliseconds=1)
@@ -463,7 +459,7 @@ def _merged(objects: Objects, chosen: list[Interval], left_out: tuple[Interval, 
         merged = None
         for name, _ in sorted(found[what]):
             data = _read(objects, name)
-            sketch = _decode(objects, name, data, 2 if what[0] == "pairs" else 1)
+            sketch, hashes = _decode(objects, name, data, 2 if what[0] == "pairs" else 1)
             first = first or (name, sketch.capacity)
             if sketch.capacity != first[1]:
                 raise StoreError(
@@ -471,7 +467,7 @@ def _merged(objects: Objects, chosen: list[Interval], left_out: tuple[Interval, 
                     f"{first[1]:,} counters, {objects.where(name)} {sketch.capacity:,}; give every publisher "
                     "one capacity (or read a window of one capacity)"
                 )
-            merged = _absorb(objects, merged, name, data, sketch)
+            merged = _absorb(objects, merged, name, sketch, hashes)
             digest.update(f"{name}\0{hashlib.sha256(data).hexdigest()}\n".encode())
             size += len(data)
         reads[what] = merged
@@ -529,9 +525,11 @@ def _read(objects: Objects, name: str) -> bytes:
     return blob.data
 
 
-def _decode(objects: Objects, name: str, data: bytes, arity: int) -> SpaceSaving:
+def _decode(objects: Objects, name: str, data: bytes, arity: int) -> tuple[SpaceSaving, np.ndarray]:
+    """The sketch an object holds, and the 64-bit hashes of the keys it monitors: its bytes parsed once."""
     try:
-        sketch = SpaceSaving.from_bytes(data)
+        image = serde.decode(data)
+        sketch = SpaceSaving.from_image(image)
     except SerializationError as exc:
         raise damaged("an engine's sketch", objects.where(name), str(exc)) from None
     if sketch.arity != arity:
@@ -541,12 +539,11 @@ def _decode(objects: Objects, name: str, data: bytes, arity: int) -> SpaceSaving
             objects.where(name),
             f"a sketch of {kind} has arity {arity}; this one has arity {sketch.arity}",
         )
-    return sketch
+    return sketch, _key_hashes(image)
 
 
-def _key_hashes(data: bytes) -> np.ndarray:
-    """64-bit hashes of the keys a sketch's bytes monitor (its columns as stored: no sort, no Python objects kept)."""
-    image = serde.decode(data)
+def _key_hashes(image: serde.SketchImage) -> np.ndarray:
+    """64-bit hashes of the keys an image holds (its columns as stored: no sort, no Python objects kept)."""
     hashes = np.zeros(len(image.counts), dtype=np.uint64)
     for kind, column in zip(image.kinds, image.columns):
         values = column if kind == INT else column.to_numpy(zero_copy_only=False) if kind == STR else None
@@ -555,9 +552,8 @@ def _key_hashes(data: bytes) -> np.ndarray:
     return np.unique(hashes)
 
 
-def _absorb(objects: Objects, merged: _Read | None, name: str, data: bytes, sketch: SpaceSaving) -> _Read:
-    """``merged`` with ``sketch`` (the object ``name``, read as ``data``) merged in, its keys added to the union."""
-    hashes = _key_hashes(data)
+def _absorb(objects: Objects, merged: _Read | None, name: str, sketch: SpaceSaving, hashes: np.ndarray) -> _Read:
+    """``merged`` with ``sketch`` (the object ``name``, its keys' ``hashes``) merged in, its keys added to the union."""
     if merged is None:
         whole = SpaceSaving(sketch.capacity, sketch.arity)
         merged = _Read(whole, name, np.zeros(0, dtype=np.uint64), False)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
@@ -51,13 +51,19 @@ __all__ = ["SwitchSchedule", "SCHEDULE_FILE", "BEGINNING", "point_of"]
 
 SCHEDULE_FILE = "SCHEDULE"
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
 #: The point before every other: where the version in force when scheduling began starts.
 BEGINNING = -(2**63)
 
 
 def point_of(moment: datetime) -> int:
-    """The default point of an instant (aware, as :func:`locality.time_range.parse_time` gives): epoch milliseconds."""
-    return int(moment.timestamp() * 1000)
+    """The default point of an instant (aware, as :func:`locality.time_range.parse_time` gives): epoch milliseconds.
+
+    Integer arithmetic, floor to the millisecond: a float timestamp times 1000 can land a hair below a whole
+    millisecond and be truncated to the one before.
+    """
+    return (moment - _EPOCH) // timedelta(milliseconds=1)
 
 
 @dataclass(frozen=True)

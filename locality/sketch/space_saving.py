@@ -621,7 +621,18 @@ class SpaceSaving:
             raise InvalidParameterError(
                 f"the 'data' parameter of SpaceSaving.from_bytes must be bytes; got {type(data).__name__}"
             )
-        image = serde.decode(bytes(data))
+        return cls.from_image(serde.decode(bytes(data)))
+
+    @classmethod
+    def from_image(cls, image: serde.SketchImage) -> SpaceSaving:
+        """The sketch of a decoded image (:func:`locality.sketch.serde.decode`), for a caller that reads the
+        image's columns too and parses the bytes once.
+
+        Raises
+        ------
+        SerializationError
+            If a key appears in two counters.
+        """
         sketch = cls(image.capacity, image.arity)
         sketch._kinds = list(image.kinds)
         sketch._total = image.total
