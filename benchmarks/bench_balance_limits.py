@@ -52,7 +52,7 @@ from locality.evaluation import evaluate  # noqa: E402
 from locality.forecast import forecast_counts  # noqa: E402
 from locality.optimizer import make_fallbacks, optimize  # noqa: E402
 from locality.rebalance import RebalanceProblem, rebalance  # noqa: E402
-from locality.rebalance.window import RebalanceSchedule, WindowRouter  # noqa: E402
+from locality.rebalance.window import RebalancePolicy, WindowRouter  # noqa: E402
 from locality.topology import Topology  # noqa: E402
 
 
@@ -85,12 +85,12 @@ class _ForesightRouter(WindowRouter):
     def _rates(self, i: int, now: pd.Timestamp) -> np.ndarray:
         o = self.operators[i]
         rest = np.bincount(o.codes[self.consumed :], minlength=len(o.keys)).astype(float)
-        return rest / ((self.end - now) / pd.Timedelta(self.schedule.every))
+        return rest / ((self.end - now) / pd.Timedelta(self.policy.every))
 
 
 def within_week(frame: pd.DataFrame, topology: Topology, period: str, theta_max: float, mode: str, foresight: bool):
     """The replay in ``mode`` rebalanced hourly by ``local``, on its forecasts or on the rest of the window's loads."""
-    schedule = RebalanceSchedule(method="local", every="1h", theta_max=theta_max)
+    policy = RebalancePolicy(method="local", every="1h", theta_max=theta_max)
     router = _ForesightRouter if foresight else WindowRouter
     with mock.patch.object(locality.replay, "WindowRouter", router):
         return locality.replay.replay_trace(
@@ -100,7 +100,7 @@ def within_week(frame: pd.DataFrame, topology: Topology, period: str, theta_max:
             mode=mode,
             history=None,
             decay=0.85,
-            rebalance=schedule,
+            rebalance=policy,
             min_gain=0.1,
             max_imbalance=100.0,
         )

@@ -26,10 +26,20 @@ share come from the rewrite's own counters (serialized real key + state of each 
 MapState entry); the State Processor API reads and writes the rewritten operators' whole
 keyed state, moved or not, which the *bytes rewritten* column shows.
 
+**Larger state** (issue 39): ``--keys N`` replays a generated trace instead, of ``N`` records each
+with a location and a hashtag of its own (``2 N`` keys with a count each, no key twice), on
+version 1 = Flink's own hash for every key (no table: a table learned on ``N`` distinct pairs
+would say nothing); a switch then gives the moved share of keys a table entry on another
+subtask. ``--state-backend rocksdb`` keeps the job's state in RocksDB (the savepoint is Flink's
+canonical format either way, which the rewrite reads); ``--taskmanager-memory`` sizes the one
+TaskManager. The peak heap of the TaskManager during the switch (sampled from its metrics every
+0.2 s) bounds what the rewrite and the restart take, beside the peak during the plain restart.
+
 Usage::
 
     PYTHONPATH=. python benchmarks/bench_flink_switch.py [--shares 0.01,0.1,0.5] [--rate 1500]
         [--warm 25000] [--between 20000] [--seed 0] [--json FILE]
+        [--keys N --state-backend hashmap|rocksdb --taskmanager-memory 4g]
 """
 
 from __future__ import annotations
@@ -39,7 +49,9 @@ import json
 import logging
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +91,43 @@ def moved_version(config: RoutingConfiguration, keys: dict[str, np.ndarray], sha
         entries = pd.concat([entries.drop(chosen, errors="ignore"), pd.Series(targets, index=chosen)])
         tables[op] = RoutingTable(op, table.fallback, entries)
     return RoutingConfiguration(config.topology, tables, dict(config.parameters))
+
+
+def generated_trace(n: int, seed: int) -> pd.DataFrame:
+    """``n`` records, each with a location and a hashtag no other record has: ``2 n`` keys of state."""
+    order = np.random.default_rng(seed).permutation(n)
+    return pd.DataFrame(
+        {"seq": np.arange(n), "location": [f"l{i}" for i in order], "hashtag": [f"#t{i}" for i in order]}
+    )
+
+
+class HeapPeak:
+    """The largest heap used by the cluster's TaskManagers while it runs, from their metrics every 0.2 s."""
+
+    def __init__(self, url: str) -> None:
+        self.url, self.peak, self._stop = url, 0, threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _get(self, path: str):
+        with urllib.request.urlopen(self.url + path, timeout=10) as answer:
+            return json.load(answer)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.2):
+            try:
+                for tm in self._get("/taskmanagers")["taskmanagers"]:
+                    metric = self._get(f"/taskmanagers/{tm['id']}/metrics?get=Status.JVM.Memory.Heap.Used")
+                    self.peak = max([self.peak, *(int(float(m["value"])) for m in metric)])
+            except (OSError, ValueError, KeyError):
+                continue  # a TaskManager between jobs may answer nothing: the next sample counts
+
+    def __enter__(self) -> HeapPeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(15)
 
 
 def sink_records(rest: FlinkRest, job: str) -> int:
@@ -126,17 +175,21 @@ def run_share(rest, launcher, rewriter, store, share, version, args, savepoints)
     rest.wait_until_running(job, timeout=WAIT)
     jobs = [job]
     wait_processed(rest, jobs, args.warm)
-    stopped, mark = time.time(), time.monotonic()
-    savepoint = rest.stop_with_savepoint(job, savepoints, timeout=WAIT)
-    stop = time.monotonic() - mark
-    job = rest.run_jar(launcher.jar_id, JOB, launcher.args_for(1), savepoint=savepoint)
-    rest.wait_until_running(job, timeout=WAIT)
-    baseline = measure(rest, job, args.rate, stopped, time.time(), {"stop": stop})
+    with HeapPeak(rest.url) as restart_heap:
+        stopped, mark = time.time(), time.monotonic()
+        savepoint = rest.stop_with_savepoint(job, savepoints, timeout=WAIT)
+        stop = time.monotonic() - mark
+        job = rest.run_jar(launcher.jar_id, JOB, launcher.args_for(1), savepoint=savepoint)
+        rest.wait_until_running(job, timeout=WAIT)
+        baseline = measure(rest, job, args.rate, stopped, time.time(), {"stop": stop})
+    baseline["heap_peak"] = restart_heap.peak
     jobs.append(job)
     wait_processed(rest, jobs, args.warm + args.between)
-    result = switch_flink_job(rest, job, store=store.root, to_version=version, savepoint_dir=savepoints,
-                              operators=SPECS, launcher=launcher, rewrite=rewriter, timeout=WAIT)  # fmt: skip
-    switched = measure(rest, result.new_job, args.rate, result.stopped_at, result.running_at, result.phases)
+    with HeapPeak(rest.url) as switch_heap:
+        result = switch_flink_job(rest, job, store=store.root, to_version=version, savepoint_dir=savepoints,
+                                  operators=SPECS, launcher=launcher, rewrite=rewriter, timeout=WAIT)  # fmt: skip
+        switched = measure(rest, result.new_job, args.rate, result.stopped_at, result.running_at, result.phases)
+    switched["heap_peak"] = switch_heap.peak
     counts = result.operators
     switched["moved_bytes"] = sum(c["moved_bytes"] for c in counts.values())
     switched["rewritten_bytes"] = sum(c["bytes"] for c in counts.values())
@@ -152,7 +205,10 @@ def measure_all(args: argparse.Namespace, trace: pd.DataFrame, work: Path, share
     """Publish version 1 and one version per share into a store in ``work``, start a cluster, run every share."""
     topology = Topology.uniform(OPERATORS, 6)
     fallbacks = make_fallbacks(topology, "flink", max_parallelism=128)
-    v1 = optimize(count_keys(trace.iloc[: len(trace) // 2], OPERATORS).graph(), topology, fallbacks).config
+    if args.keys:  # every key where Flink's own keyBy puts it
+        v1 = RoutingConfiguration.hash_routing(topology, fallbacks)
+    else:
+        v1 = optimize(count_keys(trace.iloc[: len(trace) // 2], OPERATORS).graph(), topology, fallbacks).config
     store = ConfigStore(work / "store")
     store.publish(v1, fingerprint="v1")
     keys = {op: trace[op].unique() for op in OPERATORS}
@@ -162,7 +218,9 @@ def measure_all(args: argparse.Namespace, trace: pd.DataFrame, work: Path, share
     job_args = ("--store", str(store.root), "--version", "{version}", "--input", str(records), "--mode", "tables",
                 "--rate", str(args.rate))  # fmt: skip
     home = flink_home(ensure_flink_env().root)
-    settings = {"metrics.fetcher.update-interval": 200}
+    settings = {"metrics.fetcher.update-interval": 200, "state.backend.type": args.state_backend}
+    if args.taskmanager_memory:
+        settings["taskmanager.memory.process.size"] = args.taskmanager_memory
     rows = []
     with LocalFlinkCluster(home, work / "cluster", settings=settings) as cluster:
         rest = FlinkRest(cluster.url)
@@ -184,27 +242,38 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--between", type=int, default=20_000, help="records between restart, switch and end")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--keys", type=int, help="replay a generated trace of this many records, no key twice")
+    parser.add_argument("--state-backend", choices=["hashmap", "rocksdb"], default="hashmap")
+    parser.add_argument("--taskmanager-memory", help="the TaskManager's process size (Flink's form: 4g)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     shares = [float(s) for s in args.shares.split(",")]
-    trace = pd.read_parquet(card("geotweets_hashtags_2015").path).sort_values("seq", kind="stable")
+    if args.keys:
+        trace = generated_trace(args.keys, args.seed)
+    else:
+        trace = pd.read_parquet(card("geotweets_hashtags_2015").path).sort_values("seq", kind="stable")
     with tempfile.TemporaryDirectory(prefix="bench-flink-switch-") as work:  # store, trace, cluster, savepoints
         rows = measure_all(args, trace, Path(work), shares)
-    print(f"Flink switch, standalone cluster on loopback, parallelism 6, tweet trace at {args.rate:,} records/s")
+    source = f"{args.keys:,} generated records" if args.keys else "tweet trace"
+    print(f"Flink switch, standalone cluster on loopback, parallelism 6, {source} at {args.rate:,} records/s, "
+          f"state backend {args.state_backend}")  # fmt: skip
     print(
         "| keys moved (asked) | state moved (bytes) | bytes rewritten | running again | first record | "
-        "normal rate | records held | stop / rewrite / restart | baseline: running / first / normal / held |"
+        "normal rate | records held | stop / rewrite / restart | heap peak | baseline: running / first / normal / held "
+        "| baseline heap peak |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         s, b = row["switch"], row["baseline"]
         print(f"| {row['share']:.0%} | {s['moved_bytes']:,} ({s['moved_bytes'] / s['rewritten_bytes']:.1%}; "
               f"{s['moved_keys']:,} of {s['keys']:,} keys) | {s['rewritten_bytes']:,} | {s['running']:.1f} s | "
               f"{s['first_record']:.1f} s | {s['normal']:.1f} s | {s['held']:,.0f} | {s['stop_phase']:.1f} / "
-              f"{s['rewrite_phase']:.1f} / {s['restart_phase']:.1f} s | {b['running']:.1f} / "
-              f"{b['first_record']:.1f} / {b['normal']:.1f} s / {b['held']:,.0f} |")  # fmt: skip
+              f"{s['rewrite_phase']:.1f} / {s['restart_phase']:.1f} s | {s['heap_peak'] / 2**20:,.0f} MiB | "
+              f"{b['running']:.1f} / {b['first_record']:.1f} / {b['normal']:.1f} s / {b['held']:,.0f} | "
+              f"{b['heap_peak'] / 2**20:,.0f} MiB |")  # fmt: skip
     if args.json:
-        Path(args.json).write_text(json.dumps({"rate": args.rate, "rows": rows}, indent=1))
+        run = {"rate": args.rate, "keys": args.keys, "state_backend": args.state_backend, "rows": rows}
+        Path(args.json).write_text(json.dumps(run, indent=1))
 
 
 if __name__ == "__main__":

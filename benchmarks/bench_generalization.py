@@ -43,7 +43,7 @@ from locality.counts import KeyCounts, count_keys  # noqa: E402
 from locality.datasets.catalog import load  # noqa: E402
 from locality.evaluation import evaluate  # noqa: E402
 from locality.optimizer import make_fallbacks, optimize  # noqa: E402
-from locality.rebalance.window import RebalanceSchedule, WindowRouter  # noqa: E402
+from locality.rebalance.window import RebalancePolicy, WindowRouter  # noqa: E402
 from locality.topology import Topology  # noqa: E402
 
 KEYS = ["location", "hashtag"]
@@ -167,7 +167,7 @@ def followed(first: pd.DataFrame, second: pd.DataFrame, config, graph, every: in
         graph=graph,
         previous={op: first[op].value_counts().astype(float) for op in KEYS},
     )
-    routed = router.route(RebalanceSchedule(method="follow", every=f"{every}s", history=f"{10 * every}s"))
+    routed = router.route(RebalancePolicy(method="follow", every=f"{every}s", history=f"{10 * every}s"))
     topo = config.topology
     servers = [topo.instance_servers(op)[routed.routes[op]] for op in KEYS]
     worst = max((np.bincount(routed.routes[op], minlength=6) / (len(second) / 6)).max() for op in KEYS)

@@ -1,7 +1,7 @@
-"""The online job run at a rebalancing cadence, end to end, beside the replay of the same schedule.
+"""The online job run at a rebalancing cadence, end to end, beside the replay of the same policy.
 
 ``locality replay --rebalance local --rebalance-every 30min`` measures a
-rebalancing schedule inside the library; a deployment runs ``locality
+rebalancing policy inside the library; a deployment runs ``locality
 reconfigure --rebalance local`` from a scheduler instead, once per tick, and
 routes with whatever version the store holds. This script does what that
 deployment does, in one Spark session: the offline job builds the tables on a
@@ -18,7 +18,7 @@ without it, the window's loads scaled to ``--horizon``. Out come
 next-interval locality, the worst operator's imbalance over each judged week
 and, mean over days, over each day, and the state the published plans move,
 beside hash routing and :func:`locality.replay.replay_trace` with the same
-schedule, all in the same run.
+policy, all in the same run.
 
     .venv/bin/python benchmarks/bench_online_cadence.py --every 30min --split-hot-keys --balance-window  # ~10 min
     .venv/bin/python benchmarks/bench_online_cadence.py --help
@@ -46,7 +46,8 @@ sys.path.insert(0, str(REPO))
 
 from locality.datasets.catalog import load  # noqa: E402
 from locality.evaluation import ReplayTotals, replay  # noqa: E402
-from locality.rebalance.window import RebalanceSchedule  # noqa: E402
+from locality.rebalance.options import RebalanceOptions  # noqa: E402
+from locality.rebalance.window import RebalancePolicy  # noqa: E402
 from locality.replay import replay_trace  # noqa: E402
 from locality.routing import RoutingConfiguration  # noqa: E402
 from locality.store import ConfigStore  # noqa: E402
@@ -114,12 +115,14 @@ def main() -> None:
 
     run_offline(spark, OfflineParams(trace=spec(first, judged), topology=topology, store=str(store), graph_stats=False))
     rebalance = dict(
-        rebalance="local",
-        theta_max=args.theta_max,
-        state_weight=args.state_weight,
-        split_hot_keys=args.split_hot_keys,
-        split_share=args.split_share if args.split_hot_keys else None,
-        split_merge=args.split_merge,
+        rebalance=RebalanceOptions(
+            "local",
+            theta_max=args.theta_max,
+            state_weight=args.state_weight,
+            split_hot_keys=args.split_hot_keys,
+            split_share=args.split_share if args.split_hot_keys else None,
+            split_merge=args.split_merge,
+        )
     )
     config = ConfigStore(store).get().config  # the version in force, read again only when a run publishes
     ticks = pd.date_range(judged, end, freq=every, inclusive="left")
@@ -155,7 +158,7 @@ def main() -> None:
     spark.stop()
     shutil.rmtree(work)
 
-    schedule = RebalanceSchedule(
+    policy = RebalancePolicy(
         method="local",
         every=args.every,
         history=max(args.history, args.every, key=pd.Timedelta),
@@ -166,7 +169,7 @@ def main() -> None:
         split_merge=args.split_merge,
     )
     inside = frame[(frame["ts"] >= first) & (frame["ts"] < end)]
-    library = replay_trace(inside, topology, ts="ts", period="7D", mode="offline", rebalance=schedule)
+    library = replay_trace(inside, topology, ts="ts", period="7D", mode="offline", rebalance=policy)
     judged_weeks = library.windows[1:]
     judged_tuples = sum(w.tuples for w in judged_weeks)
 

@@ -12,7 +12,7 @@ measures, in one run and in alternation (so that the machine's load falls on bot
   object from the same backend, decoded into the same Series of key -> instance), and beside Arrow's
   decode alone (no Python object per key: the floor); and ``Router(store)``, which also builds the
   lookups before it serves (a dict of a million keys);
-- **first load, Java** (with ``--java``): ``LocalityStore.open(uri).load()`` in a fresh JVM
+- **first load, Java** (with ``--java``): ``ConfigStore.open(uri).load()`` in a fresh JVM
   (``configuration.json`` checked and parsed), beside reading and parsing the same bytes alone.
 
 Backends: a local directory on this machine's disk, and a bucket of a real S3 server on loopback
@@ -95,10 +95,10 @@ def parquet_alone(location: str, version_prefix: str, table_names: list[str], *,
 
 
 def java_load(location: str, env: dict[str, str]) -> tuple[float, float]:
-    """Seconds of ``LocalityStore.open(uri).load()`` and of reading the same JSON bytes alone, in a fresh JVM."""
+    """Seconds of ``ConfigStore.open(uri).load()`` and of reading the same JSON bytes alone, in a fresh JVM."""
     from testbed.jvm import run_java
 
-    main_class = "io.locality.routing.StoreLoadTimer"
+    main_class = "io.locality.store.StoreLoadTimer"
     done = run_java(["examples/locality-core-examples"], main_class, location, timeout=600, env=env)
     if done.returncode != 0:
         raise RuntimeError(done.stderr)

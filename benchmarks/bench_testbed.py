@@ -24,8 +24,11 @@ Experiments (``--experiment``, several allowed):
   synthetic keys (0, 50, 80, 100%), tables learned on each trace;
 - ``servers``: steady throughput at ``--padding`` on 2 to 6 servers, synthetic keys with 60%
   local pairs (the paper's Figure 7 setting);
-- ``sketch``: what the job's ``KeyPairSketcher`` (issue 40) costs: steady throughput of the tweets at
-  ``--padding``, hash and tables, each with and without the sketcher (publishing every 10 s), interleaved;
+- ``sketch``: what the job's ``KeyPairSketcher`` (issue 40) costs: the tweets at ``--padding``, hash and
+  tables, one run per routing, repeat and each of ``--sketch-budgets``, the sketcher (publishing every
+  10 s) working in every other phase of ``--sketch-phase`` seconds (:func:`testbed.replay.run_phased`);
+  the cost is one minus the median, over the phases with it, of their throughput over the mean of the
+  two phases without it around them; plot in ``--plot-sketch``;
 - ``switch``: Figure 13, an online switch (``testbed/switch.py``) on servers that share only the
   network (``Testbed(private_files=True)``): server 0 runs the JobManager, 1-6 the TaskManagers, 7 an
   S3 server (the Versity gateway: :func:`testbed.s3server.object_store`) holding the trace, the store
@@ -36,7 +39,10 @@ Experiments (``--experiment``, several allowed):
   the state there by the migration plan (a job on the cluster) and restarts it on them; throughput at
   the sink before and after (``--warmup``, ``--duration``), the time series, the downtime, and every
   key's final count in both operators read from a last savepoint beside its number of records. One
-  row per repeat; plot in ``--plot-switch``.
+  row per repeat; plot in ``--plot-switch``. With ``--switch-online sketches`` the loop runs with no
+  trace (issue 40, item 5): version 1 is published without one, the job sketches what it routes
+  (``ReplayJob --sketches``, every ``--sketch-interval`` s, on both versions) and ``locality reconfigure
+  --sketches`` learns version 2 from the sketches of the job's first intervals.
 
 Hash and tables run interleaved in the same cluster, ``--repeat`` times each; a run's figures say
 what bounded it (a link at >= 90% of its rate, or a busy machine). Results go to ``--out`` (JSON)
@@ -49,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -59,6 +66,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -68,7 +76,8 @@ import pandas as pd  # noqa: E402
 from locality.datasets.catalog import load  # noqa: E402
 from testbed import Testbed  # noqa: E402
 from testbed.flink import FlinkCluster, flink_home_of  # noqa: E402
-from testbed.replay import Routing, idle_rates, job_overhead, run_bounded, run_steady  # noqa: E402
+from testbed.measure import DEFAULT_BUDGET, EVERY_RECORD, budget_label, phase_ratios  # noqa: E402
+from testbed.replay import Routing, Sketching, idle_rates, job_overhead, run_bounded, run_phased, run_steady  # noqa: E402
 from testbed.s3server import object_store  # noqa: E402
 from testbed.switch import SwitchSetup, run_switch  # noqa: E402
 from testbed.workload import (  # noqa: E402
@@ -92,6 +101,9 @@ BYTES_AT_LEAST = 30e6
 #: The switch experiment's servers (``Bench.switch_cluster``): which one runs what.
 SWITCH_SERVERS = {"jobmanager": 0, "taskmanagers": [1, 2, 3, 4, 5, 6], "object_store": 7, "gateway": 8}
 BUCKET = "locality"
+#: A TaskManager's process memory in the sketch experiment: heap enough for the sketches (42.5 MB for three full
+#: sketches of 100,000 counters, up to three intervals of them while the store writes) without a GC in every second.
+SKETCH_TASKMANAGER_MEMORY = "2048m"
 
 
 class Workload:
@@ -135,11 +147,12 @@ class Bench:
         return self.tweets_6
 
     @contextlib.contextmanager
-    def cluster(self, taskmanagers: int):
-        """A testbed of ``taskmanagers + 1`` servers and the Flink cluster on it, torn down on exit."""
+    def cluster(self, taskmanagers: int, **options):
+        """A testbed of ``taskmanagers + 1`` servers and the Flink cluster on it (``options``: the cluster's),
+        torn down on exit."""
         with Testbed(taskmanagers + 1, rate_mbit=self.args.rate) as bed:
             workdir = self.work / f"cluster-{taskmanagers}"
-            yield bed, FlinkCluster(bed, bed.servers[0], bed.servers[1:], workdir, self.home).start()
+            yield bed, FlinkCluster(bed, bed.servers[0], bed.servers[1:], workdir, self.home, **options).start()
 
     @contextlib.contextmanager
     def switch_cluster(self, taskmanagers: int):
@@ -151,7 +164,10 @@ class Bench:
         with Testbed(taskmanagers + 3, rate_mbit=self.args.rate, private_files=True) as bed:
             jobmanager, *others = bed.servers
             workers, store_server, gateway = others[:taskmanagers], others[taskmanagers], others[taskmanagers + 1]
-            with object_store(bed, store_server, self.work / "s3.log", buckets=(BUCKET,)) as s3:
+            with (
+                object_store(bed, store_server, self.work / "s3.log", buckets=(BUCKET,)) as s3,
+                mock.patch.dict(os.environ, s3.env),  # for the library, called in the gateway
+            ):
                 workdir = self.work / f"cluster-{taskmanagers}-switch"
                 flink = FlinkCluster(bed, jobmanager, workers, workdir, self.home, s3_env=s3.env).start()
                 yield bed, flink, gateway, s3, store_server
@@ -166,8 +182,8 @@ class Bench:
             for name in ROUTINGS:
                 self.record(experiment, self.steady_run(bed, flink, workload, name, repeat=repeat, **fields))
 
-    def steady_run(self, bed, flink, workload: Workload, name: str, *, sketches=None, **fields) -> dict:
-        """One steady run routed by ``name`` (with the job's sketcher publishing into ``sketches``, if given)."""
+    def steady_run(self, bed, flink, workload: Workload, name: str, **fields) -> dict:
+        """One steady run routed by ``name``."""
         padding = fields.pop("padding", self.args.padding)
         run = run_steady(
             bed,
@@ -177,7 +193,6 @@ class Bench:
             padding=padding,
             warmup=self.args.warmup,
             duration=self.args.duration,
-            sketches=sketches,
         )
         return {
             **fields,
@@ -258,25 +273,47 @@ class Bench:
                 self.steady(bed, flink, workload, "servers", servers=n)
 
     def sketch(self) -> None:
-        """What the job's ``KeyPairSketcher`` costs: the tweets at ``--padding``, with and without it, interleaved.
+        """What the job's ``KeyPairSketcher`` costs: the same job with and without it, alternating by phases.
 
-        The sketcher publishes every 10 s (``ReplayJob``'s default interval; capacity 100,000) into a directory
-        store the TaskManagers share here (what it costs to compute, not where it writes).
+        The sketcher publishes every 10 s (``ReplayJob``'s default interval; capacity 100,000) into a directory store
+        the TaskManagers share here (what it costs to compute, not where it writes).
         """
         workload = self.tweets()
         store = self.work / "sketches"
-        with self.cluster(6) as (bed, flink):
+        with self.cluster(6, taskmanager_memory=SKETCH_TASKMANAGER_MEMORY) as (bed, flink):
             for repeat in range(self.args.repeat):
                 for name in ROUTINGS:
-                    for sketcher, sketches in (("off", None), ("on", store)):
-                        row = self.steady_run(bed, flink, workload, name, sketches=sketches, repeat=repeat)
-                        self.record("sketch", {**row, "sketcher": sketcher})
+                    for budget in self.args.sketch_budgets:
+                        phases = run_phased(
+                            bed,
+                            flink,
+                            workload.tsv,
+                            workload.routing(name),
+                            Sketching(store, budget),
+                            padding=self.args.padding,
+                            warmup=self.args.warmup,
+                            phase_seconds=self.args.sketch_phase,
+                            phases=self.args.sketch_phases,
+                        )
+                        self.record(
+                            "sketch",
+                            {
+                                "repeat": repeat,
+                                "routing": name,
+                                "padding": self.args.padding,
+                                "budget": budget,
+                                "phase_seconds": self.args.sketch_phase,
+                                "phases": [dataclasses.asdict(p) for p in phases],
+                                "ratios": phase_ratios(phases),
+                            },
+                        )
 
     def switch(self) -> None:
         trace = load(TWEETS)
         keys = list(trace.keys)
         tsv, parquet = write_replay_trace(trace.frame, keys, self.work / "switch")
-        with self.switch_cluster(6) as (bed, flink, gateway, s3, store_server):
+        taskmanagers = len(SWITCH_SERVERS["taskmanagers"])
+        with self.switch_cluster(taskmanagers) as (bed, flink, gateway, s3, store_server):
             for path in (tsv, parquet):  # the trace lives in the bucket only
                 put_in_bucket(bed, store_server, s3, f"switch/{path.name}", path.read_bytes())
             for repeat in range(self.args.repeat):
@@ -286,17 +323,28 @@ class Bench:
                                     f"{prefix}/savepoints")  # fmt: skip
                 online = ["--keys", ",".join(keys), "--store", setup.store]
                 trace_uri = f"s3a://{BUCKET}/switch/{parquet.name}"
-                setup.locality("optimize", trace_uri, "--servers", 6, "--hash", "flink", "--max-entries", 0, *online)
+                sketch_interval = None
+                if self.args.switch_online == "sketches":
+                    setup.publish_hash(keys, taskmanagers)
+                    sketch_interval = self.args.sketch_interval
+                    publish = functools.partial(setup.reconfigure_from_sketches, time.time(), taskmanagers)
+                else:
+                    setup.locality(
+                        "optimize", trace_uri, "--servers", taskmanagers, "--hash", "flink", "--max-entries", 0,
+                        *online,
+                    )  # fmt: skip
+                    publish = functools.partial(setup.locality, "reconfigure", trace_uri, *online)
                 load_average = os.getloadavg()[0]
                 run = run_switch(
                     setup,
-                    publish=functools.partial(setup.locality, "reconfigure", trace_uri, *online),
+                    publish=publish,
                     frame=trace.frame,
                     keys=keys,
                     padding=self.args.padding,
                     passes=self.args.switch_passes,
                     warmup=self.args.warmup,
                     duration=self.args.duration,
+                    sketch_interval=sketch_interval,
                 )
                 self.record("switch", switch_row(run, repeat, self.args.padding, load_average))
                 if not run.counts.exact:
@@ -325,6 +373,8 @@ def switch_row(run, repeat: int, padding: int, load_average: float) -> dict:
         "load_average_at_start": load_average,
         "locality": [run.reconfigure["locality_before"], run.reconfigure["locality_after"]],
         "moved_keys": run.reconfigure["moved_keys"],
+        "online_from": "sketches" if "sketches" in run.reconfigure else "trace",
+        "sketches": run.reconfigure.get("sketches"),
         "state_moved": run.switch["operators"],
         "phases": run.switch["phases"],
         "savepoints": [run.switch["savepoint"], run.switch["rewritten"]],
@@ -423,15 +473,57 @@ def summarize(results: dict[str, list[dict]], key: str) -> list[dict]:
 
 
 def summarize_sketch(rows: list[dict]) -> dict[str, dict]:
-    """Per routing: median throughput without and with the sketcher, the share it costs, what bounded the runs."""
+    """Per routing and budget: the median of every run's phase ratios (with the sketcher over without), its
+    quartiles, and the cost (one minus the median)."""
     summary = {}
     for name in ROUTINGS:
-        runs = {flag: [r for r in rows if r["routing"] == name and r["sketcher"] == flag] for flag in ("off", "on")}
-        if runs["off"] and runs["on"]:
-            off, on = (statistics.median(r["throughput"] for r in runs[flag]) for flag in ("off", "on"))
-            bounds = [r["bound"] for flag in ("off", "on") for r in runs[flag]]
-            summary[name] = {"off": off, "on": on, "cost": 1 - on / off, "bounds": bounds}
+        mine = [r for r in rows if r["routing"] == name]
+        for budget in dict.fromkeys(r["budget"] for r in mine):
+            ratios = [q for r in mine if r["budget"] == budget for q in r["ratios"]]
+            quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+            summary[f"{name} {budget}"] = {
+                "routing": name,
+                "budget": budget,
+                "ratio": statistics.median(ratios),
+                "quartiles": [quartiles[0], quartiles[2]],
+                "phases": len(ratios),
+                "cost": 1 - statistics.median(ratios),
+                "without": statistics.median(
+                    p["throughput"]
+                    for r in mine
+                    if r["budget"] == budget
+                    for p in r["phases"]
+                    if not p["sketching"] and p["throughput"] is not None
+                ),
+            }
     return summary
+
+
+def plot_sketch(rows: list[dict], path: Path) -> None:
+    """Every phase's throughput with the sketcher over the phases without around it, per routing and budget."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    budgets = list(dict.fromkeys(r["budget"] for r in rows))
+    figure, ax = plt.subplots(figsize=(7, 3.6))
+    for offset, name in ((-0.12, "hash"), (0.12, "tables")):
+        for i, budget in enumerate(budgets):
+            ratios = [q for r in rows if r["routing"] == name and r["budget"] == budget for q in r["ratios"]]
+            ax.scatter([i + offset] * len(ratios), ratios, s=14, alpha=0.6, color="C0" if name == "hash" else "C1",
+                       label=name if i == 0 else None)  # fmt: skip
+            if ratios:
+                ax.hlines(statistics.median(ratios), i + offset - 0.1, i + offset + 0.1, color="black")
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.axhline(0.95, color="red", linewidth=0.8, linestyle="--", label="5% cost")
+    ax.set_xticks(range(len(budgets)), [f"budget {budget_label(b)}" for b in budgets])
+    ax.set_ylabel("records/s with / without")
+    ax.set_title("The Flink sketcher's cost: each phase with it over the two without around it", fontsize=10)
+    ax.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
 
 
 def plot(results: dict[str, list[dict]], path: Path, rate: float) -> None:
@@ -512,9 +604,10 @@ def report(results: dict[str, list[dict]]) -> None:
                 f"tables/hash {row['ratio']:.2f} (repeats {spread})"
             )
     for name, row in summarize_sketch(results.get("sketch", [])).items():
+        low, high = row["quartiles"]
         print(
-            f"sketch: {name:>6} without {row['off']:>10,.0f}/s  with {row['on']:>10,.0f}/s  cost {row['cost']:+.1%} "
-            f"(bound by {', '.join(sorted(set(row['bounds'])))})"
+            f"sketch: {name:>12} without {row['without']:>10,.0f}/s  with / without {row['ratio']:.3f} "
+            f"(quartiles {low:.3f}-{high:.3f} over {row['phases']} phases)"
         )
     for row in results.get("bytes", []):
         print(
@@ -531,6 +624,23 @@ def main() -> int:
     parser.add_argument(
         "--switch-passes", type=int, default=12, help="replays of the trace in a switch run (before, switch, after)"
     )
+    parser.add_argument(
+        "--switch-online",
+        choices=["trace", "sketches"],
+        default="trace",
+        help="what the switch's online job reads: the trace in the bucket, or the job's own sketches (no trace)",
+    )
+    parser.add_argument(
+        "--sketch-budgets",
+        type=int,
+        nargs="+",
+        default=[DEFAULT_BUDGET],
+        help=f"the sketch experiment's budgets of sketch updates a second per subtask (default the sketchers', "
+        f"{DEFAULT_BUDGET}; {EVERY_RECORD}: every record)",
+    )
+    parser.add_argument("--sketch-interval", type=int, default=5, help="seconds each of the job's sketches covers")
+    parser.add_argument("--sketch-phase", type=int, default=10, help="seconds of each phase of the sketch experiment")
+    parser.add_argument("--sketch-phases", type=int, default=12, help="phases measured per sketch run")
     parser.add_argument("--rate", type=float, default=40.0, help="Mbit/s of every server's link, each way")
     parser.add_argument("--padding", type=int, default=4096, help="padding of the locality and servers runs")
     parser.add_argument("--paddings", type=int, nargs="+", default=PADDINGS, help="paddings of the padding runs")
@@ -542,11 +652,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results_testbed.json")
     parser.add_argument("--plot", type=Path, default=REPO / "docs" / "testbed.png")
     parser.add_argument("--plot-switch", type=Path, default=REPO / "docs" / "testbed_switch.png")
+    parser.add_argument("--plot-sketch", type=Path, default=REPO / "docs" / "testbed_sketch.png")
     parser.add_argument(
         "--replot",
         type=Path,
         nargs="+",
-        help="no runs: summarize and plot these result files (a later one's experiments win)",
+        help="no runs: summarize and plot these result files (the runs of an experiment in several files together)",
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", stream=sys.stderr)
@@ -557,7 +668,8 @@ def main() -> int:
         results: dict = {}
         for path in args.replot:
             recorded = json.loads(path.read_text())
-            results.update(recorded["experiments"])
+            for experiment, rows in recorded["experiments"].items():
+                results.setdefault(experiment, []).extend(rows)
             rate = recorded["parameters"]["rate"]
     else:
         with tempfile.TemporaryDirectory(prefix="bench-testbed-") as work:
@@ -570,7 +682,9 @@ def main() -> int:
             summaries["switch"] = summarize_switch(results["switch"])
         if "sketch" in results:
             summaries["sketch"] = summarize_sketch(results["sketch"])
-        parameters = {k: v for k, v in vars(args).items() if k not in ("out", "plot", "plot_switch", "replot")}
+        parameters = {
+            k: v for k, v in vars(args).items() if k not in ("out", "plot", "plot_switch", "plot_sketch", "replot")
+        }
         recorded = {"parameters": parameters, "experiments": results, "summary": summaries}
         args.out.write_text(json.dumps(recorded, indent=1, default=float) + "\n")
     plots = []
@@ -580,6 +694,9 @@ def main() -> int:
     if "switch" in results:
         plot_switch(results["switch"], args.plot_switch, rate)
         plots.append(args.plot_switch)
+    if "sketch" in results:
+        plot_sketch(results["sketch"], args.plot_sketch)
+        plots.append(args.plot_sketch)
     report(results)
     print(f"({time.monotonic() - started:.0f} s; plots in {', '.join(map(str, plots))})")
     return 0

@@ -133,7 +133,7 @@ class WriterLease:
         """
         deadline = time.monotonic() + timeout
         if not self.thread_lock.acquire(timeout=max(timeout, 0.0)):  # another thread of this process holds it
-            raise StoreBusyError(self._busy(self.doc or None, timeout))
+            raise StoreBusyError(self._busy(self.doc or None, timeout), parameter="lock_timeout")
         if self.depth:
             self.depth += 1
             return False
@@ -195,7 +195,7 @@ class WriterLease:
                     self.etag = self.objects.replace(LEASE, _encode(mine), etag)
                 else:
                     if time.monotonic() >= deadline:
-                        raise StoreBusyError(self._busy(held, timeout))
+                        raise StoreBusyError(self._busy(held, timeout), parameter="lock_timeout")
                     if not announced:
                         logger.warning(
                             "store %s is held by %s; waiting up to %g s", self.objects.location, _holder(held), timeout
@@ -259,7 +259,7 @@ class WriterLease:
     def _busy(self, held: dict | None, timeout: float) -> str:
         return (
             f"store busy: held by {_holder(held)}; gave up waiting for {self.objects.location} after {timeout:g} s "
-            "(retry later, or wait longer with --lock-timeout)"
+            "(retry later, or wait longer: lock_timeout)"
         )
 
 

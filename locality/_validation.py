@@ -102,15 +102,19 @@ def check_interval(
     bound = _describe(lower, upper, closed)
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or np.isnan(value):
         raise InvalidParameterError(
-            f"the {name!r} parameter of {owner} must be a float {bound}; got {value!r}".replace(" ;", ";")
+            f"the {name!r} parameter of {owner} must be a float {bound}; got {value!r}".replace(" ;", ";"),
+            parameter=name,
         )
     number = float(value)
     if math.isinf(number) and number not in (lower, upper):
         raise InvalidParameterError(
-            f"the {name!r} parameter of {owner} must be a finite float {bound}; got {value!r}".replace(" ;", ";")
+            f"the {name!r} parameter of {owner} must be a finite float {bound}; got {value!r}".replace(" ;", ";"),
+            parameter=name,
         )
     if not _inside(number, lower, upper, closed):
-        raise InvalidParameterError(f"the {name!r} parameter of {owner} must be a float {bound}; got {value!r}")
+        raise InvalidParameterError(
+            f"the {name!r} parameter of {owner} must be a float {bound}; got {value!r}", parameter=name
+        )
     return number
 
 
@@ -125,9 +129,13 @@ def check_integer(
     """Return ``value`` as an int if it is an integer within ``[lower, upper]``."""
     bound = _describe(lower, upper, "both")
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidParameterError(f"the {name!r} parameter of {owner} must be an int {bound}; got {value!r}")
+        raise InvalidParameterError(
+            f"the {name!r} parameter of {owner} must be an int {bound}; got {value!r}", parameter=name
+        )
     if not _inside(int(value), lower, upper, "both"):
-        raise InvalidParameterError(f"the {name!r} parameter of {owner} must be an int {bound}; got {value!r}")
+        raise InvalidParameterError(
+            f"the {name!r} parameter of {owner} must be an int {bound}; got {value!r}", parameter=name
+        )
     return int(value)
 
 
@@ -139,7 +147,8 @@ def check_at_most(value: float, limit: float, name: str, owner: str, why: str) -
     """
     if value > limit:
         raise InvalidParameterError(
-            f"the {name!r} parameter of {owner} must be at most {limit:,} ({why}); got {value!r}"
+            f"the {name!r} parameter of {owner} must be at most {limit:,} ({why}); got {value!r}",
+            parameter=name,
         )
     return value
 
@@ -153,7 +162,9 @@ def check_option(value: object, name: str, owner: str, options: Iterable[str]) -
     """Return ``value`` if it is one of ``options`` (strings)."""
     allowed = sorted(options)
     if not isinstance(value, str) or value not in allowed:
-        raise InvalidParameterError(f"the {name!r} parameter of {owner} must be one of {allowed}; got {value!r}")
+        raise InvalidParameterError(
+            f"the {name!r} parameter of {owner} must be one of {allowed}; got {value!r}", parameter=name
+        )
     return value
 
 
@@ -165,7 +176,8 @@ def check_duration(value: object, name: str, owner: str) -> pd.Timedelta:
         duration = None
     if duration is None or duration is pd.NaT or duration <= pd.Timedelta(0):
         raise InvalidParameterError(
-            f"the {name!r} parameter of {owner} must be a positive duration such as '6h' or '1D'; got {value!r}"
+            f"the {name!r} parameter of {owner} must be a positive duration such as '6h' or '1D'; got {value!r}",
+            parameter=name,
         )
     return duration
 
@@ -192,7 +204,8 @@ def check_period(value: object, name: str, owner: str) -> pd.Timedelta | pd.Date
     if not isinstance(offset, _CALENDAR_PERIODS) or offset.n < 1:
         raise InvalidParameterError(
             f"the {name!r} parameter of {owner} must be a positive duration such as '7D' or '12h', or a calendar "
-            f"period 'YS', 'QS' or 'MS' (years, quarters, months); got {value!r}"
+            f"period 'YS', 'QS' or 'MS' (years, quarters, months); got {value!r}",
+            parameter=name,
         )
     return offset
 
@@ -221,7 +234,8 @@ def check_random_state(seed: object, name: str = "seed", owner: str = "locality"
         return seed
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise InvalidParameterError(
-            f"the {name!r} parameter of {owner} must be an int >= 0 or a numpy Generator; got {seed!r}"
+            f"the {name!r} parameter of {owner} must be an int >= 0 or a numpy Generator; got {seed!r}",
+            parameter=name,
         )
     return np.random.default_rng(int(seed))
 

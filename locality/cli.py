@@ -14,7 +14,7 @@ progress, logs and errors go to stderr.
 ``spark-submit locality_job.py COMMAND ...`` (the script at the root of the
 repository) runs the same commands inside the session spark-submit starts.
 
-Why one module of about 1,050 lines: each command is a thin function of click
+Why one module: each command is a thin function of click
 options over the library, and the options shared by several commands are
 declared once here (``trace_options``, ``hash_option``, ...), so that every
 command spells them the same; the work is in the library and ``pipelines/``.
@@ -22,6 +22,7 @@ command spells them the same; the work is in the library and ``pipelines/``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import functools
@@ -29,36 +30,56 @@ import json
 import logging
 import math
 import os
-import re
 import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 import click
 
 from locality import cli_datasets, cli_switch
 from locality._stdout import document_written, one_document, write_document
+from locality._validation import check_integer
 from locality.cli_options import RunState, debug_option, json_option, store_option
 from locality.defaults import (
     DEFAULT_ALPHA,
     DEFAULT_CAPACITY,
     DEFAULT_DECAY,
+    DEFAULT_GRAPH_STATS_BACKEND,
     DEFAULT_HASH,
     DEFAULT_HORIZON,
+    DEFAULT_INSTANCES_PER_SERVER,
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_MAX_IMBALANCE,
     DEFAULT_MIN_GAIN,
+    DEFAULT_PERIOD,
+    DEFAULT_REBALANCE_EVERY,
+    DEFAULT_REBALANCE_FORECAST,
+    DEFAULT_REBALANCE_HISTORY,
+    DEFAULT_REPLAY_MODE,
+    DEFAULT_SEED,
+    DEFAULT_SPLIT_MERGE,
     DEFAULT_STATE_WEIGHT,
     DEFAULT_THETA_MAX,
+    DEFAULT_TS,
 )
-from locality.errors import JobError, LocalityError, StoreBusyError, StoreError, StoreUnavailableError, TopologyError
+from locality.errors import (
+    JobError,
+    LocalityError,
+    StoreBusyError,
+    StoreError,
+    StoreUnavailableError,
+    TopologyError,
+    TraceError,
+    parameters_of,
+)
 from locality.hashing import ENGINES
 from locality.migration import SPLIT_MERGES
-from locality.rebalance import TABLE_METHODS
-from locality.report import format_sketches
+from locality.rebalance import METHODS
+from locality.replay import MODES
+from locality.report import format_evaluation, format_reconfiguration, format_replay, format_store, point_text
 
 __all__ = ["main", "cli", "ExitCode"]
 
@@ -95,9 +116,6 @@ def _apply(command: Callable, options: list[Callable]) -> Callable:
         command = option(command)
     return command
 
-
-#: Why ``--rebalance`` does not offer every rebalancer of the library.
-_NOT_SSM = "ssm re-cuts key-group ranges, which tables over a hash do not have: library only"
 
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 #: ``--lock-timeout`` (commands that write a store): how long to wait for another writer of the store.
@@ -148,6 +166,7 @@ def _trace_or_card(ctx: click.Context, param: click.Parameter, value: str | None
 def _trace_option_list(*, weight: bool = True, ts_default: str | None = None, required: bool = True) -> list[Callable]:
     """TRACE and the options naming its columns, time range, format and encoding (one spelling for every command).
 
+    Each option is named as :class:`~pipelines.trace.TraceSpec` names its field (:func:`_trace_spec`).
     ``required=False``: TRACE and ``--keys`` may be left out (``reconfigure --sketches`` reads no trace);
     the command then checks them itself (:func:`_required`).
     """
@@ -166,7 +185,7 @@ def _trace_option_list(*, weight: bool = True, ts_default: str | None = None, re
         ),
         click.option("--end", help="Keep rows with ts < END (ISO 8601; UTC when it names no zone)."),
         click.option(
-            "--format", "fmt", type=click.Choice(["parquet", "csv", "json"]), help="Default: from file names."
+            "--format", "format", type=click.Choice(["parquet", "csv", "json"]), help="Default: from file names."
         ),
         click.option(
             "--encoding",
@@ -189,13 +208,37 @@ def trace_options(command: Callable) -> Callable:
     return _apply(command, _trace_option_list())
 
 
+#: The options that build the topology (:func:`_topology`), named ``topology_*`` so that an error about the
+#: topology names all of them (:func:`_options_of`).
+_DEPLOYMENT = ("topology_servers", "topology_instances_per_server", "topology_file")
+
+
+def _deployment_option_list(*, servers_required: bool = False) -> list[Callable]:
+    """``--servers`` and ``--instances-per-server``: a uniform topology (:func:`_topology`)."""
+    return [
+        click.option(
+            "--servers",
+            "topology_servers",
+            type=int,
+            required=servers_required,
+            help=None if servers_required else "Number of servers (instances placed round-robin).",
+        ),
+        click.option(
+            "--instances-per-server",
+            "topology_instances_per_server",
+            type=int,
+            default=DEFAULT_INSTANCES_PER_SERVER,
+            show_default=True,
+        ),
+    ]
+
+
 def optimizer_options(command: Callable) -> Callable:
     """Options of the deployment and of the optimizer, shared by optimize and reconfigure."""
     return _apply(
         command,
         [
-            click.option("--servers", type=int, help="Number of servers (instances placed round-robin)."),
-            click.option("--instances-per-server", type=int, default=1, show_default=True),
+            *_deployment_option_list(),
             click.option("--topology", "topology_file", type=click.Path(), help="JSON topology (servers, placement)."),
             click.option(
                 "--alpha", type=float, default=DEFAULT_ALPHA, show_default=True, help="Per-operator bound (>= 1)."
@@ -207,40 +250,95 @@ def optimizer_options(command: Callable) -> Callable:
             ),
             click.option("--exact", is_flag=True, help="Count exactly with Spark aggregations instead of sketches."),
             click.option("--max-entries", type=int, help="Cap on each operator's routing table."),
-            click.option("--seed", type=int, default=0, show_default=True, help="METIS seed."),
+            click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="METIS seed."),
             lock_timeout_option,
         ],
     )
 
 
-def split_options(command: Callable) -> Callable:
-    """Hot-key splitting by neighbour server, for ``--rebalance local`` or ``follow`` (associative state only)."""
-    return _apply(
-        command,
-        [
+def rebalance_options(*, rebalance_help: str, policy: bool) -> Callable:
+    """``--rebalance`` and its rebalancer's options, each named ``rebalance_<field>`` after the field it sets.
+
+    The fields are :class:`~locality.rebalance.options.RebalanceOptions`' and, with ``policy`` (the replay's
+    rebalancer within each window), :class:`~locality.rebalance.window.RebalancePolicy`'s too; :func:`_rebalance`
+    builds the object from them, and an error about a field (``rebalance.every``) names its option.
+    """
+    options = [
+        click.option("--rebalance", "rebalance", help=rebalance_help),
+        click.option(
+            "--theta-max",
+            "rebalance_theta_max",
+            type=float,
+            default=DEFAULT_THETA_MAX,
+            show_default=True,
+            help="With --rebalance: the bound.",
+        ),
+        click.option(
+            "--state-weight",
+            "rebalance_state_weight",
+            type=float,
+            default=DEFAULT_STATE_WEIGHT,
+            show_default=True,
+            help="With --rebalance local or follow: hops per unit of state.",
+        ),
+        click.option(
+            "--split-hot-keys",
+            "rebalance_split_hot_keys",
+            is_flag=True,
+            help="--rebalance local, associative state only: split keys too heavy for any instance by "
+            "neighbour server (each part keeps a partial state: see --split-merge).",
+        ),
+        click.option(
+            "--split-share",
+            "rebalance_split_share",
+            type=float,
+            help="With --split-hot-keys: also split keys whose expected load exceeds this share of an "
+            "instance's fair share.",
+        ),
+        click.option(
+            "--split-merge",
+            "rebalance_split_merge",
+            type=click.Choice(SPLIT_MERGES),
+            default=DEFAULT_SPLIT_MERGE,
+            show_default=True,
+            help="With --split-hot-keys: how the operator combines a split key's partial states: folded into "
+            "the key's instance when the split ends (the partials held elsewhere move: moved state), or merged "
+            "downstream by a final aggregation keyed by the key, as with Partial Key Grouping (nothing migrates).",
+        ),
+    ]
+    if policy:
+        options += [
             click.option(
-                "--split-hot-keys",
-                is_flag=True,
-                help="--rebalance local, associative state only: split keys too heavy for any instance by "
-                "neighbour server (each part keeps a partial state: see --split-merge).",
-            ),
-            click.option(
-                "--split-share",
-                type=float,
-                help="With --split-hot-keys: also split keys whose expected load exceeds this share of an "
-                "instance's fair share.",
-            ),
-            click.option(
-                "--split-merge",
-                type=click.Choice(SPLIT_MERGES),
-                default="fold",
+                "--rebalance-every",
+                "rebalance_every",
+                default=DEFAULT_REBALANCE_EVERY,
                 show_default=True,
-                help="With --split-hot-keys: how the operator combines a split key's partial states: folded into "
-                "the key's instance when the split ends (the partials held elsewhere move: moved state), or merged "
-                "downstream by a final aggregation keyed by the key, as with Partial Key Grouping (nothing migrates).",
+                help="How often the rebalancer runs within a window (docs/design-choices.md: why once a day).",
             ),
-        ],
-    )
+            click.option(
+                "--balance-window",
+                "rebalance_balance_window",
+                help="--rebalance local: balance the load of each BALANCE_WINDOW (e.g. 1D) instead of the whole "
+                "window.",
+            ),
+            click.option(
+                "--rebalance-forecast",
+                "rebalance_forecast",
+                default=DEFAULT_REBALANCE_FORECAST,
+                show_default=True,
+                callback=_forecast,
+                help="--rebalance local: per-key load forecast over --rebalance-history (last, decay:D, mean, "
+                "percentile:N:Q...).",
+            ),
+            click.option(
+                "--rebalance-history",
+                "rebalance_history",
+                default=DEFAULT_REBALANCE_HISTORY,
+                show_default=True,
+                help="What --rebalance-forecast reads.",
+            ),
+        ]
+    return functools.partial(_apply, options=options)
 
 
 def output_options(command: Callable) -> Callable:
@@ -256,18 +354,53 @@ def output_options(command: Callable) -> Callable:
     )
 
 
-def _trace_spec(trace, keys, weight, ts, start, end, fmt, encoding, **extra):
+#: The fields of a trace (:class:`~pipelines.trace.TraceSpec`) that options set, besides its path and keys.
+_TRACE_FIELDS = ("weight", "ts", "start", "end", "format", "encoding", "state", "newest")
+
+
+def _trace_spec(trace: str, options: dict):
+    """The trace TRACE and the trace's options name; they leave ``options``."""
     from pipelines.trace import TraceSpec
 
-    return TraceSpec(
-        trace, _keys(keys), weight=weight, ts=ts, start=start, end=end, format=fmt, encoding=encoding, **extra
-    )
+    fields = {name: options.pop(name) for name in _TRACE_FIELDS if name in options}
+    return TraceSpec(trace, _keys(options.pop("keys")), **fields)
 
 
-def _topology(keys: list[str], servers: int | None, instances_per_server: int, topology_file: str | None):
-    from locality._validation import check_integer
+def _rebalance(options: dict, kind: type):
+    """``kind`` (the rebalance options, or a replay's policy) from ``--rebalance`` and its options; None without.
+
+    The options leave ``options``. Without ``--rebalance`` none of them may be given: they set a rebalancer.
+    """
+    method = options.pop("rebalance")
+    prefix = "rebalance_"
+    fields = {name.removeprefix(prefix): options.pop(name) for name in list(options) if name.startswith(prefix)}
+    if method is not None:
+        return kind(method=method, **fields)
+    ctx = click.get_current_context()
+    given = [_long_option(p) for p in ctx.command.params if p.name.startswith(prefix) and _given(ctx, p.name)]
+    if given:
+        raise click.UsageError(f"{', '.join(given)} set the rebalancer's options: give --rebalance too")
+    return None
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    """Whether the option ``name`` (its Python name) was given on the command line."""
+    return ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+
+
+def _long_option(param: click.Parameter) -> str:
+    """How a user spells an option: its long name (``--rebalance-every``)."""
+    return next((o for o in param.opts if o.startswith("--")), param.opts[0])
+
+
+def _topology(keys: Sequence[str], options: dict):
+    """The topology the deployment options name (``--servers`` or ``--topology``); they leave ``options``.
+
+    None when neither is given and ``--servers`` is not required (a later online run keeps the version's).
+    """
     from locality.topology import MAX_INSTANCES, Topology
 
+    servers, instances_per_server, topology_file = (options.pop(name, None) for name in _DEPLOYMENT)
     if topology_file:
         if servers is not None:
             raise click.UsageError("give either --servers (with --instances-per-server) or --topology, not both")
@@ -280,16 +413,25 @@ def _topology(keys: list[str], servers: int | None, instances_per_server: int, t
         except TopologyError as exc:
             raise TopologyError(f"the topology file {topology_file!r} is not a topology: {exc}") from None
     if servers is None:
-        raise click.UsageError("--servers (or --topology) is required")
-    check_integer(servers, "servers", "locality optimize", lower=1)
-    check_integer(instances_per_server, "instances_per_server", "locality optimize", lower=1)
+        return None
+    with parameters_of("topology"):
+        check_integer(servers, "servers", "locality optimize", lower=1)
+        check_integer(instances_per_server, "instances_per_server", "locality optimize", lower=1)
     if servers * instances_per_server > MAX_INSTANCES:
         raise click.BadParameter(
             f"--servers {servers:,} x --instances-per-server {instances_per_server:,} make "
             f"{servers * instances_per_server:,} instances per operator; a topology has at most {MAX_INSTANCES:,}",
             param_hint="'--servers' / '--instances-per-server'",
         )
-    return Topology.uniform(keys, servers, instances_per_server)
+    return Topology.uniform(list(keys), servers, instances_per_server)
+
+
+def _required_topology(keys: Sequence[str], options: dict):
+    """The topology of a command that needs one (``optimize``): :func:`_topology`, or exit 2 naming the options."""
+    topology = _topology(keys, options)
+    if topology is None:
+        raise click.UsageError("--servers (or --topology) is required")
+    return topology
 
 
 def _emit(as_json: bool, document: dict, text: str) -> None:
@@ -341,9 +483,19 @@ def cli(verbose: int) -> None:
 
 
 def _not_an_interrupt(record: logging.LogRecord) -> bool:
-    """Drop a log record that carries a KeyboardInterrupt (py4j logs one with its traceback): the CLI says it once."""
-    kind = record.exc_info[0] if record.exc_info else None
-    return not (kind is not None and issubclass(kind, KeyboardInterrupt))
+    """Drop a log record that carries a KeyboardInterrupt, or an error raised while handling one: the CLI says it once.
+
+    py4j logs both with their tracebacks: the interrupt of the call it was making, then the broken pipe of the
+    connection it shuts after it (a BrokenPipeError whose context is the KeyboardInterrupt).
+    """
+    error = record.exc_info[1] if record.exc_info else None
+    for _ in range(16):  # an exception's context chain is short; bounded all the same
+        if error is None:
+            return True
+        if isinstance(error, KeyboardInterrupt):
+            return False
+        error = error.__cause__ or error.__context__
+    return True
 
 
 @cli.command()
@@ -353,7 +505,7 @@ def _not_an_interrupt(record: logging.LogRecord) -> bool:
 @click.option("--graph-stats/--no-graph-stats", default=True, show_default=True, help="Degrees and components.")
 @click.option(
     "--graph-stats-backend",
-    default="auto",
+    default=DEFAULT_GRAPH_STATS_BACKEND,
     show_default=True,
     # A plain string, checked by the job (graph_stats_backend), as --hash is.
     help="Where the graph statistics are computed: auto, graphframes (needs its jar) or driver. auto: the driver "
@@ -361,57 +513,15 @@ def _not_an_interrupt(record: logging.LogRecord) -> bool:
 )
 @store_option
 @output_options
-def optimize(
-    trace,
-    keys,
-    weight,
-    ts,
-    start,
-    end,
-    fmt,
-    encoding,
-    servers,
-    instances_per_server,
-    topology_file,
-    alpha,
-    hash,
-    top_pairs,
-    capacity,
-    exact,
-    max_entries,
-    seed,
-    lock_timeout,
-    replay,
-    graph_stats,
-    graph_stats_backend,
-    store,
-    as_json,
-    quiet,
-    master,
-):
+def optimize(trace, as_json, quiet, master, **options):
     """Learn routing tables from TRACE and publish them as a new version in --store."""
     from pipelines.offline import run
     from pipelines.params import OfflineParams
     from pipelines.progress import Stages
 
-    spec = _trace_spec(trace, keys, weight, ts, start, end, fmt, encoding)
-    params = OfflineParams(
-        trace=spec,
-        topology=_topology(list(spec.keys), servers, instances_per_server, topology_file),
-        store=store,
-        alpha=alpha,
-        hash=hash,
-        top_pairs=top_pairs,
-        capacity=capacity,
-        exact=exact,
-        max_entries=max_entries,
-        seed=seed,
-        replay=replay,
-        graph_stats=graph_stats,
-        graph_stats_backend=graph_stats_backend,
-        lock_timeout=lock_timeout,
-    )
-    _check_before_spark(spec, store)
+    spec = _trace_spec(trace, options)
+    params = OfflineParams(trace=spec, topology=_required_topology(spec.keys, options), **options)
+    _check_before_spark(spec, params.store)
     spark = _session(master)
     with Stages(show=not quiet) as stages:
         result = run(spark, params, stages)
@@ -424,15 +534,14 @@ def optimize(
 @store_option
 @click.option("--version", "version", type=int, help="Version to evaluate (default: current).")
 @output_options
-def evaluate(trace, keys, weight, ts, start, end, fmt, encoding, store, version, as_json, quiet, master):
+def evaluate(trace, store, version, as_json, quiet, master, **options):
     """Replay TRACE through a stored configuration and through hash routing."""
-    from locality.report import format_evaluation
     from locality.store import ConfigStore
     from pipelines.evaluate import evaluate_trace
     from pipelines.progress import Stages
     from pipelines.trace import read_trace, spark_read_errors
 
-    spec = _trace_spec(trace, keys, weight, ts, start, end, fmt, encoding)
+    spec = _trace_spec(trace, options)
     stored = ConfigStore(store).get(version)
     config = stored.config
     spec = dataclasses.replace(spec, keys=_columns_of_operators(spec.keys, config.topology.operators, stored.version))
@@ -475,7 +584,7 @@ def _columns_of_operators(keys: Sequence[str], operators: Sequence[str], version
     help="Use the last WINDOW of the trace before its latest ts (e.g. 7D, 24h); with --sketches, the last "
     "WINDOW of the intervals, ending at the newest one's end.",
 )
-@click.option("--newest-files", type=int, help="Use only the newest N files of the trace directory.")
+@click.option("--newest-files", "newest", type=int, help="Use only the newest N files of the trace directory.")
 @click.option(
     "--min-gain",
     type=float,
@@ -496,23 +605,12 @@ def _columns_of_operators(keys: Sequence[str], operators: Sequence[str], version
     default=DEFAULT_DECAY,
     help=f"Weight of each older window (default {DEFAULT_DECAY}; 0 forgets).",
 )
-@click.option("--state", "state_column", help="Column whose sum per key is its state size (default: its load).")
-@click.option(
-    "--rebalance",
-    "rebalance",
-    help="Rebalance the tables in force on the window's loads instead of reconfiguring: the finer cadence "
+@click.option("--state", "state", help="Column whose sum per key is its state size (default: its load).")
+@rebalance_options(
+    rebalance_help="Rebalance the tables in force on the window's loads instead of reconfiguring: the finer cadence "
     "between two reconfigurations, e.g. follow every 15min with --window 15min. One of "
-    f"{', '.join(TABLE_METHODS)} ({_NOT_SSM}).",
-)
-@click.option(
-    "--theta-max", type=float, default=DEFAULT_THETA_MAX, show_default=True, help="With --rebalance: the bound."
-)
-@click.option(
-    "--state-weight",
-    type=float,
-    default=DEFAULT_STATE_WEIGHT,
-    show_default=True,
-    help="With --rebalance local or follow: hops per unit of state.",
+    f"{', '.join(METHODS)}.",
+    policy=False,
 )
 @click.option(
     "--horizon",
@@ -543,52 +641,9 @@ def _columns_of_operators(keys: Sequence[str], operators: Sequence[str], version
     "their own, with their undecided neighbours; the rest stays (docs/scale.md). Faster on large graphs at a "
     "short period.",
 )
-@split_options
 @optimizer_options
 @output_options
-def reconfigure(
-    trace,
-    keys,
-    weight,
-    ts,
-    start,
-    end,
-    fmt,
-    encoding,
-    store,
-    sketches,
-    window,
-    newest_files,
-    min_gain,
-    max_imbalance,
-    decay,
-    state_column,
-    rebalance,
-    theta_max,
-    state_weight,
-    horizon,
-    balance_since,
-    balance_until,
-    switch_after,
-    incremental,
-    split_hot_keys,
-    split_share,
-    split_merge,
-    servers,
-    instances_per_server,
-    topology_file,
-    alpha,
-    hash,
-    top_pairs,
-    capacity,
-    exact,
-    max_entries,
-    seed,
-    lock_timeout,
-    as_json,
-    quiet,
-    master,
-):
+def reconfigure(trace, sketches, window, as_json, quiet, master, **options):
     """Reconfigure from the latest window of TRACE: new tables and a migration plan, published if it pays.
 
     --servers, --instances-per-server, --topology and --hash set the deployment of the first run into
@@ -602,83 +657,28 @@ def reconfigure(
     With --sketches the run reads no trace: the window's sketches, which the engines published into the
     store's sketches/, are merged into its counts (docs/store-protocol.md), and no Spark starts.
     """
-    deployment = {"servers": servers, "instances_per_server": instances_per_server, "topology_file": topology_file}
-    options = dict(
-        store=store,
-        alpha=alpha,
-        hash=hash,
-        top_pairs=top_pairs,
-        max_entries=max_entries,
-        decay=decay,
-        min_gain=min_gain,
-        max_imbalance=max_imbalance,
-        seed=seed,
-        rebalance=rebalance,
-        theta_max=theta_max,
-        state_weight=state_weight,
-        horizon=horizon,
-        balance_since=balance_since,
-        balance_until=balance_until,
-        split_hot_keys=split_hot_keys,
-        split_share=split_share,
-        split_merge=split_merge,
-        switch_after=switch_after,
-        incremental=incremental,
-        lock_timeout=lock_timeout,
-    )
+    from locality.rebalance.options import RebalanceOptions
+
+    options["rebalance"] = _rebalance(options, RebalanceOptions)
     if sketches:
-        trace_only = {
-            "TRACE": trace,
-            "--weight": weight,
-            "--ts": ts,
-            "--format": fmt,
-            "--encoding": encoding,
-            "--newest-files": newest_files,
-            "--state": state_column,
-            "--exact": exact,
-            "--master": master,
-        }
-        bounds = (start, end, window)
-        outcome = _reconfigure_from_sketches(options, trace_only, keys, bounds, deployment, capacity, quiet)
+        outcome = _reconfigure_from_sketches(trace, window, quiet, options)
     else:
-        _required(trace, keys)
-        spec = _trace_spec(trace, keys, weight, ts, start, end, fmt, encoding, state=state_column, newest=newest_files)
-        outcome = _reconfigure_from_trace(options, spec, window, deployment, capacity, exact, quiet, master)
-    verb = "published version" if outcome["published"] else "kept version"
-    before = outcome["locality_before"]
-    text = (
-        f"{verb} {outcome['version']} (previous {outcome['previous_version']}): {outcome['reason']}\n"
-        f"  locality on the window {'-' if before is None else f'{before:.1%}'} -> {outcome['locality_after']:.1%}"
-        f" (hash {outcome['hash_locality']:.1%}); moves {outcome['moved_keys']:,} keys, "
-        f"{outcome['migration_cost_share']:.1%} of the state"
-    )
-    if any(outcome.get("split_keys", {}).values()):
-        text += f"; split keys {outcome['split_keys']}"
-    if outcome.get("in_force_from") is not None:
-        text += f"\n  in force for routers by point from {_point_text(outcome['in_force_from'])}"
-    if "served" in outcome:
-        loads = outcome["served"]["loads"]
-        served = ", ".join(f"{op} {max(v):,.0f} / {sum(v) / len(v):,.0f}" for op, v in loads.items())
-        text += f"\n  served since {outcome['served']['since']} (most / mean per instance): {served}"
-    if "sketches" in outcome:
-        text += "\n" + "\n".join(format_sketches(outcome["sketches"]))
-    _emit(as_json, outcome, text)
+        _required(trace, options["keys"])
+        outcome = _reconfigure_from_trace(_trace_spec(trace, options), window, quiet, master, options)
+    _emit(as_json, outcome, format_reconfiguration(outcome))
 
 
-def _reconfigure_from_trace(
-    options: dict, spec, window: str | None, deployment: dict, capacity: int, exact: bool, quiet: bool, master
-) -> dict:
+def _reconfigure_from_trace(spec, window: str | None, quiet: bool, master: str | None, options: dict) -> dict:
     """``reconfigure`` on a trace: the window counted by the Spark job (:func:`pipelines.online.run`)."""
     from pipelines.online import run
     from pipelines.params import OnlineParams
     from pipelines.progress import Stages
     from pipelines.trace import last_window, window_length
 
-    topology = _topology(list(spec.keys), **deployment) if _deployment_given(deployment) else None
-    params = OnlineParams(trace=spec, topology=topology, capacity=capacity, exact=exact, window=window, **options)
+    params = OnlineParams(trace=spec, topology=_topology(spec.keys, options), window=window, **options)
     if window:
         window_length(spec, window)
-    _check_before_spark(spec, options["store"])
+    _check_before_spark(spec, params.store)
     spark = _session(master)
     if window:
         params = dataclasses.replace(params, trace=last_window(spark, spec, window))
@@ -686,9 +686,11 @@ def _reconfigure_from_trace(
         return run(spark, params, stages)
 
 
-def _reconfigure_from_sketches(
-    options: dict, trace_only: dict, keys: str | None, bounds: tuple, deployment: dict, capacity: int, quiet: bool
-) -> dict:
+#: What only a trace gives, refused with ``--sketches`` (the Python names of the options).
+_TRACE_ONLY = ("weight", "ts", "format", "encoding", "newest", "state", "exact", "capacity")
+
+
+def _reconfigure_from_sketches(trace: str | None, window: str | None, quiet: bool, options: dict) -> dict:
     """``reconfigure --sketches``: the engines' sketches of the window, merged (:func:`pipelines.online.run_sketches`).
 
     No Spark starts. The options that describe a trace are refused, naming them; so is ``--capacity``:
@@ -700,48 +702,47 @@ def _reconfigure_from_sketches(
     from pipelines.params import OnlineParams
     from pipelines.progress import Stages
 
-    given = [name for name, value in trace_only.items() if value not in (None, False)]
-    if click.get_current_context().get_parameter_source("capacity") is click.core.ParameterSource.COMMANDLINE:
-        given.append("--capacity")
+    ctx = click.get_current_context()
+    given = ["TRACE"] if trace is not None else []
+    given += [_long_option(p) for p in ctx.command.params if p.name in (*_TRACE_ONLY, "master") and _given(ctx, p.name)]
     if given:
         raise click.UsageError(
             f"--sketches reads the engines' sketches, not a trace: leave out {', '.join(given)} (a trace's; "
             "the sketches' capacity is the one the engines chose; no Spark runs)"
         )
-    start, end, last = bounds
-    selection = SketchSelection(start=start, end=end, last=last)
+    for name in _TRACE_ONLY:
+        options.pop(name)
+    keys = options.pop("keys")
+    selection = SketchSelection(start=options.pop("start"), end=options.pop("end"), last=window)
+    deployment = {name: options.pop(name) for name in _DEPLOYMENT}
     # checked before the sketches are read: the parameters (capacity: the sketches', set once they are read)
     params = OnlineParams(trace=None, sketches=selection, **options)
-    ConfigStore(options["store"]).check_writable()
+    ConfigStore(params.store).check_writable()
     with Stages(show=not quiet) as stages:
         with stages.stage("read the engines' sketches"):
-            sketches = selection.read(options["store"])
+            sketches = selection.read(params.store)
         operators = list(sketches.operators)
         if keys is not None and _keys(keys) != operators:
             raise TopologyError(
                 f"--keys names the operators {_keys(keys)}; the sketches' hops chain {operators} (in that order)"
             )
-        topology = _topology(operators, **deployment) if _deployment_given(deployment) else None
-        params = dataclasses.replace(params, topology=topology, capacity=sketches.capacity)
+        params = dataclasses.replace(params, topology=_topology(operators, deployment), capacity=sketches.capacity)
         return run_sketches(params, sketches, stages)
 
 
-def _deployment_given(deployment: dict) -> bool:
-    """Whether ``--servers`` or ``--topology`` name a deployment."""
-    return deployment["servers"] is not None or bool(deployment["topology_file"])
-
-
 @cli.command("replay")
-@functools.partial(_apply, options=_trace_option_list(weight=False, ts_default="ts"))
-@click.option("--servers", type=int, required=True)
-@click.option("--instances-per-server", type=int, default=1, show_default=True)
+@functools.partial(_apply, options=_trace_option_list(weight=False, ts_default=DEFAULT_TS))
+@functools.partial(_apply, options=_deployment_option_list(servers_required=True))
 @click.option(
-    "--period", default="7D", show_default=True, help="Window length (7D, 1D, 30D, 12h...) or calendar YS, QS, MS."
+    "--period",
+    default=DEFAULT_PERIOD,
+    show_default=True,
+    help="Window length (7D, 1D, 30D, 12h...) or calendar YS, QS, MS.",
 )
 @click.option(
     "--mode",
-    type=click.Choice(["online", "offline", "hash"]),
-    default="online",
+    type=click.Choice(MODES),
+    default=DEFAULT_REPLAY_MODE,
     show_default=True,
     help="online: reconfigure every window; offline: tables from the first window, kept; hash: no tables "
     "(with --rebalance, the rebalancer moves keys from the hash).",
@@ -755,34 +756,11 @@ def _deployment_given(deployment: dict) -> bool:
     is_flag=True,
     help="Online: start each reconfiguration from the tables in force instead of a new METIS partition.",
 )
-@click.option(
-    "--rebalance",
-    "rebalance",
-    help="Rebalancer run within windows: follow (keys join their neighbours), local (locality-aware balancing), "
-    f"or {', '.join(m for m in TABLE_METHODS if m not in ('follow', 'local'))} ({_NOT_SSM}).",
+@rebalance_options(
+    rebalance_help="Rebalancer run within windows: follow (keys join their neighbours), local (locality-aware "
+    f"balancing), or {', '.join(m for m in METHODS if m not in ('follow', 'local'))}.",
+    policy=True,
 )
-@click.option("--rebalance-every", default="1D", show_default=True)
-@click.option("--theta-max", type=float, default=DEFAULT_THETA_MAX, show_default=True)
-@click.option(
-    "--balance-window",
-    help="--rebalance local: balance the load of each BALANCE_WINDOW (e.g. 1D) instead of the whole window.",
-)
-@click.option(
-    "--rebalance-forecast",
-    default="mean",
-    show_default=True,
-    callback=_forecast,
-    help="--rebalance local: per-key load forecast over --rebalance-history (last, decay:D, mean, percentile:N:Q...).",
-)
-@click.option("--rebalance-history", default="2D", show_default=True, help="What --rebalance-forecast reads.")
-@click.option(
-    "--state-weight",
-    type=float,
-    default=DEFAULT_STATE_WEIGHT,
-    show_default=True,
-    help="--rebalance local or follow: hops per unit of state.",
-)
-@split_options
 @click.option(
     "--forecast",
     callback=_forecast,
@@ -793,110 +771,37 @@ def _deployment_given(deployment: dict) -> bool:
 @json_option
 @quiet_option
 @debug_option
-def replay_command(
-    trace,
-    keys,
-    ts,
-    start,
-    end,
-    fmt,
-    encoding,
-    servers,
-    instances_per_server,
-    period,
-    mode,
-    history,
-    decay,
-    min_gain,
-    max_imbalance,
-    incremental,
-    rebalance,
-    rebalance_every,
-    theta_max,
-    balance_window,
-    rebalance_forecast,
-    rebalance_history,
-    state_weight,
-    split_hot_keys,
-    split_share,
-    split_merge,
-    forecast,
-    alpha,
-    hash,
-    as_json,
-    quiet,
-):
+def replay_command(trace, as_json, quiet, **options):
     """Walk TRACE window by window: locality, imbalance and migration cost on data the tables did not see.
 
     The trace is read as the jobs read it (every format, --format, --encoding;
     UTC where a time names no zone), into memory and without Spark.
     """
-    from locality.errors import TraceError
-    from locality.rebalance.window import RebalanceSchedule
-    from locality.replay import check_replay_options, replay_trace, windows_of
+    from locality.rebalance.window import RebalancePolicy
+    from locality.replay import check_replay_options, replay_trace
     from pipelines.progress import Stages
     from pipelines.trace import read_trace_frame
 
-    spec = _trace_spec(trace, keys, None, ts, start, end, fmt, encoding)
-    topology = _topology(list(spec.keys), servers, instances_per_server, None)
-    if history is None and decay is None:
-        decay = DEFAULT_DECAY
-    check_replay_options(alpha=alpha, history=history, decay=decay, min_gain=min_gain, max_imbalance=max_imbalance)
-    schedule = None
-    if rebalance is not None:
-        schedule = RebalanceSchedule(
-            method=rebalance,
-            every=rebalance_every,
-            balance_window=balance_window,
-            forecast=rebalance_forecast,
-            history=rebalance_history,
-            theta_max=theta_max,
-            state_weight=state_weight,
-            split_hot_keys=split_hot_keys,
-            split_share=split_share,
-            split_merge=split_merge,
-        )
+    spec = _trace_spec(trace, options)
+    topology = _topology(spec.keys, options)
+    if options["history"] is None and options["decay"] is None:  # all windows, blended as the online job does
+        options["decay"] = DEFAULT_DECAY
+    check_replay_options(**{name: options[name] for name in ("alpha", "history", "decay", "min_gain", "max_imbalance")})
+    policy = _rebalance(options, RebalancePolicy)
     frame = read_trace_frame(spec)
-    windows = windows_of(frame[ts], period, owner="replay_trace")
-    if len(windows) < 2:
-        span = "no row" if frame.empty else f"{frame[ts].min()} .. {frame[ts].max()}"
-        where = f" in [{start or '...'}, {end or '...'})" if start or end else ""
-        raise TraceError(
-            f"the trace at {trace!r} holds {span}{where}: {len(windows)} window of {period} (--period); a replay "
-            "measures the windows after the first, so it needs two: a shorter --period or a longer time range"
-        )
-    with Stages(show=not quiet) as stages, stages.stage(f"{mode} replay"):
-        result = replay_trace(
-            frame[[*spec.keys, ts]],
-            topology,
-            ts=ts,
-            period=period,
-            mode=mode,
-            alpha=alpha,
-            hash=hash,
-            history=history,
-            decay=decay,
-            min_gain=min_gain,
-            max_imbalance=max_imbalance,
-            rebalance=schedule,
-            forecast=forecast,
-            incremental=incremental,
-        )
-    doc = result.to_dict()
-    lines = [f"{mode} replay, {len(result.windows)} windows of {period}:"]
-    for w in result.windows:
-        worst = max(w.imbalance.values())
-        lines.append(
-            f"  {w.start[:10]}  {w.tuples:>8,} tuples  locality {w.locality:6.1%} (hash {w.hash_locality:5.1%})  "
-            f"worst imbalance {worst:.2f}  moved {w.migration_cost:5.1%}"
-        )
-    lines.append(
-        f"mean over windows after the first: locality {doc['mean_locality']:.1%} "
-        f"(hash {doc['mean_hash_locality']:.1%}),"
-        f" worst imbalance {doc['mean_worst_imbalance']:.3f} (per day {doc['mean_daily_worst_imbalance']:.3f}),"
-        f" state moved per window {doc['mean_state_moved']:.1%}"
-    )
-    _emit(as_json, doc, "\n".join(lines))
+    with Stages(show=not quiet) as stages, stages.stage(f"{options['mode']} replay"), _which_trace(spec):
+        result = replay_trace(frame[[*spec.keys, spec.ts]], topology, ts=spec.ts, rebalance=policy, **options)
+    _emit(as_json, result.to_dict(), format_replay(result))
+
+
+@contextlib.contextmanager
+def _which_trace(spec):
+    """A trace the replay cannot use is named, with the time range read of it."""
+    try:
+        yield
+    except TraceError as error:
+        where = f" in [{spec.start or '...'}, {spec.end or '...'})" if spec.start or spec.end else ""
+        raise TraceError(f"{spec.path}{where}: {error}", parameter=error.parameter) from None
 
 
 @cli.command()
@@ -913,64 +818,23 @@ def show(store, as_json):
     version written by an interrupted run and never made current is marked
     ``retired``.
     """
-    from locality.schedule import BEGINNING
     from locality.store import ConfigStore
 
     survey = ConfigStore(store).survey()
-    current, history = survey.current, survey.history
-    since = next((e for e in reversed(history) if e["version"] == current), None) if current is not None else None
-    why = (
-        f" since {since.get('at') or '?'} ({since.get('action') or '?'}: {since.get('reason') or ''})" if since else ""
-    )
-    shown = current if survey.current_damage is None else "DAMAGED"
-    lines = [f"store {store}: {len(survey.versions)} readable versions, current {shown}{why}"]
-    for stored in survey.versions:
-        manifest = stored.manifest
-        mark = "*" if stored.version == current else " "
-        retired = "  retired (never current: its run was interrupted)" if stored.version in survey.retired else ""
-        lines.append(
-            f"{mark} {stored.version:>4}  {manifest.get('created', '?')}  {manifest.get('job', '')}  "
-            f"{_headline_figures(manifest.get('summary', {}))}{retired}".rstrip()
-        )
-    if history:
-        lines.append("history of CURRENT (oldest first):")
-        for entry in history:
-            lines.append(
-                f"  {entry.get('at') or '?'}  -> {entry['version']:>4}  (from {entry.get('previous')})  "
-                f"{entry.get('action') or ''}: {entry.get('reason') or ''}"
-            )
-    schedule = survey.schedule
-    if schedule.versions:
-        lines.append(f"switch schedule (routers by point), sealed until {_point_text(schedule.sealed_until)}:")
-        for start, version in zip(schedule.starts, schedule.versions):
-            lines.append(f"  from {'the beginning' if start == BEGINNING else _point_text(start)}  -> {version:>4}")
-    if survey.damage:
-        lines.append(f"damaged ({len(survey.damage)}):")
-        lines += [f"! {problem}" for problem in survey.damage]
     document = {
         "store": store,
-        "current": current,
+        "current": survey.current,
         "damaged": survey.current_damage,
         "damage": survey.damage,
         "versions": [stored.manifest for stored in survey.versions],
         "retired": survey.retired,
-        "history": history,
-        "schedule": schedule.to_dict(),
+        "history": survey.history,
+        "schedule": survey.schedule.to_dict(),
     }
-    _emit(as_json, document, "\n".join(lines))
+    _emit(as_json, document, format_store(store, survey))
     if survey.damage:
         more = len(survey.damage) - 1
         raise StoreError(survey.damage[0] + (f" (and {more} more damaged: see the listing)" if more else ""))
-
-
-def _headline_figures(summary: object) -> str:
-    """A version's locality beside hash routing, from its manifest's summary (blank when it holds no such figures)."""
-    if not isinstance(summary, dict):
-        return ""
-    figures = [summary.get("locality"), summary.get("hash_locality")]
-    if not all(isinstance(f, (int, float)) and not isinstance(f, bool) for f in figures):
-        return ""
-    return f"locality {figures[0]:.1%} (hash {figures[1]:.1%})"
 
 
 @cli.command()
@@ -1026,7 +890,7 @@ def seal(store, point, lock_timeout, as_json):
     _emit(
         as_json,
         {"store": store, **schedule.to_dict()},
-        f"schedule of {store} sealed until {_point_text(schedule.sealed_until)}",
+        f"schedule of {store} sealed until {point_text(schedule.sealed_until)}",
     )
 
 
@@ -1040,13 +904,6 @@ def _point(value: str | None, option: str) -> int | None:
     from locality.time_range import parse_time
 
     return point_of(parse_time(value, option))
-
-
-def _point_text(point: int) -> str:
-    """A point as the user most likely gave it: a UTC time when it reads as epoch milliseconds of this era."""
-    if 0 <= point < 10**14:
-        return f"{datetime.fromtimestamp(point / 1000, tz=timezone.utc).isoformat()} ({point} ms)"
-    return str(point)
 
 
 @cli.command()
@@ -1151,7 +1008,6 @@ def demo(workdir, rows, servers, as_json, quiet, master):
     from locality._validation import check_integer, check_output_path
     from locality.datasets.catalog import card
     from locality.datasets.generate import generate
-    from locality.report import format_evaluation
     from locality.topology import Topology
     from pipelines.evaluate import evaluate_trace
     from pipelines.offline import run
@@ -1226,54 +1082,63 @@ def _run(args: list[str], state: RunState) -> int:
         click.echo(f"locality: {state.message}", err=True)
         return ExitCode.INTERRUPTED
     except (StoreBusyError, StoreUnavailableError) as exc:
-        return _report(state, exc, f"locality: {exc}", ExitCode.BUSY)
+        return _report(state, exc, f"locality: {_with_options(exc, args)}", ExitCode.BUSY)
     except LocalityError as exc:
-        return _report(state, exc, f"error: {_with_options(str(exc), args)}", ExitCode.BAD_INPUT)
+        return _report(state, exc, f"error: {_with_options(exc, args)}", ExitCode.BAD_INPUT)
     except Exception as exc:  # the one place an unexpected failure becomes an exit code
         what = "failed" if isinstance(exc, JobError) else f"unexpected failure: {type(exc).__name__}:"
         return _report(state, exc, f"locality: {what} {_first_line(exc)}", ExitCode.CRASH, log=True)
     return int(code or 0)
 
 
-#: Owners of library parameters whose names are the command's options (``max_entries`` is ``--max-entries``).
-_OPTION_OWNERS = ("the offline job", "the online job", "locality optimize", "replay_trace", "ConfigStore")
-#: Library parameters whose option has another name, by (owner, parameter).
-_OPTION_ALIASES = {
-    ("ConfigStore", "root"): "--store",
-    ("a trace", "newest"): "--newest-files",
-    ("RebalanceSchedule", "method"): "--rebalance",
-    ("RebalanceSchedule", "every"): "--rebalance-every",
-    ("RebalanceSchedule", "history"): "--rebalance-history",
-    ("RebalanceSchedule", "theta_max"): "--theta-max",
-    ("RebalanceSchedule", "state_weight"): "--state-weight",
-    ("RebalanceSchedule", "split_share"): "--split-share",
-    ("RebalanceSchedule", "balance_window"): "--balance-window",
-}
-_PARAMETER = re.compile(r"the '(?P<name>\w+)' parameter of (?P<owner>.+?) must")
+def _with_options(error: LocalityError, args: list[str]) -> str:
+    """The message of ``error`` and the options that set the parameter it is about: ``... (option --max-entries)``.
 
-
-def _with_options(message: str, args: list[str]) -> str:
-    """``message`` and the command-line options of the library parameters it names: ``... (option --max-entries)``.
-
-    The library names its parameters; a user of the CLI typed options. Only
-    parameters of owners whose names are the command's options are
-    translated (a forecast's ``decay`` inside ``--forecast decay:2`` is not
-    ``--decay``). The options go at the end, so the message reads as the
-    library wrote it.
+    The library names its parameters (:attr:`~locality.errors.LocalityError.parameter`); a user of the command
+    line typed options, found among the command's (:func:`_options_of`). The options go at the end, so the
+    message reads as the library wrote it.
     """
-    command = next((cli.commands[a] for a in args if a in cli.commands), None)
-    present = {o for p in command.params for o in p.opts if o.startswith("--")} if command is not None else set()
-    options = []
-    for match in _PARAMETER.finditer(message):
-        name, owner = match["name"], match["owner"]
-        option = _OPTION_ALIASES.get((owner, name))
-        if option is None and owner in _OPTION_OWNERS:
-            option = "--" + name.replace("_", "-")
-        if option in present and option not in options and option not in message:
-            options.append(option)
+    message = str(error)
+    options = [o for o in _options_of(error.parameter, _command_of(args)) if o not in message]
     if not options:
         return message
     return f"{message} (option{'s' if len(options) > 1 else ''} {', '.join(options)})"
+
+
+def _command_of(args: list[str]) -> click.Command | None:
+    """The (sub)command ``args`` run: ``switch flink`` is ``flink`` of the group ``switch``."""
+    command = None
+    group: click.Command = cli
+    for arg in args:
+        if isinstance(group, click.Group) and arg in group.commands:
+            command = group = group.commands[arg]
+    return command
+
+
+def _options_of(parameter: str | None, command: click.Command | None) -> list[str]:
+    """The options of ``command`` that set the library's ``parameter``.
+
+    Each option is named (its Python name, click's ``name``) after the parameter it sets, a field of an
+    object its holder's and its own (``rebalance_every`` sets ``rebalance.every``). So ``parameter`` names
+    the option of its name; else the options that together build it (``topology``: ``--servers``,
+    ``--instances-per-server``, ``--topology``); else the option of the object it belongs to
+    (``store.location``: ``--store``).
+    """
+    if parameter is None or command is None:
+        return []
+    spelled = {p.name: _long_option(p) for p in command.params if isinstance(p, click.Option)}
+    name = parameter.replace(".", "_")
+    if name in spelled:
+        return [spelled[name]]
+    parts = [option for other, option in spelled.items() if other.startswith(name + "_")]
+    if parts:
+        return parts
+    path = parameter.split(".")[:-1]
+    while path:
+        if "_".join(path) in spelled:
+            return [spelled["_".join(path)]]
+        path.pop()
+    return []
 
 
 def _first_line(exc: BaseException) -> str:

@@ -13,6 +13,7 @@ import click
 
 from locality._stdout import write_document
 from locality.cli_options import debug_option, json_option
+from locality.defaults import DEFAULT_CHECK_SERVERS
 from locality.errors import LocalityError
 
 __all__ = ["datasets", "generate"]
@@ -39,10 +40,17 @@ def _status(entry) -> str:
 @click.option("--check", "names", multiple=True, metavar="NAME", help="Compute a card's figures (repeatable).")
 @click.option("--recipe", help="With --check on a generated card: the recipe (default: its first).")
 @click.option("--keys", help="With --check: another chain of the trace's columns, comma-separated.")
-@click.option("--servers", type=int, default=6, show_default=True, help="Servers of the routing figures.")
+@click.option(
+    "--servers",
+    "n_servers",
+    type=int,
+    default=DEFAULT_CHECK_SERVERS,
+    show_default=True,
+    help="Servers of the routing figures.",
+)
 @json_option
 @debug_option
-def datasets(names, recipe, keys, servers, as_json):
+def datasets(names, recipe, keys, n_servers, as_json):
     """List the dataset cards of datasets/ (checksums verified), or compute the figures of some (--check).
 
     The figures of each card's README come from `locality datasets --check NAME`.
@@ -75,7 +83,7 @@ def datasets(names, recipe, keys, servers, as_json):
             raise LocalityError(f"{len(broken)} dataset card(s) fail their check ({names}): {broken[0]['status']}")
         return
     chain = [k.strip() for k in keys.split(",")] if keys else None
-    figures = [card_figures(load(name, chain, recipe=recipe), n_servers=servers) for name in names]
+    figures = [card_figures(load(name, chain, recipe=recipe), n_servers=n_servers) for name in names]
     if as_json:
         write_document(json.dumps(figures))
     else:
@@ -86,10 +94,12 @@ def datasets(names, recipe, keys, servers, as_json):
 @click.argument("name")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Parquet file to write.")
 @click.option("--recipe", help="The card's parameters to start from (default: its first recipe).")
-@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="Override a parameter (repeatable).")
+@click.option(
+    "--param", "-p", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a parameter (repeatable)."
+)
 @json_option
 @debug_option
-def generate(name, out, recipe, params, as_json):
+def generate(name, out, recipe, overrides, as_json):
     """Write the generated trace NAME (a card of datasets/) as Parquet: same parameters, same bytes."""
     from locality._validation import check_output_path
     from locality.datasets.generate import generate as write
@@ -97,7 +107,7 @@ def generate(name, out, recipe, params, as_json):
 
     check_output_path(out, "--out")
 
-    path, used = write(name, out, recipe=recipe, overrides=dict(parse_parameter(p) for p in params))
+    path, used = write(name, out, recipe=recipe, overrides=dict(parse_parameter(p) for p in overrides))
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if as_json:
         write_document(json.dumps({"path": str(path), "name": name, "parameters": used, "sha256": digest}, default=str))

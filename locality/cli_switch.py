@@ -14,6 +14,8 @@ import os
 import click
 
 from locality.cli_options import debug_option, json_option
+from locality.defaults import DEFAULT_SWITCH_TIMEOUT
+from locality.report import format_switch
 
 __all__ = ["switch"]
 
@@ -95,7 +97,7 @@ def switch() -> None:
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True, max=86_400),
-    default=300.0,
+    default=DEFAULT_SWITCH_TIMEOUT,
     show_default=True,
     help="Seconds each phase may take.",
 )
@@ -159,7 +161,7 @@ def flink(
     if as_json:
         click.echo(json.dumps(result.to_dict()), file=document_stream())
         return
-    click.echo(_summary(result))
+    click.echo(format_switch(result.to_dict()))
 
 
 def _check_restart_options(no_restart, jar, jar_id, entry_class, job_args) -> None:
@@ -242,20 +244,3 @@ def _launcher(client, jar, jar_id, entry_class, job_args):
     from locality.engines.flink_switch import FlinkJobLauncher
 
     return FlinkJobLauncher(jar_id or client.upload_jar(jar), entry_class, tuple(job_args))
-
-
-def _summary(result) -> str:
-    """One line: where the job is now, how long it was down, what moved, the savepoints."""
-    moved = "; ".join(
-        f"{op}: {c['moved']:,} of {c['entries']:,} keys moved ({c['moved_bytes']:,} of {c['bytes']:,} bytes)"
-        for op, c in result.operators.items()
-    )
-    if result.new_job is None:
-        return (
-            f"job {result.old_job} stopped on version {result.from_version}; restart it on version "
-            f"{result.to_version} from {result.rewritten}; {moved}; savepoint {result.savepoint}"
-        )
-    return (
-        f"job {result.new_job} runs on version {result.to_version} (was {result.old_job} on {result.from_version}), "
-        f"down {result.phases['down']:.1f} s; {moved}; savepoints {result.savepoint} -> {result.rewritten}"
-    )

@@ -202,7 +202,9 @@ def blend(
         a window's).
     """
     if not history:
-        raise InvalidParameterError("the 'history' parameter of blend must hold at least one window of counts")
+        raise InvalidParameterError(
+            "the 'history' parameter of blend must hold at least one window of counts", parameter="history"
+        )
     if windows is not None:
         check_integer(windows, "windows", "blend", lower=1)
     if decay is not None:

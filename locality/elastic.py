@@ -3,8 +3,9 @@
 Adding a server used to mean a full re-optimization: METIS cuts the whole key
 graph again into one part per server, and even relabeled onto the servers
 that hold most of each part (:func:`~locality.migration.relabel_parts`), the
-new partition moves 40-60% of the state on the weekly traces where hash
-routing on a consistent-hash ring would move about 1/N.
+new partition moves far more of the state on the weekly traces than hash
+routing on a consistent-hash ring would, about 1/N (``benchmarks/RESULTS.md``,
+"Servers added and removed").
 
 :func:`rescale_partition` changes as little as a ring does, on the key graph:
 
@@ -57,7 +58,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from locality.defaults import DEFAULT_ALPHA
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_SEED
 from locality.graph import KeyGraph
 from locality.hashing import FallbackHash
 from locality.partition import Partition, cut_vertices, find_hot_keys, metis_weights, partition_of
@@ -113,7 +114,7 @@ def carried_over(
 
 
 def rescale_partition(
-    graph: KeyGraph, topology: Topology, held: np.ndarray, *, alpha: float = DEFAULT_ALPHA, seed: int = 0
+    graph: KeyGraph, topology: Topology, held: np.ndarray, *, alpha: float = DEFAULT_ALPHA, seed: int = DEFAULT_SEED
 ) -> Partition:
     """A server per key of ``graph`` for ``topology`` that moves the least load from where the keys are.
 

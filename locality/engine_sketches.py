@@ -108,7 +108,8 @@ class Interval:
         span = check_duration(length, "length", "Interval.containing") // pd.Timedelta(milliseconds=1)
         if span < 1:
             raise InvalidParameterError(
-                f"the 'length' parameter of Interval.containing must be >= 1 ms; got {length!r}"
+                f"the 'length' parameter of Interval.containing must be >= 1 ms; got {length!r}",
+                parameter="length",
             )
         at = point_of(parse_time(moment, "moment"))
         return cls(at - at % span, at - at % span + span)
@@ -206,7 +207,8 @@ def publish_sketches(
     owner = "publish_sketches"
     if not isinstance(interval, Interval):
         raise InvalidParameterError(
-            f"the 'interval' parameter of {owner} must be an Interval; got {type(interval).__name__}"
+            f"the 'interval' parameter of {owner} must be an Interval; got {type(interval).__name__}",
+            parameter="interval",
         )
     _check_name(publisher, "publisher", owner)
     pairs, loads = dict(pairs or {}), dict(loads or {})
@@ -217,7 +219,8 @@ def publish_sketches(
         if not isinstance(hop, tuple) or len(hop) != 2 or hop[0] == hop[1]:
             raise InvalidParameterError(
                 f"the 'pairs' parameter of {owner} must be keyed by (operator a, operator b), two operators; "
-                f"got {hop!r}"
+                f"got {hop!r}",
+                parameter="pairs",
             )
         a, b = (_check_name(op, "pairs", owner) for op in hop)
         _check_sketch(sketch, 2, "pairs", f"{hop!r}")

@@ -5,6 +5,11 @@ or the CLI can catch "the input was wrong" apart from a bug. Parameter errors
 also derive from ``ValueError`` and ``TypeError`` (scikit-learn's convention),
 so callers that already catch those keep working.
 
+An error about one parameter says which in :attr:`LocalityError.parameter`, so
+that a caller can point at what it passed without reading the message: the
+command line names its option from it (``locality.cli``). Messages name
+parameters as the library takes them, never by a command-line option.
+
 :class:`JobError` is the exception that is *not* a :class:`LocalityError`: a
 job that failed for a reason outside its input (a Spark worker died, memory
 ran out). Rerunning the same job may succeed; the CLI reports it with the exit
@@ -12,6 +17,9 @@ code of unexpected failures and keeps the traceback in a log file.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 __all__ = [
     "LocalityError",
@@ -26,11 +34,36 @@ __all__ = [
     "EngineError",
     "StoreDamagedError",
     "JobError",
+    "parameters_of",
 ]
 
 
 class LocalityError(Exception):
-    """Base class of every error caused by the input of a locality function."""
+    """Base class of every error caused by the input of a locality function.
+
+    ``parameter`` names the parameter the error is about, when it is about one: its name, or for a field of
+    an object the jobs hold under a name, that name and the field's (``rebalance.every``, ``trace.newest``,
+    :func:`parameters_of`). None otherwise.
+    """
+
+    def __init__(self, *args: object, parameter: str | None = None) -> None:
+        super().__init__(*args)
+        self.parameter = parameter
+
+
+@contextmanager
+def parameters_of(holder: str) -> Iterator[None]:
+    """Inside: an error about a parameter names it as a field of ``holder`` (``every`` becomes ``rebalance.every``).
+
+    For the checks of an object that the jobs and the replay hold under one name (their ``rebalance``
+    options, their ``trace``), so that its fields do not pass for parameters of the same name of its holder.
+    """
+    try:
+        yield
+    except LocalityError as error:
+        if error.parameter is not None:
+            error.parameter = f"{holder}.{error.parameter}"
+        raise
 
 
 class InvalidParameterError(LocalityError, ValueError, TypeError):

@@ -46,7 +46,7 @@ import pandas as pd
 
 from locality._validation import check_integer, check_interval, check_option
 from locality.counts import KeyCounts
-from locality.errors import InvalidParameterError
+from locality.errors import InvalidParameterError, parameters_of
 
 __all__ = [
     "FORECASTS",
@@ -138,7 +138,8 @@ def forecast_matrix(history: np.ndarray, method: str = DEFAULT_FORECAST, **param
     if history.ndim != 2 or history.shape[0] == 0:
         raise InvalidParameterError(
             f"the 'history' parameter of forecast_matrix must be a 2-d array with at least one window; "
-            f"got shape {history.shape}"
+            f"got shape {history.shape}",
+            parameter="history",
         )
     try:
         return FORECASTS[method](history, **params)
@@ -161,7 +162,9 @@ def forecast_loads(history: Sequence[pd.Series], method: str = DEFAULT_FORECAST,
     {'a': 3.333, 'b': 3.333}
     """
     if not history:
-        raise InvalidParameterError("the 'history' parameter of forecast_loads must hold at least one window")
+        raise InvalidParameterError(
+            "the 'history' parameter of forecast_loads must hold at least one window", parameter="history"
+        )
     frame = pd.concat([pd.Series(h, dtype=float) for h in history], axis=1, sort=False).fillna(0.0)
     values = forecast_matrix(frame.to_numpy(dtype=float).T, method, **params)
     out = pd.Series(values, index=frame.index, dtype=float)
@@ -188,7 +191,9 @@ def forecast_counts(
         As for :func:`forecast_matrix`.
     """
     if not history:
-        raise InvalidParameterError("the 'history' parameter of forecast_counts must hold at least one window")
+        raise InvalidParameterError(
+            "the 'history' parameter of forecast_counts must hold at least one window", parameter="history"
+        )
     loads, totals = {}, {}
     for op in pairs.operators:
         series = [c.key_load(op) for c in history]
@@ -219,7 +224,7 @@ def forecast_error(forecast: pd.Series, actual: pd.Series) -> float:
     both = pd.concat([pd.Series(forecast, dtype=float), pd.Series(actual, dtype=float)], axis=1).fillna(0.0)
     total = float(both.iloc[:, 1].sum())
     if total <= 0:
-        raise InvalidParameterError("the 'actual' parameter of forecast_error must carry some load")
+        raise InvalidParameterError("the 'actual' parameter of forecast_error must carry some load", parameter="actual")
     return float(np.abs(both.iloc[:, 0] - both.iloc[:, 1]).sum() / total)
 
 
@@ -238,11 +243,15 @@ def parse_forecast(spec: str) -> tuple[str, dict]:
     names["percentile"] = [("windows", int), ("q", float)]
     if len(args) > len(names[method]):
         raise InvalidParameterError(
-            f"the 'forecast' parameter takes at most {len(names[method])} value(s) after {method!r}; got {spec!r}"
+            f"the 'forecast' parameter takes at most {len(names[method])} value(s) after {method!r}; got {spec!r}",
+            parameter="forecast",
         )
     try:
         params = {name: kind(value) for (name, kind), value in zip(names[method], args)}
     except ValueError:
-        raise InvalidParameterError(f"the 'forecast' parameter {spec!r} has a value that is not a number") from None
-    forecast_matrix(np.ones((1, 1)), method, **params)  # its checks now, not at the first window that forecasts
+        raise InvalidParameterError(
+            f"the 'forecast' parameter {spec!r} has a value that is not a number", parameter="forecast"
+        ) from None
+    with parameters_of("forecast"):  # its checks now, not at the first window that forecasts
+        forecast_matrix(np.ones((1, 1)), method, **params)
     return method, params

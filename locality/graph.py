@@ -303,12 +303,14 @@ def build_key_graph(
     operators = tuple(operators)
     if len(operators) < 2:
         raise InvalidParameterError(
-            f"the 'operators' parameter of build_key_graph must list at least two operators; got {list(operators)}"
+            f"the 'operators' parameter of build_key_graph must list at least two operators; got {list(operators)}",
+            parameter="operators",
         )
     if len(pair_counts) != len(operators) - 1:
         raise InvalidParameterError(
             f"the 'pair_counts' parameter of build_key_graph must hold {len(operators) - 1} tables "
-            f"(one per consecutive pair of {list(operators)}); got {len(pair_counts)}"
+            f"(one per consecutive pair of {list(operators)}); got {len(pair_counts)}",
+            parameter="pair_counts",
         )
     key_loads = dict(key_loads or {})
     # Read in place, not copied: at 1e7 pairs a copy of the table is 0.5 s.

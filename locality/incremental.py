@@ -20,10 +20,9 @@ cannot move apart:
    every undecided key (the rule of this step's first version): on
    power-law graphs a balanced partition leaves many light keys with their
    few edges spread over several servers, and re-cutting all of them every
-   run, touched by the window or not, gave METIS 39-44% of the edges at 1e6
-   and 1e7 (3.6x faster than a full step at 1e7); nor only the outdrawn
-   keys, which on the IRA trace every 30 minutes kept 2-3 points less
-   next-window locality (``benchmarks/RESULTS.md``).
+   run, touched by the window or not, gave METIS a large share of the edges;
+   nor only the outdrawn keys, which on the IRA trace kept less next-window
+   locality (``benchmarks/RESULTS.md``, "The online step re-cuts what moved").
 2. The settled keys of each server are contracted into one vertex weighing
    their sum. METIS cuts the graph of these contracted vertices and the
    changed keys into one part per server, under the same balance bound as a
@@ -58,7 +57,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from locality.defaults import DEFAULT_ALPHA
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_SEED
 from locality.graph import KeyGraph, csr_from_edges
 from locality.migration import relabel_parts
 from locality.partition import MetisInput, Partition, adaptive_cuts, find_hot_keys, metis_weights, partition_of
@@ -109,7 +108,7 @@ def repartition_changed(
     held: np.ndarray,
     *,
     alpha: float = DEFAULT_ALPHA,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> Partition:
     """A server per key of ``graph`` that keeps the settled keys where they are and re-partitions the others.

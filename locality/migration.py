@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from locality._validation import check_option
+from locality.defaults import DEFAULT_SPLIT_MERGE
 from locality.errors import InvalidParameterError, SerializationError, TopologyError
 from locality.routing import RoutingConfiguration
 from locality.topology import Topology
@@ -265,7 +266,7 @@ def plan_migration(
     *,
     from_version: int | None = None,
     to_version: int | None = None,
-    split_merge: str = "fold",
+    split_merge: str = DEFAULT_SPLIT_MERGE,
 ) -> MigrationPlan:
     """The keys whose instance changes from ``old`` to ``new``, and the state each carries.
 

@@ -18,8 +18,9 @@ weighs a key's state as its window load plus one period of its stored
 history (:func:`with_history`), so that a key known for weeks is not moved
 as if it had just appeared.
 
-Its parameters are the online job's (:class:`pipelines.params.OnlineParams`),
-checked there: this module takes them as they are (:class:`OnlineSettings`).
+Its settings are :class:`OnlineSettings`, checked when built; the online job's
+parameters (:class:`pipelines.params.OnlineParams`) are those settings and what
+the job itself reads (the trace, the store, the switch's lead).
 """
 
 from __future__ import annotations
@@ -27,27 +28,34 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
-from typing import Protocol
 
 import pandas as pd
 
-from locality._validation import check_duration
+from locality._validation import check_duration, check_interval
 from locality.counts import KeyCounts, blend
-from locality.defaults import DEFAULT_HORIZON, DEFAULT_MIN_BLENDED_WEIGHT
+from locality.defaults import (
+    DEFAULT_DECAY,
+    DEFAULT_HORIZON,
+    DEFAULT_MAX_IMBALANCE,
+    DEFAULT_MIN_BLENDED_WEIGHT,
+    DEFAULT_MIN_GAIN,
+)
 from locality.errors import InvalidParameterError, TopologyError
-from locality.evaluation import Evaluation, estimate_from_counts
+from locality.evaluation import Evaluation, EvaluationReport, estimate_from_counts
 from locality.hashing import FallbackHash, make_fallback
 from locality.migration import MigrationPlan, plan_migration
-from locality.optimizer import make_fallbacks, optimize
-from locality.plots import figure_png, instance_load_figure
-from locality.rebalance import BASE_AWARE
+from locality.optimizer import OptimizerSettings, make_fallbacks, optimize
+from locality.publication import publish_run
+from locality.rebalance import BASE_AWARE, check_locality_aware
+from locality.rebalance.options import RebalanceOptions
 from locality.rebalance.tables import rebalance_configuration
 from locality.reconfiguration import Decision, decide, reconfigure
 from locality.report import format_summary
 from locality.routing import RoutingConfiguration
 from locality.store import ConfigStore
+from locality.time_range import parse_time
 from locality.topology import Topology
 
 __all__ = [
@@ -64,31 +72,89 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-class OnlineSettings(Protocol):
-    """What a run reads of the online job's parameters (:class:`pipelines.params.OnlineParams`), checked there."""
+@dataclass(frozen=True)
+class OnlineSettings(OptimizerSettings):
+    """How one online run changes the tables in force, checked when built (:class:`pipelines.params.OnlineParams`).
 
-    topology: Topology | None
-    alpha: float
-    hash: str
-    capacity: int
-    top_pairs: int | None
-    max_entries: int | None
-    decay: float
-    min_gain: float
-    max_imbalance: float
-    seed: int
-    rebalance: str | None
-    theta_max: float
-    state_weight: float
-    horizon: str | None
-    balance_until: str | None
-    split_hot_keys: bool
-    split_share: float | None
-    split_merge: str
-    switch_after: str | None
-    incremental: bool
+    The :class:`~locality.optimizer.OptimizerSettings` (``alpha``, ``hash``,
+    ``capacity``, ``top_pairs``, ``max_entries``, ``seed``), and:
 
-    def balance_window(self) -> tuple[datetime, datetime]: ...
+    ``topology`` is used when the store is empty; afterwards the current
+    version's fallback hash is kept, and so is its topology unless
+    ``topology`` names another one: the run then publishes a version for that
+    topology, whatever the gain (:func:`deployment`). ``decay`` weighs the
+    stored history (0 forgets); ``min_gain`` and ``max_imbalance`` decide
+    whether a reconfiguration publishes (:func:`locality.reconfiguration.decide`);
+    ``incremental`` starts it from the version in force instead of a new
+    METIS partition. ``rebalance`` makes the run a rebalancing step instead
+    (:class:`~locality.rebalance.options.RebalanceOptions`): its moves serve
+    until ``horizon`` (:data:`~locality.defaults.DEFAULT_HORIZON` when None), or
+    with a balance window (``balance_since`` .. ``balance_until``, ISO 8601)
+    until its end, on top of what each instance served since it began.
+    """
+
+    _: KW_ONLY
+    topology: Topology | None = None
+    decay: float = DEFAULT_DECAY
+    min_gain: float = DEFAULT_MIN_GAIN
+    max_imbalance: float = DEFAULT_MAX_IMBALANCE
+    rebalance: RebalanceOptions | None = None
+    horizon: str | None = None
+    balance_since: str | None = None
+    balance_until: str | None = None
+    incremental: bool = False
+
+    _OWNER = "OnlineSettings"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        owner = self._OWNER
+        if self.rebalance is not None:
+            if not isinstance(self.rebalance, RebalanceOptions):
+                raise InvalidParameterError(
+                    f"the 'rebalance' parameter of {owner} must be RebalanceOptions; got {self.rebalance!r}",
+                    parameter="rebalance",
+                )
+            if self.incremental:
+                raise InvalidParameterError(
+                    f"incremental in {owner} starts a reconfiguration from the version in force; a rebalancing run "
+                    f"(rebalance {self.rebalance.method!r}) adjusts that version already: give one or the other",
+                    parameter="incremental",
+                )
+        if self.horizon is not None:
+            check_duration(self.horizon, "horizon", owner)
+        self._check_balance_window(owner)
+        check_interval(self.min_gain, "min_gain", owner, lower=0.0)
+        check_interval(self.max_imbalance, "max_imbalance", owner, lower=self.alpha)
+        check_interval(self.decay, "decay", owner, lower=0.0, upper=1.0)
+
+    def _check_balance_window(self, owner: str) -> None:
+        if self.balance_since is None and self.balance_until is None:
+            return
+        if self.balance_since is None or self.balance_until is None:
+            raise InvalidParameterError(
+                f"the 'balance_since' and 'balance_until' parameters of {owner} go together (the balance window)",
+                parameter="balance_since" if self.balance_since is None else "balance_until",
+            )
+        method = self.rebalance.method if self.rebalance is not None else None
+        check_locality_aware(method, "rebalance", owner, "a balance window")
+        if self.horizon is not None:
+            raise InvalidParameterError(
+                f"give {owner} either a horizon or a balance window: with a balance window the moves serve "
+                "until its end (balance_until)",
+                parameter="horizon",
+            )
+        since, until = self.balance_window()
+        if until <= since:
+            raise InvalidParameterError(
+                f"the balance window of {owner} must end after it begins; "
+                f"got {self.balance_since} .. {self.balance_until}",
+                parameter="balance_until",
+            )
+
+    def balance_window(self) -> tuple[datetime, datetime]:
+        """``(balance_since, balance_until)`` as UTC-aware datetimes."""
+        return parse_time(self.balance_since, "balance_since"), parse_time(self.balance_until, "balance_until")
 
 
 @dataclass(frozen=True)
@@ -121,7 +187,7 @@ def deployment(
     """
     if current is None:
         if settings.topology is None:
-            raise TopologyError("the store is empty: give the topology (--servers or --topology) for the first run")
+            raise TopologyError("the store is empty: the first run needs the topology", parameter="topology")
         return settings.topology, make_fallbacks(settings.topology, settings.hash)
     if tuple(current.topology.operators) != tuple(window.keys):
         raise TopologyError(
@@ -133,7 +199,8 @@ def deployment(
         raise TopologyError(
             f"the topology differs from the current version's ({len(current.topology.servers)} servers, now "
             f"{len(settings.topology.servers)}): a rebalancing run adjusts the tables in force; change the topology "
-            "with a reconfiguration run (without --rebalance)"
+            "with a reconfiguration run (no rebalance)",
+            parameter="topology",
         )
     fallbacks = {}
     for op, table in current.tables.items():  # the engine's hash, sized to the new instances
@@ -172,16 +239,18 @@ def ahead(settings: OnlineSettings, window: Window) -> float:
     start, end = window.start, window.end
     if start is None or end is None:
         raise InvalidParameterError(
-            f"the {settings.rebalance!r} rebalancer scales the window's loads to what lies ahead: "
-            "give the window as --window or --start/--end"
+            f"the {settings.rebalance.method!r} rebalancer scales the window's loads to what lies ahead: "
+            "the window needs a start and an end (a time range of the trace, or its last window)",
+            parameter="window",
         )
     if settings.balance_until is None:
-        return check_duration(settings.horizon or DEFAULT_HORIZON, "horizon", "the online job") / (end - start)
+        return pd.Timedelta(settings.horizon or DEFAULT_HORIZON) / (end - start)
     rest = settings.balance_window()[1] - end
     if rest.total_seconds() <= 0:
         raise InvalidParameterError(
             f"the balance window ends ({settings.balance_until}) before the run's window does ({end.isoformat()}): "
-            "nothing is left of it to balance"
+            "nothing is left of it to balance",
+            parameter="balance_until",
         )
     return rest / (end - start)
 
@@ -252,42 +321,12 @@ def run_window(
     dict
         The JSON-ready outcome.
     """
-    if switch_point is not None and switch_point < store.schedule().sealed_until:
-        raise InvalidParameterError(
-            f"--switch-after {settings.switch_after} schedules this window's version from {switch_point} (ms), "
-            f"before the store's schedule is sealed ({store.schedule().sealed_until}): a later window has run "
-            "already, or the lead is shorter than before"
-        )
+    _check_switch_point(store, switch_point)
     topology, fallbacks = deployment(settings, window, current)
-    change = None
-    if settings.rebalance is not None:
-        with stage(f"rebalance ({settings.rebalance})"):
-            new, plan, raw_cost = _rebalanced(store, settings, window, current, counts, state, served)
-    else:
-        with stage("blend with earlier windows"):
-            blended = blended_history(store, window.name, counts, settings.decay, settings.capacity)
-        with stage("partition (METIS), relabel and plan"):
-            new, plan, raw_cost, change = _reconfigured(settings, current, topology, fallbacks, blended, state, window)
-    if plan is not None:
-        plan.from_version = previous_version
+    change = _change(store, settings, window, counts, state, current, topology, fallbacks, served, stage)
     before = estimate_from_counts(current, counts, counts.usable_rows) if current is not None else None
-    after = estimate_from_counts(new, counts, counts.usable_rows)
-    if settings.rebalance is not None:
-        resplit = any(current.tables[op].splits != new.tables[op].splits for op in topology.operators)
-        verdict = rebalance_decision(before.optimized, after.optimized, plan, resplit)
-    elif change is not None:  # the version in force routes on servers that are no longer the deployment's
-        servers = f"{len(current.topology.servers)} -> {len(topology.servers)} servers"
-        verdict = Decision(True, f"the topology changes ({servers}): {change}", 0.0, None)
-    else:
-        verdict = decide(
-            before.optimized if before else None,
-            after.optimized,
-            plan,
-            alpha=settings.alpha,
-            min_gain=settings.min_gain,
-            max_imbalance=settings.max_imbalance,
-        )
-
+    after = estimate_from_counts(change.config, counts, counts.usable_rows)
+    verdict = _verdict(settings, current, topology, change, before, after)
     outcome = {
         "published": verdict.publish,
         "version": previous_version,
@@ -297,52 +336,127 @@ def run_window(
         "hash_locality": after.hash.locality,
         "imbalance_before": before.optimized.imbalance if before else None,
         "imbalance_after": after.optimized.imbalance,
-        "migration_cost": plan.cost if plan else 0.0,
-        "migration_cost_share": plan.cost_share if plan else 0.0,
-        "migration_cost_share_without_relabeling": raw_cost,
-        "moved_keys": plan.moved_keys if plan else 0,
+        **_moves(change),
         "reason": verdict.reason,
         "window": window.name,
         "rows": counts.rows,
         "dropped": counts.dropped,
-        "table_entries": new.table_sizes(),
-        "split_keys": new.split_keys(),
-        "topology_change": change,
+        "table_entries": change.config.table_sizes(),
+        "split_keys": change.config.split_keys(),
+        "topology_change": change.topology_change,
         "in_force_from": switch_point,
     }
     if served is not None:
         outcome["served"] = {**served.to_dict(), "balance_until": settings.balance_window()[1].isoformat()}
     if verdict.publish:
         with stage("publish"):
-            shares = {op: topology.instance_shares(op) for op in topology.operators}
-            artifacts = {
-                "report.json": {"job": "online", **outcome, "counting": counts.summary(), "in_window": after.to_dict()},
-                "report.txt": format_summary({"in_sample": after.to_dict(), "counting": counts.summary()}),
-                "load.png": figure_png(instance_load_figure(after, shares, settings.alpha)),
-            }
-            if plan is not None:
-                plan.to_version = store.next_version()
-                artifacts["migration_plan.json"] = plan.to_dict(new)
-            published = store.publish(
-                new,
-                fingerprint=f"online:{window.name}",
-                artifacts=artifacts,
-                metadata={
+            published, _ = publish_run(
+                store,
+                change.config,
+                after,
+                job="online",
+                report=lambda _plan: {
                     "job": "online",
-                    "window": window.name,
-                    "summary": {
-                        "locality": after.optimized.locality,
-                        "hash_locality": after.hash.locality,
-                        "imbalance": after.optimized.imbalance,
-                        "table_entries": new.table_sizes(),
-                    },
+                    **outcome,
+                    "counting": counts.summary(),
+                    "in_window": after.to_dict(),
                 },
+                text=_window_text,
+                plan=change.plan,
+                from_version=previous_version,
+                alpha=settings.alpha,
+                fingerprint=f"online:{window.name}",
+                metadata={"window": window.name},
                 in_force_from=switch_point,
             )
         outcome["version"] = published.version
     elif switch_point is not None:  # nothing new, but routers by point may route up to the next switch
         store.seal(switch_point)
     return outcome
+
+
+@dataclass(frozen=True)
+class _Change:
+    """What a run proposes: the new tables, the plan from the version in force, and what else moved."""
+
+    config: RoutingConfiguration
+    plan: MigrationPlan | None
+    unrelabeled_cost: float | None = None
+    topology_change: str | None = None
+
+
+def _check_switch_point(store: ConfigStore, switch_point: int | None) -> None:
+    """Refuse a version scheduled before the store's seal: routers by point already routed past it."""
+    if switch_point is not None and switch_point < store.schedule().sealed_until:
+        raise InvalidParameterError(
+            f"the switch's lead schedules this window's version from {switch_point} (ms), before the store's "
+            f"schedule is sealed ({store.schedule().sealed_until}): a later window has run already, or the lead is "
+            "shorter than before",
+            parameter="switch_after",
+        )
+
+
+def _change(
+    store: ConfigStore,
+    settings: OnlineSettings,
+    window: Window,
+    counts: KeyCounts,
+    state: Mapping[str, pd.Series],
+    current: RoutingConfiguration | None,
+    topology: Topology,
+    fallbacks: Mapping[str, FallbackHash],
+    served,
+    stage: Callable[[str], AbstractContextManager],
+) -> _Change:
+    """The run's proposal: the tables in force rebalanced, or a reconfiguration on the blended history."""
+    if settings.rebalance is not None:
+        with stage(f"rebalance ({settings.rebalance.method})"):
+            return _rebalanced(store, settings, window, current, counts, state, served)
+    with stage("blend with earlier windows"):
+        blended = blended_history(store, window.name, counts, settings.decay, settings.capacity)
+    with stage("partition (METIS), relabel and plan"):
+        return _reconfigured(settings, current, topology, fallbacks, blended, state, window)
+
+
+def _verdict(
+    settings: OnlineSettings,
+    current: RoutingConfiguration | None,
+    topology: Topology,
+    change: _Change,
+    before: EvaluationReport | None,
+    after: EvaluationReport,
+) -> Decision:
+    """Whether the proposal is published: a rebalancing step when it moves, a topology change always, else decide."""
+    if settings.rebalance is not None:
+        resplit = any(current.tables[op].splits != change.config.tables[op].splits for op in topology.operators)
+        return rebalance_decision(before.optimized, after.optimized, change.plan, resplit)
+    if change.topology_change is not None:  # the version in force routes on servers no longer the deployment's
+        servers = f"{len(current.topology.servers)} -> {len(topology.servers)} servers"
+        return Decision(True, f"the topology changes ({servers}): {change.topology_change}", 0.0, None)
+    return decide(
+        before.optimized if before else None,
+        after.optimized,
+        change.plan,
+        alpha=settings.alpha,
+        min_gain=settings.min_gain,
+        max_imbalance=settings.max_imbalance,
+    )
+
+
+def _moves(change: _Change) -> dict:
+    """The outcome's account of the state the proposal moves."""
+    plan = change.plan
+    return {
+        "migration_cost": plan.cost if plan else 0.0,
+        "migration_cost_share": plan.cost_share if plan else 0.0,
+        "migration_cost_share_without_relabeling": change.unrelabeled_cost,
+        "moved_keys": plan.moved_keys if plan else 0,
+    }
+
+
+def _window_text(report: dict) -> str:
+    """A published window's ``report.txt``: its figures on the window and how it was counted."""
+    return format_summary({"in_sample": report["in_window"], "counting": report["counting"]})
 
 
 def _reconfigured(
@@ -353,7 +467,7 @@ def _reconfigured(
     blended: KeyCounts,
     state: Mapping[str, pd.Series],
     window: Window,
-):
+) -> _Change:
     """New tables from the blended counts: the first configuration, or one relabeled against ``current``."""
     graph = blended.graph(settings.top_pairs)
     engine = next(iter(fallbacks.values())).engine
@@ -368,7 +482,7 @@ def _reconfigured(
             max_entries=settings.max_entries,
             parameters=parameters,
         )
-        return result.config, None, None, None
+        return _Change(result.config, None)
     step = reconfigure(
         graph,
         topology,
@@ -382,7 +496,7 @@ def _reconfigured(
         min_gain=settings.min_gain,
         incremental=settings.incremental,
     )
-    return step.config, step.plan, step.unrelabeled_cost, step.topology_change
+    return _Change(step.config, step.plan, step.unrelabeled_cost, step.topology_change)
 
 
 def _rebalanced(
@@ -393,7 +507,7 @@ def _rebalanced(
     counts: KeyCounts,
     state: Mapping[str, pd.Series],
     served,
-):
+) -> _Change:
     """The tables in force adjusted to the window's key loads (locality from the stored statistics + the window).
 
     With a balance window (``served``), the loads are the window's scaled to
@@ -405,25 +519,26 @@ def _rebalanced(
     graph = blend([c for c in (stored, counts) if c is not None], windows=None).graph(settings.top_pairs)
     # without a state column the caller's state is each key's load in the window already
     loads = {op: counts.key_load(op) for op in counts.operators} if window.state_given else dict(state)
+    rebalancer = settings.rebalance
     options = {}
-    if settings.rebalance in BASE_AWARE:
+    if rebalancer.method in BASE_AWARE:
         scale = ahead(settings, window)
-        options = {"state_weight": settings.state_weight, "horizon": scale}
+        options = {"state_weight": rebalancer.state_weight, "horizon": scale}
         if served is not None:  # the window's loads forecast the rest of the balance window
             loads = {op: load * scale for op, load in loads.items()}
             options.update(horizon=1.0, base_loads=served.loads)
         if not window.state_given and stored is not None:
             state = with_history(state, stored, settings.decay)
-    if settings.split_hot_keys:
-        options.update(split_hot_keys=True, split_share=settings.split_share)
+    if rebalancer.split_hot_keys:
+        options.update(split_hot_keys=True, split_share=rebalancer.split_share)
     new, _, _ = rebalance_configuration(
         current,
         loads,
         state=state,
         graph=graph,
-        method=settings.rebalance,
-        theta_max=settings.theta_max,
+        method=rebalancer.method,
+        theta_max=rebalancer.theta_max,
         table_cap=settings.max_entries,
         **options,
     )
-    return new, plan_migration(current, new, state, split_merge=settings.split_merge), None
+    return _Change(new, plan_migration(current, new, state, split_merge=rebalancer.split_merge))

@@ -18,7 +18,7 @@ import functools
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,7 @@ from locality._validation import (
     outermost,
 )
 from locality.counts import count_keys
-from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_CAPACITY, DEFAULT_HASH, DEFAULT_SEED
 from locality.elastic import carried_over
 from locality.errors import InvalidParameterError
 from locality.evaluation import EvaluationReport, evaluate
@@ -46,6 +46,7 @@ from locality.routing import RoutingConfiguration, RoutingTable
 from locality.topology import Topology
 
 __all__ = [
+    "OptimizerSettings",
     "Optimization",
     "optimize",
     "make_fallbacks",
@@ -117,6 +118,40 @@ def check_optimizer_parameters(
     return alpha, seed
 
 
+@dataclass(frozen=True)
+class OptimizerSettings:
+    """What every run that builds tables from a trace's counts takes, checked when built.
+
+    ``alpha`` bounds every operator's instance loads; ``hash`` names the
+    engine whose hash places the keys without an entry; ``capacity`` is the
+    counters per Space-Saving sketch (and the most pairs and keys a blended
+    history keeps); ``top_pairs`` keeps the heaviest pairs of each hop in the
+    graph; ``max_entries`` caps each table; ``seed`` is METIS's. The jobs'
+    parameters (:mod:`pipelines.params`) and an online run's settings
+    (:class:`locality.online.OnlineSettings`) extend it, each naming itself in
+    the messages (``_OWNER``).
+    """
+
+    _: KW_ONLY
+    alpha: float = DEFAULT_ALPHA
+    hash: str = DEFAULT_HASH
+    capacity: int = DEFAULT_CAPACITY
+    top_pairs: int | None = None
+    max_entries: int | None = None
+    seed: int = DEFAULT_SEED
+
+    #: How the checks name the owner of these settings.
+    _OWNER = "OptimizerSettings"
+
+    def __post_init__(self) -> None:
+        owner = self._OWNER
+        check_optimizer_parameters(owner, alpha=self.alpha, seed=self.seed, max_entries=self.max_entries)
+        check_option(self.hash, "hash", owner, ENGINES)
+        check_integer(self.capacity, "capacity", owner, lower=1)
+        if self.top_pairs is not None:
+            check_integer(self.top_pairs, "top_pairs", owner, lower=1)
+
+
 @boundary
 def optimize(
     graph: KeyGraph,
@@ -124,7 +159,7 @@ def optimize(
     fallbacks: Mapping[str, FallbackHash],
     *,
     alpha: float = DEFAULT_ALPHA,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     max_entries: int | None = None,
     recursive: bool = False,
     preferred: np.ndarray | None = None,
@@ -395,7 +430,7 @@ class LocalityOptimizer:
         top_pairs: int | None = None,
         capacity: int | None = None,
         max_entries: int | None = None,
-        seed: int = 0,
+        seed: int = DEFAULT_SEED,
         recursive: bool = False,
     ) -> None:
         self.topology = topology

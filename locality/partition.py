@@ -35,7 +35,7 @@ import numpy as np
 
 from locality._stdout import native_stdout_captured
 from locality._validation import boundary, check_at_most, check_integer, check_interval, outermost
-from locality.defaults import DEFAULT_ALPHA
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_SEED
 from locality.graph import KeyGraph, csr_from_edges
 from locality.imbalance import heavier_than
 from locality.topology import Topology
@@ -209,7 +209,7 @@ class MetisInput:
         shares: np.ndarray,
         *,
         alpha: float,
-        seed: int = 0,
+        seed: int = DEFAULT_SEED,
         n_cuts: int = 1,
         recursive: bool = False,
     ) -> MetisInput:
@@ -305,7 +305,7 @@ def metis_input(
     topology: Topology,
     *,
     alpha: float,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     recursive: bool = False,
     n_cuts: int = 1,
     csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
@@ -322,7 +322,7 @@ def partition_key_graph(
     topology: Topology,
     *,
     alpha: float = DEFAULT_ALPHA,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     recursive: bool = False,
     n_cuts: int | None = None,
     csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
@@ -421,7 +421,13 @@ def partition_of(
 
 
 def cut_vertices(
-    graph: KeyGraph, vertices: np.ndarray, targets: np.ndarray, vweights: np.ndarray, *, alpha: float, seed: int = 0
+    graph: KeyGraph,
+    vertices: np.ndarray,
+    targets: np.ndarray,
+    vweights: np.ndarray,
+    *,
+    alpha: float,
+    seed: int = DEFAULT_SEED,
 ) -> np.ndarray:
     """Cut the keys ``vertices`` into ``len(targets)`` parts of weights proportional to ``targets``, fewest hops lost.
 

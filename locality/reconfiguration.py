@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from locality._validation import boundary, check_interval, outermost
-from locality.defaults import DEFAULT_ALPHA, DEFAULT_MIN_GAIN
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_MIN_GAIN, DEFAULT_SEED
 from locality.elastic import carried_over, fill_shares, rescale_partition, same_deployment
 from locality.evaluation import Evaluation
 from locality.graph import KeyGraph
@@ -115,7 +115,7 @@ def reconfigure(
     fallbacks: Mapping[str, FallbackHash],
     *,
     alpha: float = DEFAULT_ALPHA,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     state: Mapping[str, pd.Series] | None = None,
     max_entries: int | None = None,
     compare_unrelabeled: bool = True,

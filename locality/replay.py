@@ -19,8 +19,8 @@ blended history its edges come from.
 
 Between two reconfigurations a rebalancer (``rebalance``, any of
 :data:`locality.rebalance.METHODS`, or a whole
-:class:`~locality.rebalance.window.RebalanceSchedule`) can run every
-``rebalance_every`` on each operator (:class:`~locality.rebalance.window.WindowRouter`): the
+:class:`~locality.rebalance.window.RebalancePolicy`) can run every
+``rebalance.every`` on each operator (:class:`~locality.rebalance.window.WindowRouter`): the
 locality-aware ``"local"`` balances each balance window's load (what was
 served plus the forecast of the rest), the load-only ones (``"mixed"``...)
 the loads seen since the window began, to keep instances within
@@ -44,19 +44,35 @@ import pandas as pd
 
 from locality._validation import boundary, check_integer, check_interval, check_option, check_period
 from locality.counts import KeyCounts, blend, count_keys
-from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH, DEFAULT_MIN_BLENDED_WEIGHT, DEFAULT_THETA_MAX
+from locality.defaults import (
+    DEFAULT_ALPHA,
+    DEFAULT_HASH,
+    DEFAULT_MIN_BLENDED_WEIGHT,
+    DEFAULT_PERIOD,
+    DEFAULT_REPLAY_MODE,
+    DEFAULT_SEED,
+    DEFAULT_TS,
+)
 from locality.errors import InvalidParameterError, TraceError
 from locality.evaluation import ReplayTotals, estimate_from_counts, hop_name
 from locality.forecast import forecast_counts, parse_forecast
 from locality.imbalance import imbalance
 from locality.optimizer import check_optimizer_parameters, make_fallbacks, optimize
-from locality.rebalance.window import RebalanceSchedule, WindowRouter, WindowRoutes
+from locality.rebalance.window import RebalancePolicy, WindowRouter, WindowRoutes
 from locality.reconfiguration import decide, reconfigure
 from locality.routing import RoutingConfiguration
 from locality.time_range import in_column_zone, to_utc
 from locality.topology import Topology
 
-__all__ = ["WindowResult", "ReplayResult", "replay_trace", "check_replay_options", "windows_of", "MODES"]
+__all__ = [
+    "WindowResult",
+    "ReplayResult",
+    "replay_trace",
+    "replay_windows",
+    "check_replay_options",
+    "windows_of",
+    "MODES",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -231,7 +247,8 @@ def windows_of(
 def _too_many_windows(period: str, owner: str, first, last, count: str) -> InvalidParameterError:
     return InvalidParameterError(
         f"the 'period' parameter of {owner} must cut the trace into at most {MAX_WINDOWS:,} windows; "
-        f"{period!r} cuts {first} .. {last} into {count} (a longer period, or a shorter time range)"
+        f"{period!r} cuts {first} .. {last} into {count} (a longer period, or a shorter time range)",
+        parameter="period",
     )
 
 
@@ -266,21 +283,19 @@ def replay_trace(
     trace: pd.DataFrame,
     topology: Topology,
     *,
-    ts: str = "ts",
-    period: str = "7D",
-    mode: str = "online",
+    ts: str = DEFAULT_TS,
+    period: str = DEFAULT_PERIOD,
+    mode: str = DEFAULT_REPLAY_MODE,
     alpha: float = DEFAULT_ALPHA,
     hash: str = DEFAULT_HASH,
     history: int | None = 1,
     decay: float | None = None,
     min_gain: float | None = None,
     max_imbalance: float | None = None,
-    rebalance: str | RebalanceSchedule | None = None,
-    rebalance_every: str = "1D",
-    theta_max: float = DEFAULT_THETA_MAX,
+    rebalance: str | RebalancePolicy | None = None,
     table_cap: int | None = None,
     forecast: str | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     incremental: bool = False,
 ) -> ReplayResult:
     """Replay ``trace`` window by window under one routing strategy.
@@ -304,17 +319,15 @@ def replay_trace(
     min_gain, max_imbalance : float, optional
         Online: publish only when :func:`~locality.reconfiguration.decide`
         agrees with these thresholds (default: publish every window).
-    rebalance : str or RebalanceSchedule, optional
-        A rebalancer run within each window (``--rebalance``): its name (run
-        every ``rebalance_every`` with ``theta_max`` and ``table_cap``), or a whole
-        :class:`~locality.rebalance.window.RebalanceSchedule` (forecast,
-        balance window, hot-key splitting...).
-    rebalance_every, theta_max
-        With a rebalancer named by a string: its interval and bound.
+    rebalance : str or RebalancePolicy, optional
+        A rebalancer run within each window: a whole
+        :class:`~locality.rebalance.window.RebalancePolicy` (how often, its
+        bound, forecast, balance window, hot-key splitting...), or the name of
+        one, run with the policy's defaults and ``table_cap``.
     table_cap : int, optional
         Most entries of each table: the reconfigurations' (``max_entries``)
         and the rebalancer's, counted one way (keys off their fallback). A
-        :class:`RebalanceSchedule` with its own ``table_cap`` sets it when
+        :class:`RebalancePolicy` with its own ``table_cap`` sets it when
         this is None.
     forecast : str, optional
         Online: balance the reconfiguration on this forecast of each key's
@@ -330,6 +343,15 @@ def replay_trace(
     Returns
     -------
     ReplayResult
+
+    Raises
+    ------
+    TraceError
+        The trace has fewer than two windows of ``period`` (the replay measures
+        the windows after the first), or no row with every key and a time.
+    InvalidParameterError
+        A parameter out of its range, or a period or a rebalancer's interval
+        that would make more windows or runs than a replay walks.
     """
     owner = "replay_trace"
     check_option(mode, "mode", owner, MODES)
@@ -338,25 +360,17 @@ def replay_trace(
     )
     if table_cap is not None:
         check_integer(table_cap, "table_cap", owner, lower=0)
-    schedule = rebalance
+    policy = rebalance
     if isinstance(rebalance, str):
-        schedule = RebalanceSchedule(method=rebalance, every=rebalance_every, theta_max=theta_max, table_cap=table_cap)
+        policy = RebalancePolicy(method=rebalance, table_cap=table_cap)
     load_forecast = parse_forecast(forecast) if forecast is not None else None
-    if table_cap is None and schedule is not None:
-        table_cap = schedule.table_cap
+    if table_cap is None and policy is not None:
+        table_cap = policy.table_cap
     ops = list(topology.operators)
     frame = trace.dropna(subset=ops).sort_values(ts, kind="stable")
-    windows = windows_of(frame[ts], period, owner=owner)
-    if not windows:
-        raise TraceError(f"the trace to replay has no row with every key of {ops} and a time in {ts!r}")
-    if schedule is not None:
-        every = pd.Timedelta(schedule.every)
-        runs = sum(-(-(end - start) // every) for start, end in windows)
-        if runs > MAX_REBALANCE_RUNS:
-            raise InvalidParameterError(
-                f"the 'rebalance_every' parameter of {owner} must make at most {MAX_REBALANCE_RUNS:,} rebalancing "
-                f"runs; {schedule.every!r} over {len(windows):,} windows of {period} makes {runs:,}"
-            )
+    windows = replay_windows(frame[ts], period, owner)
+    if policy is not None:
+        _check_runs(policy, windows, period, owner)
     fallbacks = make_fallbacks(topology, hash)
     hashed = RoutingConfiguration.hash_routing(topology, fallbacks, {"mode": "hash"})
     config, graph = hashed, None
@@ -383,19 +397,52 @@ def replay_trace(
             continue
         previous = {op: past[-1].key_load(op) for op in ops} if past else None
         warmup = None
-        if schedule is not None:
-            opened = start - pd.Timedelta(schedule.history)
+        if policy is not None:
+            opened = start - pd.Timedelta(policy.history)
             warmup = frame.loc[(frame[ts] >= opened) & (frame[ts] < start), [*ops, ts]]
         router = WindowRouter(
             config, window[[*ops, ts]], ts=ts, start=start, end=end, graph=graph, previous=previous, warmup=warmup
         )
         waiting = mode != "hash" and config is hashed  # online and offline rebalance their tables, once built
-        routed = router.route(None if waiting else schedule)
+        routed = router.route(None if waiting else policy)
         config = routed.config
         result.windows.append(_window_result(start, end, config, routed, window[ts], step))
         past.append(count_keys(window, ops))
         logger.info("window [%s, %s): %d tuples, locality %.3f", start, end, len(window), result.windows[-1].locality)
     return result
+
+
+def replay_windows(ts: pd.Series, period: str, owner: str = "replay_trace") -> list[tuple[pd.Timestamp, pd.Timestamp]]:
+    """The windows a replay walks (:func:`windows_of`): at least two, since it measures the windows after the first.
+
+    Raises
+    ------
+    TraceError
+        ``ts`` holds no time, or fewer than two windows of ``period``
+        (``parameter``: ``period``, the remedy when there is a row).
+    """
+    windows = windows_of(ts, period, owner=owner)
+    if len(windows) < 2:
+        times = ts.dropna()
+        span = "no row with every key and a time" if times.empty else f"{times.min()} .. {times.max()}"
+        raise TraceError(
+            f"the trace to replay holds {span}: {len(windows)} window of {period}; a replay measures the windows "
+            "after the first, so it needs two: a shorter period or a longer time range",
+            parameter=None if times.empty else "period",
+        )
+    return windows
+
+
+def _check_runs(policy: RebalancePolicy, windows: list, period: str, owner: str) -> None:
+    """Raise unless the rebalancer's interval makes at most :data:`MAX_REBALANCE_RUNS` runs over ``windows``."""
+    every = pd.Timedelta(policy.every)
+    runs = sum(-(-(end - start) // every) for start, end in windows)
+    if runs > MAX_REBALANCE_RUNS:
+        raise InvalidParameterError(
+            f"the 'every' parameter of {type(policy).__name__} must make at most {MAX_REBALANCE_RUNS:,} rebalancing "
+            f"runs of {owner}; {policy.every!r} over {len(windows):,} windows of {period} makes {runs:,}",
+            parameter="rebalance.every",
+        )
 
 
 def check_replay_options(
@@ -405,7 +452,7 @@ def check_replay_options(
     decay: float | None = None,
     min_gain: float | None = None,
     max_imbalance: float | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
 ) -> None:
     """Raise unless :func:`replay_trace` can use these options (checked before any window, or any reading).
 

@@ -46,13 +46,11 @@ from locality.errors import InvalidParameterError, ScheduleExpiredError, StoreEr
 from locality.migration import MigrationPlan, plan_migration
 from locality.routing import RoutingConfiguration, RoutingTable
 from locality.schedule import SwitchSchedule
-from locality.store import ConfigStore
+from locality.store import MIGRATION_PLAN, ConfigStore
 
 __all__ = ["Router", "RoutingSnapshot", "load_snapshot"]
 
 logger = logging.getLogger(__name__)
-
-_PLAN_FILE = "migration_plan.json"
 
 #: The shortest ``poll_interval`` (seconds) a Router takes.
 MIN_POLL_INTERVAL = 0.001
@@ -105,7 +103,8 @@ class RoutingSnapshot:
         except (KeyError, TypeError):
             raise InvalidParameterError(
                 f"the 'operator' parameter must be one of {list(self.operators)} (version {self.version}); "
-                f"got {operator!r}"
+                f"got {operator!r}",
+                parameter="operator",
             ) from None
 
     def route(self, operator: str, key: str | int, server: int | str | None = None) -> int:
@@ -169,8 +168,8 @@ def load_snapshot(store: ConfigStore, version: int) -> RoutingSnapshot:
         for table in configuration.tables.values():
             table.warm()  # before the version serves: its first lookups must not build them
         plan = None
-        if _PLAN_FILE in stored.manifest.get("files", ()):
-            plan = MigrationPlan.from_dict(stored.read_json(_PLAN_FILE))
+        if MIGRATION_PLAN in stored.manifest.get("files", ()):
+            plan = MigrationPlan.from_dict(stored.read_json(MIGRATION_PLAN))
         return RoutingSnapshot(version, configuration, plan, dict(stored.manifest))
     except Exception as exc:  # any damage (JSON, Parquet, missing files, bad fields) makes the version unusable
         raise StoreError(f"cannot load version {version} of the store {store.location}: {exc}") from exc
@@ -247,7 +246,9 @@ class Router:
             poll_interval = check_wait(poll_interval, "poll_interval", "Router", lower=MIN_POLL_INTERVAL)
         self.schedule_wait = check_wait(schedule_wait, "schedule_wait", "Router", lower=0)
         if on_change is not None and not callable(on_change):
-            raise InvalidParameterError(f"the 'on_change' parameter of Router must be callable; got {on_change!r}")
+            raise InvalidParameterError(
+                f"the 'on_change' parameter of Router must be callable; got {on_change!r}", parameter="on_change"
+            )
         self.store = store if isinstance(store, ConfigStore) else ConfigStore(store)
         self.on_change = on_change
         #: Why the last refresh could not load the version ``CURRENT`` names (None after a good one).
@@ -384,7 +385,7 @@ class Router:
                 raise ScheduleExpiredError(
                     f"the switch schedule of {self.store.location} is sealed until {schedule.sealed_until}, and a "
                     f"record at {point} waited {self.schedule_wait:g} s for it to move: is the job that extends it "
-                    f"late (`locality reconfigure --switch-after`, `locality seal`)?"
+                    f"late (the online job with a switch lead, or a seal of the store)?"
                 )
             time.sleep(min(pause, left))
             pause = min(pause * 2, 0.5)

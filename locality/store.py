@@ -12,7 +12,7 @@ Layout, relative to the store's root::
     versions/000007/claim.json          # which writer claimed the number (created first, if absent)
     versions/000007/configuration/      # RoutingConfiguration.to_files(): header.json, configuration.json,
                                         #   tables/NN.parquet
-    versions/000007/<artifacts>         # report.json, report.txt, load.png, migration_plan.json ...
+    versions/000007/<artifacts>         # report.json, report.txt, load.png, migration_plan.json (REPORT ...)
     versions/000007/manifest.json       # fingerprint, summary, size + SHA-256 of every file (created last)
     statistics/<window>/, statistics/LATEST, decisions/<window>.json, balance/<since>.json   # the online job
 
@@ -77,6 +77,7 @@ from locality.errors import (
     StoreBusyError,
     StoreDamagedError,
     StoreError,
+    parameters_of,
 )
 from locality.routing import RoutingConfiguration
 from locality.schedule import SCHEDULE_FILE, SwitchSchedule
@@ -84,6 +85,10 @@ from locality.storage import ConditionFailed, NotAnObject, Objects, open_objects
 from locality.storage.local import DirectoryObjects
 
 __all__ = [
+    "REPORT",
+    "REPORT_TEXT",
+    "LOAD_PLOT",
+    "MIGRATION_PLAN",
     "ConfigStore",
     "StoredVersion",
     "PublishResult",
@@ -97,6 +102,13 @@ logger = logging.getLogger(__name__)
 
 CURRENT = "CURRENT"
 HISTORY = "history.jsonl"
+#: The artifacts a job publishes beside a version's configuration (:func:`locality.publication.publish_run`):
+#: the JSON report, its text, the instance loads beside their bound, and the migration plan from the version
+#: before (read back by :class:`locality.router.Router`).
+REPORT = "report.json"
+REPORT_TEXT = "report.txt"
+LOAD_PLOT = "load.png"
+MIGRATION_PLAN = "migration_plan.json"
 VERSIONS = "versions"
 MANIFEST = "manifest.json"
 CLAIM = "claim.json"
@@ -412,7 +424,8 @@ class ConfigStore:
         job: str | None = None,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> None:
-        self.objects = open_objects(location, owner="ConfigStore", parameter="root")
+        with parameters_of("store"):  # the location is what the jobs and the command line call the store
+            self.objects = open_objects(location, owner="ConfigStore", parameter="location")
         self.location = self.objects.location
         self.lock_timeout = check_wait(lock_timeout, "lock_timeout", "ConfigStore")
         self.lease_seconds = check_interval(lease_seconds, "lease_seconds", "ConfigStore", lower=0.3)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from locality._validation import check_integer
+from locality.defaults import DEFAULT_INSTANCES_PER_SERVER
 from locality.errors import TopologyError
 
 __all__ = ["Instance", "Topology"]
@@ -159,7 +160,7 @@ class Topology:
         cls,
         operators: Sequence[str],
         n_servers: int,
-        instances_per_server: int = 1,
+        instances_per_server: int = DEFAULT_INSTANCES_PER_SERVER,
         capacities: Sequence[float] | None = None,
     ) -> Topology:
         """``n_servers`` servers named ``s0..s{n-1}``, ``instances_per_server`` instances of each operator on each.

@@ -576,8 +576,9 @@ def _check_decoded(df, undecoded: dict[str, tuple[int, str | None]]) -> None:
     example = example or (row[column] if row is not None else "")
     raise TraceError(
         f"key column {column!r}{where} holds {n:,} keys with U+FFFD, such as {example[:40]!r}: the text was "
-        "decoded with the wrong encoding; for CSV or JSON give the files' encoding with --encoding "
-        "(e.g. --encoding latin-1); Parquet text must be valid UTF-8"
+        "decoded with the wrong encoding; for CSV or JSON give the files' encoding (e.g. latin-1); Parquet text "
+        "must be valid UTF-8",
+        parameter="encoding",
     )
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from locality._validation import check_integer
+from locality.defaults import DEFAULT_GRAPH_STATS_BACKEND
 from locality.graph import KeyGraph
 from pipelines.graph_backend import check_backend, choose_backend
 from pipelines.graph_frames import (
@@ -58,7 +59,7 @@ class GraphAnalysis:
         return True
 
 
-def analyze_graph(spark, graph: KeyGraph, backend: str = "auto", top: int = 10) -> GraphAnalysis:
+def analyze_graph(spark, graph: KeyGraph, backend: str = DEFAULT_GRAPH_STATS_BACKEND, top: int = 10) -> GraphAnalysis:
     """Components, hubs and degree distribution of ``graph``, computed where ``backend`` says.
 
     Parameters

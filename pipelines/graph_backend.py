@@ -1,12 +1,12 @@
 """Where the key graph's statistics are computed: a GraphFrame, the driver, or ``auto``'s choice by the graph's size.
 
 The problem: with the GraphFrames jar on the classpath, computing the statistics
-with a ``GraphFrame`` gave the same figures as scipy on the driver, but 240x
+with a ``GraphFrame`` gave the same figures as scipy on the driver, but far
 slower on the tweets' key graph, and the offline job waits for them beside METIS
 (``benchmarks/RESULTS.md``, "Graph statistics"). A user who installed the jar
 got a slower job for nothing. ``auto`` therefore runs GraphFrames only from the
 graph size at which it measured faster than the driver
-(``benchmarks/bench_graph_backends.py``, issue 37): below it, or where no size
+(``benchmarks/bench_graph_backends.py``): below it, or where no size
 measured made it faster, the driver computes them.
 
 The name: ``backend``, as networkx calls the implementation an algorithm

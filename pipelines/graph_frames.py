@@ -19,6 +19,7 @@ import logging
 import numpy as np
 import pandas as pd
 
+from locality.defaults import DEFAULT_GRAPH_STATS_BACKEND
 from locality.graph import KeyGraph
 from pipelines.graph_backend import choose_backend
 
@@ -163,7 +164,7 @@ def _summarize_graphframe(vertices, edges):
         table.unpersist()
 
 
-def graph_statistics(spark, graph: KeyGraph, backend: str = "auto") -> dict:
+def graph_statistics(spark, graph: KeyGraph, backend: str = DEFAULT_GRAPH_STATS_BACKEND) -> dict:
     """Vertex and edge counts, degrees per operator, connected components (count, largest by weight).
 
     A ``GraphFrame`` of :func:`key_graph_frames` or scipy on the driver's

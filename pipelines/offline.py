@@ -14,8 +14,8 @@ fallback hash, the run relabels against it as ``locality reconfigure --decay
 their instance; servers added or removed through
 :func:`locality.reconfiguration.reconfigure`), publishes the migration plan
 with the version and reports the state that moves: without it, METIS's
-arbitrary labels moved 76-81% of a week's state every night on the weekly
-traces instead of 41-53% (``benchmarks/RESULTS.md``, issue 26).
+arbitrary labels moved most of a week's state every night on the weekly
+traces (``benchmarks/RESULTS.md``, "Nightly runs relabel against the version in force").
 
 Run it with ``locality optimize ...`` or, on a cluster::
 
@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from locality._validation import boundary
 from locality.evaluation import estimate_from_counts
 from locality.optimizer import make_fallbacks, optimize
-from locality.plots import figure_png, instance_load_figure
+from locality.publication import publish_run
 from locality.reconfiguration import reconfigure
 from locality.report import format_summary
 from locality.routing import RoutingConfiguration
-from locality.store import ConfigStore, PublishResult, fingerprint
+from locality.store import REPORT, ConfigStore, PublishResult, fingerprint
 from locality.topology import Topology
 from pipelines.counting import read_and_count
 from pipelines.evaluate import evaluate_trace
@@ -92,7 +92,7 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
     if existing is not None:
         stored = store.get(existing)
         current = store.current_version()
-        report = stored.read_json("report.json")
+        report = stored.read_json(REPORT)
         report.update(version=existing, previous_version=current, current_version=current, reused=True)
         return OfflineResult(PublishResult(existing, current, False, current), report, stored.config)
 
@@ -123,34 +123,37 @@ def run(spark, params: OfflineParams, stages: Stages | None = None) -> OfflineRe
                 else:
                     evaluation = estimate_from_counts(result.config, counts, counts.usable_rows)
                 stats = stats.result() if stats else None
-        # Drawn once the statistics thread is done: matplotlib reads sys.modules["IPython"] when it makes its
-        # first canvas, and that thread's first PySpark call imports IPython (pyspark's call-site capture);
-        # drawing while it does killed one run in three with "partially initialized module 'IPython'" (issue 10).
-        shares = {op: params.topology.instance_shares(op) for op in params.topology.operators}
-        plot = figure_png(instance_load_figure(evaluation, shares, params.alpha))
-        report = {
-            "job": "offline",
-            "trace": params.trace.path,
-            "parameters": params.fingerprint_parameters(),
-            "counting": counts.summary(),
-            "graph_statistics": stats,
-            "optimization": result.summary(),
-            "in_sample": {**evaluation.to_dict(), "method": "replay" if params.replay else "counts"},
-            "migration": _migration(plan, previous, base, change),
-        }
-        artifacts = {"report.json": report, "report.txt": None, "load.png": plot}
+
+        def report_of(numbered) -> dict:
+            """The run's report, once its plan (if any) is numbered from the version in force to this one."""
+            return {
+                "job": "offline",
+                "trace": params.trace.path,
+                "parameters": params.fingerprint_parameters(),
+                "counting": counts.summary(),
+                "graph_statistics": stats,
+                "optimization": result.summary(),
+                "in_sample": {**evaluation.to_dict(), "method": "replay" if params.replay else "counts"},
+                "migration": _migration(numbered, previous, base, change),
+                "timings": dict(stages.timings),
+            }
+
+        # Drawn (by the publication) once the statistics thread is done: matplotlib reads sys.modules["IPython"]
+        # when it makes its first canvas, and that thread's first PySpark call imports IPython (pyspark's
+        # call-site capture); drawing while it does killed one run in three ("partially initialized module
+        # 'IPython'").
         with stages.stage("publish"):
-            report["timings"] = dict(stages.timings)
-            if plan is not None:
-                plan.from_version, plan.to_version = previous, store.next_version()
-                report["migration"].update(from_version=plan.from_version, to_version=plan.to_version)
-                artifacts["migration_plan.json"] = plan.to_dict(result.config)
-            artifacts["report.txt"] = format_summary(report)
-            published = store.publish(
+            published, report = publish_run(
+                store,
                 result.config,
+                evaluation,
+                job="offline",
+                report=report_of,
+                plan=plan,
+                from_version=previous,
+                alpha=params.alpha,
                 fingerprint=key,
-                artifacts=artifacts,
-                metadata={"job": "offline", "trace": params.trace.path, "summary": _headline(report)},
+                metadata={"trace": params.trace.path},
             )
     report.update(
         version=published.version,
@@ -201,13 +204,3 @@ def _migration(plan, previous: int | None, base, change: str | None) -> dict:
         )
         return {"relabeled": False, "from_version": previous, "reason": why}
     return {"relabeled": True, **plan.summary(), "topology_change": change}
-
-
-def _headline(report: dict) -> dict:
-    figures = report["in_sample"]
-    return {
-        "locality": figures["locality"],
-        "hash_locality": figures["hash_locality"],
-        "imbalance": figures["imbalance"],
-        "table_entries": figures["table_entries"],
-    }

@@ -194,7 +194,7 @@ def _before_counting(
     current_version = store.current_version()
     current = store.get(current_version).config if current_version is not None else None
     deployment(params, window, current)
-    if params.rebalance in BASE_AWARE:
+    if params.rebalance is not None and params.rebalance.method in BASE_AWARE:
         ahead(params, window)  # the window's length and what lies ahead are known before counting
     return None, current_version, current
 

@@ -12,32 +12,15 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, asdict, dataclass
 from datetime import datetime
 
-from locality._validation import (
-    check_duration,
-    check_integer,
-    check_interval,
-    check_option,
-    check_wait,
-)
-from locality.defaults import (
-    DEFAULT_ALPHA,
-    DEFAULT_CAPACITY,
-    DEFAULT_DECAY,
-    DEFAULT_HASH,
-    DEFAULT_LOCK_TIMEOUT,
-    DEFAULT_MAX_IMBALANCE,
-    DEFAULT_MIN_GAIN,
-    DEFAULT_STATE_WEIGHT,
-    DEFAULT_THETA_MAX,
-)
+from locality._validation import check_duration, check_option, check_wait
+from locality.defaults import DEFAULT_GRAPH_STATS_BACKEND, DEFAULT_LOCK_TIMEOUT
 from locality.engine_sketches import SketchSelection, SketchWindow
 from locality.errors import InvalidParameterError
-from locality.hashing import ENGINES
-from locality.optimizer import check_optimizer_parameters
-from locality.rebalance import check_locality_aware, check_rebalance_bounds, check_split_options, check_table_method
+from locality.online import OnlineSettings
+from locality.optimizer import OptimizerSettings
+from locality.rebalance.options import RebalanceOptions
 from locality.schedule import point_of
 from locality.store import ConfigStore, fingerprint
-from locality.time_range import parse_time
 from locality.topology import Topology
 from pipelines.graph_backend import BACKENDS
 from pipelines.trace import TraceSpec, input_identity
@@ -46,40 +29,27 @@ __all__ = ["JobParams", "OfflineParams", "OnlineParams"]
 
 
 @dataclass(frozen=True)
-class JobParams:
+class JobParams(OptimizerSettings):
     """What both jobs take: the trace, how to count it, how to partition and route it, the store's lock.
 
-    ``alpha`` bounds every operator's instance loads; ``hash`` names the
-    engine whose hash places the keys without an entry; ``capacity`` is the
-    counters per Space-Saving sketch (unless ``exact``); ``top_pairs`` keeps
-    the heaviest pairs of each hop in the graph; ``max_entries`` caps each
-    table; ``seed`` is METIS's; ``lock_timeout`` how long to wait for another
-    writer of the store. ``trace`` is None only for an online run on the
-    engines' sketches (:class:`OnlineParams`' ``sketches``).
+    The :class:`~locality.optimizer.OptimizerSettings` (``alpha``, ``hash``,
+    ``capacity``, ``top_pairs``, ``max_entries``, ``seed``), and: ``exact``
+    counts with Spark aggregations instead of sketches; ``lock_timeout`` is how
+    long to wait for another writer of the store. ``trace`` is None only for
+    an online run on the engines' sketches (:class:`OnlineParams`' ``sketches``).
     """
 
     trace: TraceSpec | None
     _: KW_ONLY
-    alpha: float = DEFAULT_ALPHA
-    hash: str = DEFAULT_HASH
-    capacity: int = DEFAULT_CAPACITY
     exact: bool = False
-    top_pairs: int | None = None
-    max_entries: int | None = None
-    seed: int = 0
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 
     #: How the checks name the job.
     _OWNER = "the job"
 
     def __post_init__(self) -> None:
-        owner = self._OWNER
-        check_optimizer_parameters(owner, alpha=self.alpha, seed=self.seed, max_entries=self.max_entries)
-        check_wait(self.lock_timeout, "lock_timeout", owner)
-        check_option(self.hash, "hash", owner, ENGINES)
-        check_integer(self.capacity, "capacity", owner, lower=1)
-        if self.top_pairs is not None:
-            check_integer(self.top_pairs, "top_pairs", owner, lower=1)
+        super().__post_init__()
+        check_wait(self.lock_timeout, "lock_timeout", self._OWNER)
 
 
 @dataclass(frozen=True)
@@ -96,7 +66,7 @@ class OfflineParams(JobParams):
     store: str
     _: KW_ONLY
     graph_stats: bool = True
-    graph_stats_backend: str = "auto"
+    graph_stats_backend: str = DEFAULT_GRAPH_STATS_BACKEND
     replay: bool = False
 
     _OWNER = "the offline job"
@@ -123,42 +93,25 @@ class OfflineParams(JobParams):
 
 
 @dataclass(frozen=True)
-class OnlineParams(JobParams):
+class OnlineParams(JobParams, OnlineSettings):
     """Everything one run of the online job needs: the shared parameters, the store, and how to change the tables.
 
-    ``topology`` and ``hash`` are used when the store is empty; afterwards the
-    current version's fallback hash is kept, and so is its topology unless
-    ``topology`` names another one: the run then publishes a version for
-    that topology, servers added or removed, with a plan that moves little
-    state (:func:`locality.reconfiguration.reconfigure`), whatever the gain.
-    ``incremental`` starts a reconfiguration from the version in force
-    instead of a new METIS partition (``reconfigure``'s ``incremental``).
-    ``window`` (``--window``) says the trace's time range is its last ``window``,
-    resolved against the trace once Spark runs (:func:`pipelines.trace.last_window`):
-    it gives the run an end, as ``--end`` does. ``sketches`` reads the window
-    of the engines' sketches it selects from the store's ``sketches/`` instead
-    of a trace (``trace`` None, ``capacity`` the sketches'; no Spark:
-    :func:`pipelines.online.run_sketches`). The other parameters are
-    :func:`locality.online.run_window`'s.
+    How the run changes the tables is :class:`locality.online.OnlineSettings`
+    (``topology``, ``decay``, ``min_gain``, ``max_imbalance``, ``rebalance``,
+    ``horizon``, the balance window, ``incremental``), which
+    :func:`locality.online.run_window` reads. The job's own: ``store``;
+    ``switch_after``, the lead from the window's end at which its version is
+    in force for routers by point; ``window`` (``--window``) says the trace's
+    time range is its last ``window``, resolved against the trace once Spark
+    runs (:func:`pipelines.trace.last_window`): it gives the run an end, as
+    ``--end`` does. ``sketches`` reads the window of the engines' sketches it
+    selects from the store's ``sketches/`` instead of a trace (``trace`` None,
+    ``capacity`` the sketches'; no Spark: :func:`pipelines.online.run_sketches`).
     """
 
     store: str
-    topology: Topology | None = None
     _: KW_ONLY
-    decay: float = DEFAULT_DECAY
-    min_gain: float = DEFAULT_MIN_GAIN
-    max_imbalance: float = DEFAULT_MAX_IMBALANCE
-    rebalance: str | None = None
-    theta_max: float = DEFAULT_THETA_MAX
-    state_weight: float = DEFAULT_STATE_WEIGHT
-    horizon: str | None = None
-    balance_since: str | None = None
-    balance_until: str | None = None
-    split_hot_keys: bool = False
-    split_share: float | None = None
-    split_merge: str = "fold"
     switch_after: str | None = None
-    incremental: bool = False
     window: str | None = None
     sketches: SketchSelection | None = None
 
@@ -167,29 +120,15 @@ class OnlineParams(JobParams):
     def __post_init__(self) -> None:
         owner = self._OWNER
         self._check_input(owner)
-        if self.rebalance is not None:
-            check_table_method(self.rebalance, "rebalance", owner)
-            if self.incremental:
-                raise InvalidParameterError(
-                    f"incremental in {owner} starts a reconfiguration from the version in force; a rebalancing run "
-                    f"(--rebalance {self.rebalance}) adjusts that version already: give one or the other"
-                )
-            check_rebalance_bounds(self.theta_max, self.state_weight, owner)
-        if self.horizon is not None:
-            check_duration(self.horizon, "horizon", owner)
-        self._check_balance_window(owner)
+        super().__post_init__()
         if self.switch_after is not None:
             check_duration(self.switch_after, "switch_after", owner)
             if self.trace is not None and self.trace.time_range()[1] is None and self.window is None:
                 raise InvalidParameterError(
                     f"switch_after in {owner} schedules the version from the window's end + {self.switch_after}: "
-                    "it needs a window with an end (--window, or --end)"
+                    "it needs a window with an end (the 'window' parameter, or the trace's end)",
+                    parameter="switch_after",
                 )
-        check_split_options(self.split_merge, self.split_share, self.split_hot_keys, self.rebalance, "rebalance", owner)
-        super().__post_init__()
-        check_interval(self.min_gain, "min_gain", owner, lower=0.0)
-        check_interval(self.max_imbalance, "max_imbalance", owner, lower=self.alpha)
-        check_interval(self.decay, "decay", owner, lower=0.0, upper=1.0)
         if self.topology is not None and self.trace is not None:  # the sketches' operators: checked once read
             self.trace.check_operators(self.topology.operators)
 
@@ -198,13 +137,15 @@ class OnlineParams(JobParams):
         if (self.trace is None) == (self.sketches is None):
             raise InvalidParameterError(
                 f"{owner} reads either a trace or the engines' sketches (the 'sketches' parameter); got "
-                + ("both" if self.trace is not None else "neither")
+                + ("both" if self.trace is not None else "neither"),
+                parameter="sketches",
             )
         if self.sketches is None:
             return
         if not isinstance(self.sketches, SketchSelection):
             raise InvalidParameterError(
-                f"the 'sketches' parameter of {owner} must be a SketchSelection; got {type(self.sketches).__name__}"
+                f"the 'sketches' parameter of {owner} must be a SketchSelection; got {type(self.sketches).__name__}",
+                parameter="sketches",
             )
         given = [
             name
@@ -219,32 +160,9 @@ class OnlineParams(JobParams):
         if given:
             raise InvalidParameterError(
                 f"{owner} on the engines' sketches reads no trace: {', '.join(given)} need one (the sketches' "
-                "window is the 'sketches' parameter's; a balance window replays the trace since it began)"
+                "window is the 'sketches' parameter's; a balance window replays the trace since it began)",
+                parameter=given[0],
             )
-
-    def _check_balance_window(self, owner: str) -> None:
-        if self.balance_since is None and self.balance_until is None:
-            return
-        if self.balance_since is None or self.balance_until is None:
-            raise InvalidParameterError(
-                f"the 'balance_since' and 'balance_until' parameters of {owner} go together (the balance window)"
-            )
-        check_locality_aware(self.rebalance, "rebalance", owner, "a balance window")
-        if self.horizon is not None:
-            raise InvalidParameterError(
-                f"give {owner} either a horizon or a balance window: with a balance window the moves serve "
-                "until its end (balance_until)"
-            )
-        since, until = self.balance_window()
-        if until <= since:
-            raise InvalidParameterError(
-                f"the balance window of {owner} must end after it begins; "
-                f"got {self.balance_since} .. {self.balance_until}"
-            )
-
-    def balance_window(self) -> tuple[datetime, datetime]:
-        """``(balance_since, balance_until)`` as UTC-aware datetimes."""
-        return parse_time(self.balance_since, "balance_since"), parse_time(self.balance_until, "balance_until")
 
     def switch_point(self, end: datetime | None = None) -> int | None:
         """The point (event time, ms) from which this run's version is in force: the window's end + switch_after.
@@ -274,8 +192,15 @@ class OnlineParams(JobParams):
         return f"sketches-{sketches.span.name}-{fingerprint([(sketches.digest,)], params)[:16]}"
 
     def _decision_parameters(self) -> dict:
-        """What, besides the input, decides a window's outcome (its identity in the store)."""
+        """What, besides the input, decides a window's outcome (its identity in the store).
+
+        The rebalance options are flat, as they were before they became one object (their defaults without
+        a rebalancer), so that a window keeps its identity.
+        """
         params = asdict(self)
+        params.update(asdict(self.rebalance or RebalanceOptions()))
+        method = params.pop("method")
+        params["rebalance"] = method if self.rebalance is not None else None
         if not self.incremental:  # the windows of runs made before the option existed keep their identity
             params.pop("incremental")
         params.pop("store")

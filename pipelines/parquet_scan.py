@@ -2,8 +2,8 @@
 
 Spark's Parquet reader decodes column batches in the JVM; ``mapInArrow`` then
 turns them into rows and the rows back into Arrow batches for the Python
-worker. On the 10M-row benchmark trace that copy costs more than the
-sketching itself (``benchmarks/RESULTS.md``, issue 12), while pyarrow decodes
+worker. On the benchmark trace that copy costs more than the sketching
+itself (``benchmarks/RESULTS.md``), while pyarrow decodes
 the same files straight into the Arrow batches the sketch consumes.
 
 So, for a trace of local Parquet files, Spark still plans and runs the job

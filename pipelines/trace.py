@@ -30,7 +30,7 @@ trace's ``encoding`` into keys without U+FFFD, and JSON lines are objects
 whose keys keep one type. What the prefix does not show, the counting pass
 checks on every key (:mod:`pipelines.counting`).
 
-Why one module of about 800 lines: reading a trace (with Spark or without)
+Why one module: reading a trace (with Spark or without)
 and checking it before Spark starts are one contract (the same files,
 columns, types, encodings, time range and error messages); splitting them
 would write that contract twice.
@@ -54,6 +54,7 @@ from datetime import datetime
 from typing import BinaryIO
 
 from locality._digests import DigestCache, file_digests
+from locality._validation import check_integer
 from locality.errors import InvalidParameterError, JobError, TraceError
 from locality.time_range import parse_time, within
 from pipelines.spark_failures import crash_reason, input_failure
@@ -139,15 +140,13 @@ class TraceSpec:
         if (self.start or self.end) and not self.ts:
             raise TraceError("a time range (start/end) needs the timestamp column (ts)")
         if self.format is not None and self.format not in FORMATS:
-            raise TraceError(f"unknown trace format {self.format!r}; use one of {sorted(FORMATS)}")
+            raise TraceError(f"unknown trace format {self.format!r}; use one of {sorted(FORMATS)}", parameter="format")
         if self.encoding is not None:
             object.__setattr__(self, "encoding", _spark_encoding(self.encoding))
             if self.format == "parquet":
-                raise InvalidParameterError(_PARQUET_ENCODING)
-        if self.newest is not None and (isinstance(self.newest, bool) or not isinstance(self.newest, int)):
-            raise InvalidParameterError(f"the 'newest' parameter of a trace must be an int >= 1; got {self.newest!r}")
-        if self.newest is not None and self.newest < 1:
-            raise InvalidParameterError(f"the 'newest' parameter of a trace must be an int >= 1; got {self.newest!r}")
+                raise InvalidParameterError(_PARQUET_ENCODING, parameter="encoding")
+        if self.newest is not None:
+            check_integer(self.newest, "newest", "a trace", lower=1)
         for name in ("start", "end"):
             if getattr(self, name) is not None:
                 parse_time(getattr(self, name), name)
@@ -192,7 +191,7 @@ class TraceSpec:
             )
 
 
-_PARQUET_ENCODING = "the 'encoding' parameter (--encoding) applies to CSV and JSON traces; Parquet text is always UTF-8"
+_PARQUET_ENCODING = "the 'encoding' parameter applies to CSV and JSON traces; Parquet text is always UTF-8"
 
 
 def _spark_encoding(name: object) -> str:
@@ -204,7 +203,8 @@ def _spark_encoding(name: object) -> str:
         canonical = None
     if canonical not in ENCODINGS:
         raise InvalidParameterError(
-            f"the 'encoding' parameter (--encoding) must be one of the encodings Spark reads: {allowed}; got {name!r}"
+            f"the 'encoding' parameter must be one of the encodings Spark reads: {allowed}; got {name!r}",
+            parameter="encoding",
         )
     return ENCODINGS[canonical]
 
@@ -263,8 +263,9 @@ def _data_files(spec: TraceSpec, listed: list[TraceFile]) -> list[TraceFile]:
     if spec.format is not None and by_format and spec.format not in by_format:
         (fmt, files), *_ = by_format.items()
         raise TraceError(
-            f"the format is {spec.format} (--format) but the files of the trace at {spec.path!r} are {fmt}: "
-            f"{_some(_paths(files))}"
+            f"the format is {spec.format} but the files of the trace at {spec.path!r} are {fmt}: "
+            f"{_some(_paths(files))}",
+            parameter="format",
         )
     matching = next(iter(by_format.values())) if by_format else listed
     if len(matching) < len(listed):
@@ -385,7 +386,7 @@ def _check_files(spec: TraceSpec, files: tuple[TraceFile, ...], spark: bool) -> 
     # Cached by the files' (path, size, time, ETag): the CLI checks before starting Spark and read_trace checks again.
     fmt = spec.file_format(_paths(files))
     if fmt == "parquet" and spec.encoding is not None:
-        raise InvalidParameterError(_PARQUET_ENCODING)
+        raise InvalidParameterError(_PARQUET_ENCODING, parameter="encoding")
     kinds_seen: dict[str, tuple[str, str, str]] = {}  # column -> (kind, type name, first file with it)
     for file in files:
         if file.size == 0:
@@ -529,7 +530,8 @@ def _decode_prefix(prefix: bytes, encoding: str | None, whole: bool) -> str:
 def _undecodable(name: str, column: str, line: int, value: str, encoding: str | None) -> TraceError:
     return TraceError(
         f"key column {column!r} of {name!r} holds {value[:40]!r} (line {line}) with U+FFFD: the file is not "
-        f"{encoding or 'utf-8'}; give its encoding with --encoding (e.g. --encoding latin-1)"
+        f"{encoding or 'utf-8'}; give its encoding (e.g. latin-1)",
+        parameter="encoding",
     )
 
 
@@ -595,7 +597,7 @@ def window_length(spec: TraceSpec, length: str):
 
     if not spec.ts:
         raise TraceError("a window length needs the timestamp column (ts)")
-    return check_duration(length, "window", "the online job (--window)")
+    return check_duration(length, "window", "the online job")
 
 
 def last_window(spark, spec: TraceSpec, length: str) -> TraceSpec:

@@ -14,6 +14,14 @@ last reported (:func:`sink_counts`: the time and its records so far, written by 
 - ``bound``: ``network`` when a link ran at >= 90% of its rate, ``cpu`` when the machine was >= 90%
   busy, else ``neither`` (a run is usually bounded by one: the figures say which).
 
+What a piece of a job costs it (an engine's sketcher) is told apart by phases: the piece works in the
+even phases of some seconds of the epoch only, within one running job, and :func:`phase_rates` turns the
+reports of its counters (each ``(seconds since the epoch, records so far)``, by source: a sink subtask, an
+instance) into records a second per phase; :func:`phase_ratios` sets each phase with the piece beside the
+mean of the two without around it. Two runs apart, or two jobs side by side, differ by more than 5% on
+this shared machine (each job's code is JIT-compiled anew); the phases of one job share its code, its
+placement and the machine's slow minutes.
+
 The sink's reports are files of the TaskManagers' servers (:class:`SinkFolder`): with private files
 each server holds its own subtasks' reports, read from inside it (:meth:`Testbed.call_in`), as one
 reads a file on another machine; without, they all see one folder, which the same reads find once.
@@ -21,15 +29,28 @@ reads a file on another machine; without, they all see one folder, which the sam
 
 from __future__ import annotations
 
+import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from testbed.network import LinkCounters, Server, Testbed
 
-__all__ = ["Interval", "Sample", "SinkFolder", "take_sample", "process_cpu_seconds", "sink_counts", "sink_records"]
+__all__ = [
+    "Interval",
+    "PhaseRate",
+    "Sample",
+    "SinkFolder",
+    "first_phase_without",
+    "phase_rates",
+    "phase_ratios",
+    "process_cpu_seconds",
+    "sink_counts",
+    "sink_records",
+    "take_sample",
+]
 
 NETWORK_BOUND_USE = 0.9
 CPU_BOUND_BUSY = 0.9
@@ -169,3 +190,60 @@ class Interval:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class PhaseRate:
+    """Records a second in one phase (its first and last second left out), with the piece under test working
+    (an even phase) or not; ``throughput`` is None when a source had fewer than two reports inside the phase."""
+
+    phase: int
+    sketching: bool
+    throughput: float | None
+    sources: dict
+
+
+#: The budget of sketch updates a second that sketches every record (Java's ``SketcherOptions.EVERY_RECORD``):
+#: no instance reaches it, so nothing is sampled and the counts are Space-Saving's of the whole stream.
+EVERY_RECORD = 2**31 - 1
+#: The sketchers' default budget a second per instance (Java's ``SketcherOptions.DEFAULT_UPDATES_PER_SECOND``).
+DEFAULT_BUDGET = 1_000
+
+
+def budget_label(budget: int) -> str:
+    """A sketcher's budget as a plot or a table names it."""
+    return "every record" if budget == EVERY_RECORD else f"{budget:,}/s"
+
+
+def first_phase_without(after: float, seconds: int) -> int:
+    """The first whole phase of ``seconds`` beginning after ``after`` (seconds since the epoch) in which the piece
+    does not work (an odd one): a run measured from it has a phase without at either end of every phase with."""
+    first = math.ceil(after / seconds) + 1
+    return first + 1 - first % 2
+
+
+def phase_rates(
+    reports: Mapping[object, Sequence[tuple[float, int]]], first: int, phases: int, seconds: int
+) -> list[PhaseRate]:
+    """Per phase from ``first``: each source's records a second between its first and last report inside the phase
+    (its first and last second left out), and their sum."""
+    rates = []
+    for phase in range(first, first + phases):
+        start, stop = phase * seconds + 1, (phase + 1) * seconds - 1
+        by_source: dict = {}
+        for source, series in reports.items():
+            inside = sorted({at: n for at, n in series if start <= at <= stop}.items())
+            span = inside[-1][0] - inside[0][0] if inside else 0
+            by_source[source] = (inside[-1][1] - inside[0][1]) / span if span > 0 else None
+        known = None not in by_source.values()
+        rates.append(PhaseRate(phase, phase % 2 == 0, sum(by_source.values()) if known else None, by_source))
+    return rates
+
+
+def phase_ratios(rates: Sequence[PhaseRate]) -> list[float]:
+    """For each phase with the piece working, between two without: its throughput over their mean."""
+    return [
+        p.throughput / ((before.throughput + after.throughput) / 2)
+        for before, p, after in zip(rates, rates[1:], rates[2:])
+        if p.sketching and None not in (before.throughput, p.throughput, after.throughput)
+    ]

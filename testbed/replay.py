@@ -10,9 +10,13 @@ Section 4):
   servers, to set beside ``(1 - locality) x records x record size``;
 - :func:`run_steady` replays without end, waits ``warmup`` seconds, measures an interval of
   ``duration`` seconds (:class:`~testbed.measure.Interval`: throughput at the sink, bytes per
-  link, CPU) and cancels the job.
+  link, CPU) and cancels the job;
+- :func:`run_phased` replays without end with the job's sketcher working in every other phase of
+  a few seconds, and measures the throughput of each phase: what the sketcher costs, told apart on a
+  machine too noisy for two runs apart, or two jobs side by side, to tell 5% (the same job's
+  throughput varied 2x between runs, and two identical jobs at once differed by up to 52%).
 
-Both check that subtask *i* of every operator ran on the same server (the tables' topology puts
+Each checks that subtask *i* of every operator ran on the same server (the tables' topology puts
 instance *i* of each operator on server *i*); otherwise the locality measured would not be the
 locality ``locality evaluate`` computes, and the run fails.
 """
@@ -22,11 +26,20 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from testbed.flink import FlinkCluster, JobVertex
-from testbed.measure import Interval, SinkFolder, sink_records, take_sample
+from testbed.measure import (
+    Interval,
+    PhaseRate,
+    SinkFolder,
+    first_phase_without,
+    phase_rates,
+    sink_counts,
+    sink_records,
+    take_sample,
+)
 from testbed.network import Testbed
 
 logger = logging.getLogger(__name__)
@@ -36,10 +49,12 @@ __all__ = [
     "MAIN",
     "BoundedRun",
     "Routing",
+    "Sketching",
     "check_colocated",
     "idle_rates",
     "job_overhead",
     "measure",
+    "run_phased",
     "run_bounded",
     "run_steady",
     "sink_folder",
@@ -49,6 +64,8 @@ REPO = Path(__file__).resolve().parents[1]
 JAR = REPO / "jvm" / "examples" / "locality-flink-bench" / "target" / "locality-flink-bench-0.1.0-job.jar"
 MAIN = "io.locality.flink.bench.ReplayJob"
 BOUNDED_TIMEOUT = 900.0
+#: How often the sink's reports are read in :func:`run_phased` (its subtasks report every 200 ms).
+REPORT_SECONDS = 0.2
 #: The trace of :func:`job_overhead`'s run, in each TaskManager's files.
 EMPTY_TRACE = "/tmp/locality-trace/empty.tsv"
 
@@ -82,6 +99,22 @@ def sink_folder(cluster: FlinkCluster) -> SinkFolder:
     return SinkFolder.of(cluster.bed, cluster.taskmanagers, f"/tmp/locality-sink-{uuid.uuid4().hex[:12]}")
 
 
+@dataclass(frozen=True)
+class Sketching:
+    """The replay job's sketcher: the store it publishes into, its budget of sketch updates a second per subtask
+    (``ReplayJob --sketch-updates-per-second``; None: the sketcher's default), and the phases it works in (``ReplayJob
+    --sketch-phases``: every other phase of that many seconds; None: always)."""
+
+    store: Path | str
+    updates_per_second: int | None = None
+    phases: int | None = None
+
+    def args(self) -> list:
+        budget = [] if self.updates_per_second is None else ["--sketch-updates-per-second", self.updates_per_second]
+        phases = [] if self.phases is None else ["--sketch-phases", self.phases]
+        return ["--sketches", self.store, *budget, *phases]
+
+
 def _submit(
     cluster: FlinkCluster,
     jar: Path,
@@ -89,16 +122,16 @@ def _submit(
     routing: Routing,
     padding: int,
     passes: int,
-    sketches: Path | str | None = None,
+    sketches: Sketching | None = None,
 ) -> tuple:
-    """Submit the replay (with its sketcher publishing into ``sketches``, if given); returns the job id and the
-    fresh folder its sink reports to."""
+    """Submit the replay (with its sketcher, if given); returns the job id and the fresh folder its sink reports
+    to."""
     if not jar.is_file():
         raise FileNotFoundError(f"{jar} is not built: run `make jvm` (mvn -f jvm/pom.xml install)")
     sink = sink_folder(cluster)
     args = ["--trace", trace, "--padding", padding, "--passes", passes, "--sink-dir", sink.path, *routing.args()]
     if sketches is not None:
-        args += ["--sketches", sketches]
+        args += sketches.args()
     return cluster.submit(jar, MAIN, args), sink
 
 
@@ -167,13 +200,9 @@ def run_steady(
     warmup: float,
     duration: float,
     jar: Path = JAR,
-    sketches: Path | str | None = None,
 ) -> Interval:
-    """Replay ``trace`` without end; measure ``duration`` seconds after ``warmup``; cancel.
-
-    ``sketches``: a store the job's sketcher publishes into (``ReplayJob --sketches``); None, no sketcher.
-    """
-    job, sink = _submit(cluster, jar, trace, routing, padding, 0, sketches)
+    """Replay ``trace`` without end; measure ``duration`` seconds after ``warmup``; cancel."""
+    job, sink = _submit(cluster, jar, trace, routing, padding, 0)
     try:
         cluster.wait_running(job)
         check_colocated(cluster.vertices(job))
@@ -183,6 +212,42 @@ def run_steady(
     finally:
         cluster.cancel(job)
     return interval
+
+
+def run_phased(
+    bed: Testbed,
+    cluster: FlinkCluster,
+    trace: Path,
+    routing: Routing,
+    sketching: Sketching,
+    *,
+    padding: int,
+    warmup: float,
+    phase_seconds: int,
+    phases: int,
+    jar: Path = JAR,
+) -> list[PhaseRate]:
+    """Replay ``trace`` without end, its sketcher working in every other phase of ``phase_seconds`` (``ReplayJob
+    --sketch-phases``: the even phases of the epoch); after ``warmup`` seconds, the throughput at the sink in each
+    of the next ``phases`` whole phases, from one without the sketcher (:func:`testbed.measure.phase_rates`); cancel.
+    """
+    job, sink = _submit(cluster, jar, trace, routing, padding, 0, replace(sketching, phases=phase_seconds))
+    reports: dict[int, list[tuple[float, int]]] = {}
+    try:
+        cluster.wait_running(job)
+        check_colocated(cluster.vertices(job))
+        time.sleep(warmup)
+        first = first_phase_without(time.time(), phase_seconds)
+        end = (first + phases) * phase_seconds
+        while time.time() < end + 1:  # bounded: the phases' end, and the reports of the last one
+            for subtask, report in enumerate(sink_counts(sink)):
+                reports.setdefault(subtask, []).append(report)
+            time.sleep(REPORT_SECONDS)
+        if cluster.state(job) != "RUNNING":
+            raise RuntimeError(f"the replay job stopped while measured: {cluster.failure(job)}")
+    finally:
+        cluster.cancel(job)
+    return phase_rates(reports, first, phases, phase_seconds)
 
 
 def measure(bed: Testbed, sink: SinkFolder, *, warmup: float, duration: float) -> tuple[Interval, tuple[float, float]]:

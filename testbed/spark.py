@@ -205,7 +205,7 @@ class SparkCluster:
         while time.monotonic() < deadline:
             try:
                 alive = [w["host"] for w in self.state()["workers"] if w["state"] == "ALIVE"]
-            except OSError:  # the master's UI is not listening yet
+            except (OSError, ValueError):  # the master's UI is not listening yet, or serves its page before its JSON
                 alive = []
             if len(alive) >= count:
                 logger.info("Spark master %s with %d workers %s", self.url, len(alive), alive)

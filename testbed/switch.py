@@ -11,8 +11,9 @@ object store on a server of its own):
    trace ``passes`` times at full speed and then idling (``--end wait``); each TaskManager's server
    fetched the trace from the bucket into its own files first (the job reads a local file);
 2. after ``warmup`` seconds, an :class:`~testbed.measure.Interval` of ``duration`` seconds: *before*;
-3. the online job (``publish``: ``locality reconfigure`` in the gateway, on the trace in the bucket)
-   publishes version 2 and its migration plan;
+3. the online job (``publish``: ``locality reconfigure`` in the gateway, on the trace in the bucket, or
+   with ``sketch_interval`` on the sketches the job itself published into the store,
+   :meth:`SwitchSetup.reconfigure_from_sketches`: no trace) publishes version 2 and its migration plan;
 4. ``locality switch flink``, the command a user runs, in the gateway (neither JobManager nor
    TaskManager) against the JobManager's REST address: stop with a savepoint in the bucket, rewrite it
    there by the plan (locality-flink-state, a job on the cluster), restart on version 2 from it. The
@@ -46,6 +47,10 @@ import pandas as pd
 
 from locality.engines.flink_s3 import flink_s3_configuration, write_flink_conf
 from locality.engines.flink_switch import VERSION_FIELD
+from locality.optimizer import make_fallbacks
+from locality.routing import RoutingConfiguration
+from locality.store import ConfigStore
+from locality.topology import Topology
 from testbed.flink import FINAL_STATES, FlinkCluster, s3_settings_of
 from testbed.jvm import FLINK_JVM_OPTIONS, classpath, java
 from testbed.measure import Interval, SinkFolder, sink_records
@@ -82,6 +87,10 @@ SAVEPOINT_TIMEOUT = 300.0
 READ_TIMEOUT = 600.0
 FIRST_RECORD_TIMEOUT = 120.0
 COMMAND_TIMEOUT = 900.0
+#: The counters of each sketch of a job that sketches: more than the tweets' distinct pairs, so exact.
+SKETCH_CAPACITY = 100_000
+#: Bound (seconds) of the wait for the job's sketches of an interval (a few of its intervals).
+SKETCHES_TIMEOUT = 120.0
 #: How long the sink may stand still short of the last record before the run goes on to the check (bounds the wait).
 STILL_SECONDS = 20.0
 
@@ -125,6 +134,47 @@ class SwitchSetup:
         """``locality_job.py ARGS --master local[2] --json`` in the gateway (the store and traces in the bucket)."""
         command = [sys.executable, REPO / "locality_job.py", *args, "--master", "local[2]", "--json", "-q"]
         return json.loads(self.run_in_gateway(command).stdout)
+
+    def publish_hash(self, keys: list[str], servers: int) -> None:
+        """Version 1 of the store from the gateway: no entries, every key where Flink's hash puts it, no trace read.
+
+        The library reads the object store's variables from this process's environment: set them first.
+        """
+        topology = Topology.uniform(keys, servers)
+        config = RoutingConfiguration.hash_routing(topology, make_fallbacks(topology, "flink"))
+        self.bed.call_in(self.gateway, lambda: ConfigStore(self.store).publish(config, fingerprint="hash"), timeout=60)
+
+    def reconfigure_from_sketches(self, after: float, publishers: int, *options: object) -> dict:
+        """``locality reconfigure --sketches`` in the gateway once the job's sketches of an interval that began at
+        ``after`` (seconds since the epoch) or later are in the store from all its ``publishers``; its JSON.
+
+        It reads every interval the store holds (no Spark, no trace); the wait is bounded by
+        :data:`SKETCHES_TIMEOUT`.
+        """
+        self.wait_for_sketches(after, publishers)
+        command = [sys.executable, REPO / "locality_job.py", "reconfigure", "--sketches", "--store", self.store,
+                   *options, "--json", "-q"]  # fmt: skip
+        return json.loads(self.run_in_gateway(command).stdout)
+
+    def wait_for_sketches(self, after: float, publishers: int) -> None:
+        """Wait until the store holds the pairs of an interval beginning at ``after`` or later from ``publishers``."""
+        bucket, _, prefix = self.store.removeprefix("s3://").partition("/")
+        folder = f"{prefix}/sketches/"
+        deadline = time.monotonic() + SKETCHES_TIMEOUT
+
+        def published() -> dict[int, int]:
+            pages = self.s3.client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=folder)
+            keys = [o["Key"].removeprefix(folder) for page in pages for o in page.get("Contents", [])]
+            starts = [int(k.split("-", 1)[0]) for k in keys if "/pairs/" in k]
+            return {start: starts.count(start) for start in set(starts)}
+
+        while time.monotonic() < deadline:
+            counts = self.bed.call_in(self.gateway, published, timeout=60)
+            if any(start >= after * 1000 and n >= publishers for start, n in counts.items()):
+                return
+            time.sleep(0.5)
+        raise TimeoutError(f"no interval from {after:.0f} s had sketches from {publishers} publishers in "
+                           f"{self.store} within {SKETCHES_TIMEOUT:.0f} s")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -196,14 +246,17 @@ def run_switch(
     passes: int,
     warmup: float,
     duration: float,
+    sketch_interval: int | None = None,
 ) -> SwitchRun:
     """Start on version 1 of the store (hash routing), reconfigure, switch, measure; see the module's docstring.
 
     ``publish`` is the online job: it publishes version 2 in the store while the job runs and returns
-    ``locality reconfigure``'s JSON document.
+    ``locality reconfigure``'s JSON document. With ``sketch_interval`` (seconds), the job on either version
+    sketches its key pairs (``ReplayJob --sketches``, :data:`SKETCH_CAPACITY` counters) into the store every
+    ``sketch_interval``, for an online job that reads them (:meth:`SwitchSetup.reconfigure_from_sketches`).
     """
     stage_trace(setup)
-    job_args, sinks = _job_args(setup, padding, passes)
+    job_args, sinks = _job_args(setup, padding, passes, sketch_interval)
     start, events = time.time(), {}
     job = setup.cluster.submit(JAR, MAIN, [a.replace(VERSION_FIELD, "1") for a in job_args])
     sampler = SinkSampler(sinks, start)
@@ -246,11 +299,15 @@ def stage_trace(setup: SwitchSetup) -> None:
         setup.bed.call_in(server, fetch, timeout=120)
 
 
-def _job_args(setup: SwitchSetup, padding: int, passes: int) -> tuple[list[str], list[SinkFolder]]:
+def _job_args(
+    setup: SwitchSetup, padding: int, passes: int, sketch_interval: int | None
+) -> tuple[list[str], list[SinkFolder]]:
     """The replay job's arguments with ``{version}`` in them, and the sink folder of each version (1, 2)."""
     sink = f"/tmp/locality-sink-{uuid.uuid4().hex[:12]}-v{VERSION_FIELD}"
     args = [*Routing("tables", setup.store).args(), "--version", VERSION_FIELD, "--trace", TRACE_PATH,
             "--padding", padding, "--passes", passes, "--end", "wait", "--sink-dir", sink]  # fmt: skip
+    if sketch_interval is not None:
+        args += ["--sketches", setup.store, "--sketch-interval", sketch_interval, "--sketch-capacity", SKETCH_CAPACITY]
     taskmanagers = setup.cluster.taskmanagers
     folders = [SinkFolder.of(setup.bed, taskmanagers, sink.replace(VERSION_FIELD, str(v))) for v in (1, 2)]
     return [str(a) for a in args], folders

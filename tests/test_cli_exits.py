@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import subprocess
 import sys
 
@@ -12,6 +13,7 @@ import pytest
 
 import locality.cli as cli
 from locality.cli import ExitCode, main
+from locality.errors import InvalidParameterError
 from locality.store import ConfigStore
 from tests._store_children import make_config
 from tests.conftest import REPO
@@ -70,6 +72,27 @@ def test_interrupted(store, capsys, monkeypatch):
     monkeypatch.setattr(ConfigStore, "survey", interrupted)
     assert main(["show", "--store", str(store)]) == ExitCode.INTERRUPTED
     assert capsys.readouterr().err.strip() == "locality: interrupted"  # click adds a newline first
+
+
+def _record_of(error: BaseException) -> logging.LogRecord:
+    return logging.LogRecord(
+        "py4j.clientserver", logging.ERROR, __file__, 1, "shutting down", (), (type(error), error, None)
+    )
+
+
+def test_the_log_drops_what_an_interrupt_broke_and_keeps_other_errors():
+    """py4j logs the Ctrl-C of the call it was making, then the broken pipe of the connection it shuts after it."""
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise BrokenPipeError(32, "Broken pipe")  # noqa: B904 - raised while handling, as py4j's is
+    except BrokenPipeError as broken:
+        after_interrupt = broken
+    assert not cli._not_an_interrupt(_record_of(KeyboardInterrupt()))
+    assert not cli._not_an_interrupt(_record_of(after_interrupt))
+    assert cli._not_an_interrupt(_record_of(BrokenPipeError(32, "Broken pipe")))
+    assert cli._not_an_interrupt(logging.LogRecord("locality", logging.WARNING, __file__, 1, "no error", (), None))
 
 
 def _leaf_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -156,3 +179,36 @@ def test_json_on_failure_is_one_document_naming_the_error_and_the_exit(tmp_path,
     document = json.loads(out)
     assert document["exit_code"] == code and says in document["error"] and says in err
     assert out.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "command, parameter, options",
+    [
+        ("optimize", "max_entries", ["--max-entries"]),
+        ("replay", "rebalance.every", ["--rebalance-every"]),
+        ("replay", "rebalance.method", ["--rebalance"]),
+        ("replay", "history", ["--history"]),
+        ("replay", "rebalance.history", ["--rebalance-history"]),
+        ("replay", "forecast.decay", ["--forecast"]),
+        ("replay", "rebalance.forecast.decay", ["--rebalance-forecast"]),
+        ("reconfigure", "rebalance.theta_max", ["--theta-max"]),
+        ("reconfigure", "topology", ["--servers", "--instances-per-server", "--topology"]),
+        ("reconfigure", "newest", ["--newest-files"]),
+        ("rollback", "store.location", ["--store"]),
+        ("switch flink", "from_version", ["--from"]),
+        ("generate", "overrides", ["--param"]),
+        ("reconfigure", "rebalance.table_cap", ["--rebalance"]),  # no option of its own: the object's
+        ("replay", None, []),
+    ],
+)
+def test_the_option_of_a_library_parameter_is_the_one_named_after_it(command, parameter, options):
+    """An error about a parameter names the options that set it, found from how the options are named."""
+    assert cli._options_of(parameter, cli._command_of(command.split())) == options
+
+
+def test_an_error_names_its_option_from_its_parameter_not_its_text():
+    error = InvalidParameterError("the window is too short; got 0", parameter="rebalance.every")
+    assert (
+        cli._with_options(error, ["replay", "t.parquet"]) == "the window is too short; got 0 (option --rebalance-every)"
+    )
+    assert cli._with_options(error, ["optimize", "t.parquet"]) == "the window is too short; got 0"

@@ -12,7 +12,7 @@ from locality.errors import InvalidParameterError
 from locality.evaluation import evaluate
 from locality.imbalance import imbalance, theta
 from locality.optimizer import make_fallbacks, optimize
-from locality.rebalance import TABLE_METHODS, RebalanceProblem, rebalance
+from locality.rebalance import METHODS, RebalanceProblem, rebalance
 from locality.rebalance.tables import rebalance_configuration
 from locality.replay import replay_trace
 from locality.topology import Topology
@@ -53,7 +53,7 @@ def test_the_optimizer_balances_by_capacity(weeks):
         assert loads[op][0] / loads[op].sum() == pytest.approx(0.4, abs=0.03)  # the fast server's share
 
 
-@pytest.mark.parametrize("method", TABLE_METHODS)
+@pytest.mark.parametrize("method", METHODS)
 def test_every_rebalancer_measures_and_bounds_loads_against_capacity_shares(weeks, method):
     """The evaluator's figure is the rebalancers': on main they balanced to equal shares (1.21-1.31 here)."""
     built, next_week = weeks
@@ -107,9 +107,6 @@ def test_the_replay_measures_days_against_capacity_shares(flights):
     assert window.daily_worst_imbalance[0] == pytest.approx(worst)
 
 
-def test_ssm_refuses_unequal_shares_and_names_why():
-    problem = RebalanceProblem(np.ones(4), np.ones(4), [0, 0, 1, 1], [0, 0, 0, 0], 2, shares=[2.0, 1.0])
-    with pytest.raises(InvalidParameterError, match="equal nodes .* unequal shares"):
-        rebalance(problem, "ssm")
+def test_shares_that_are_not_positive_are_refused_naming_them():
     with pytest.raises(InvalidParameterError, match="'shares' parameter of RebalanceProblem must hold 2 finite"):
         RebalanceProblem(np.ones(2), np.ones(2), [0, 1], [0, 1], 2, shares=[1.0, 0.0])

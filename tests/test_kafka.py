@@ -24,7 +24,7 @@ with warnings.catch_warnings():  # kafka-python's import warns about importlib.r
     from kafka.protocol.metadata import MetadataResponse
     from kafka.serializer import DefaultSerializer
 
-from locality.engines.kafka import KafkaTablePartitioner
+from locality.engines.kafka import TablePartitioner
 from locality.errors import InvalidParameterError
 from locality.hashing import make_fallback
 from locality.router import Router
@@ -123,7 +123,7 @@ def test_agrees_with_kafka_python_default_partitioner(serializer, n, int_type):
     table, entries = keyed_table("op", keys, int_type, rng)
     serialize = SERIALIZERS[serializer]
     meta = cluster({TOPIC: P})
-    ours, kafka = KafkaTablePartitioner(table), DefaultPartitioner()
+    ours, kafka = TablePartitioner(table), DefaultPartitioner()
     data = [serialize(k) for k in keys]
     got = [ours.partition(TOPIC, k, d, b"v", b"v", meta) for k, d in zip(keys, data)]
     default = [kafka.partition(TOPIC, k, d, b"v", b"v", meta) for k, d in zip(keys, data)]
@@ -150,7 +150,7 @@ def test_bytes_no_serializer_wrote_go_where_kafka_puts_them(caplog):
         for keys, serializer in ((strings, "string"), (longs, "long")):
             table, entries = keyed_table("op", keys, "long", rng)
             assert not {SERIALIZERS[serializer](k) for k in entries} & set(raw)  # none is a table key's bytes
-            ours = KafkaTablePartitioner(table)
+            ours = TablePartitioner(table)
             assert [ours.partition(TOPIC, None, d, None, None, meta) for d in raw] == [
                 kafka.partition(TOPIC, None, d, None, None, meta) for d in raw
             ]
@@ -162,7 +162,7 @@ def test_a_real_kafka_producer_calls_it_with_serialized_keys():
     rng = np.random.default_rng(5)
     keys = string_keys(rng, 3000)
     table, entries = keyed_table("hashtag", keys, "long", rng)
-    ours = KafkaTablePartitioner(table)
+    ours = TablePartitioner(table)
     assert isinstance(ours, Partitioner)  # kafka-python 3 calls partition() only on a Partitioner
     producer = KafkaProducer(
         bootstrap_servers="127.0.0.1:1",  # never reached: the metadata below is what a broker would answer
@@ -201,7 +201,7 @@ def test_follows_the_router_from_the_next_record(tmp_path):
     store = ConfigStore(tmp_path / "store")
     store.publish(config(1), fingerprint="v1")
     router = Router(store.root)
-    ours, meta = KafkaTablePartitioner(router, "hashtag"), cluster({TOPIC: P})
+    ours, meta = TablePartitioner(router, "hashtag"), cluster({TOPIC: P})
     assert [ours.partition(TOPIC, k, k.encode(), None, None, meta) for k in keys] == ((default + 1) % P).tolist()
     store.publish(config(2), fingerprint="v2")
     assert ours.partition_for(keys[0]) == (default[0] + 1) % P  # not refreshed yet
@@ -212,7 +212,7 @@ def test_follows_the_router_from_the_next_record(tmp_path):
 
 def test_refuses_what_cannot_follow_the_table(tmp_path):
     table = RoutingTable("hashtag", make_fallback("kafka", P), {"a": 1})
-    ours = KafkaTablePartitioner(table)
+    ours = TablePartitioner(table)
     with pytest.raises(
         InvalidParameterError, match=r"topic 'hashtags' has 12 partitions but the routing table of 'hashtag' has 24"
     ):
@@ -223,21 +223,21 @@ def test_refuses_what_cannot_follow_the_table(tmp_path):
     with pytest.raises(InvalidParameterError, match="has 25 partitions"):
         ours.check_partitions(25)
     with pytest.raises(InvalidParameterError, match="falls back to 'storm'"):
-        KafkaTablePartitioner(RoutingTable("hashtag", make_fallback("storm", P), {"a": 1}))
+        TablePartitioner(RoutingTable("hashtag", make_fallback("storm", P), {"a": 1}))
     with pytest.raises(InvalidParameterError, match="must be the table's"):
-        KafkaTablePartitioner(table, "location")
-    with pytest.raises(InvalidParameterError, match="'source' parameter of KafkaTablePartitioner"):
-        KafkaTablePartitioner({"a": 1})
+        TablePartitioner(table, "location")
+    with pytest.raises(InvalidParameterError, match="'source' parameter of TablePartitioner"):
+        TablePartitioner({"a": 1})
     store = ConfigStore(tmp_path / "store")
     topo = Topology.uniform(["location", "hashtag"], 6, P // 6)
     store.publish(
         RoutingConfiguration(topo, {"location": RoutingTable("location", table.fallback), "hashtag": table}),
         fingerprint="x",
     )
-    with pytest.raises(InvalidParameterError, match="'operator' parameter of KafkaTablePartitioner is required"):
-        KafkaTablePartitioner(Router(store.root))
+    with pytest.raises(InvalidParameterError, match="'operator' parameter of TablePartitioner is required"):
+        TablePartitioner(Router(store.root))
     with pytest.raises(InvalidParameterError, match=r"must be one of \['location', 'hashtag'\]"):
-        KafkaTablePartitioner(Router(store.root), "user")
+        TablePartitioner(Router(store.root), "user")
     with pytest.raises(InvalidParameterError, match="must be a str or an int"):
         ours.partition_for(1.5)
     # records without a key carry no state: kafka-python's default spreads them over the available partitions

@@ -21,7 +21,7 @@ with warnings.catch_warnings():  # kafka-python's import warns about importlib.r
     from kafka.serializer import DefaultSerializer
 
 import locality.engines.kafka as kafka_module
-from locality.engines.kafka import KafkaTablePartitioner
+from locality.engines.kafka import TablePartitioner
 from locality.errors import InvalidParameterError
 from locality.hashing import make_fallback
 from locality.router import Router, RoutingSnapshot
@@ -79,8 +79,8 @@ def test_split_keys_go_to_the_part_on_the_producers_server(serializer, n, int_ty
     for server, name in enumerate(TOPOLOGY.servers):
         want = expected(keys, data, entries, splits, server)
         by_position, by_name = (
-            KafkaTablePartitioner(table, server=server),
-            KafkaTablePartitioner(snapshot, "hashtag", server=name),
+            TablePartitioner(table, server=server),
+            TablePartitioner(snapshot, "hashtag", server=name),
         )
         assert [by_position.partition(TOPIC, k, d, b"v", b"v", meta) for k, d in zip(keys, data)] == want
         assert [by_name.partition(TOPIC, k, d, b"v", b"v", meta) for k, d in zip(keys, data)] == want
@@ -99,7 +99,7 @@ def test_without_a_server_split_keys_go_home_and_a_warning_says_so_once(caplog):
     data = [k.encode() for k in keys]
     meta = cluster({TOPIC: P})
     with caplog.at_level(logging.WARNING, logger="locality.engines.kafka"):
-        ours = KafkaTablePartitioner(table)
+        ours = TablePartitioner(table)
         got = [ours.partition(TOPIC, k, d, None, None, meta) for k, d in zip(keys, data)]
         got_for = [ours.partition_for(k) for k in keys]
     assert got == got_for == expected(keys, data, entries, splits, None) == table.route_many(keys).tolist()
@@ -115,7 +115,7 @@ def test_only_split_keys_still_decode_their_serialized_bytes():
     fallback = make_fallback("kafka", P, int_type="int")
     table = RoutingTable("hashtag", fallback, None, {7: [3, 4, 5, 6, 7, 8], -2: [9, 10, 11, 12, 13, 14]})
     meta = cluster({TOPIC: P})
-    ours = KafkaTablePartitioner(table, server=2)
+    ours = TablePartitioner(table, server=2)
     assert [ours.partition(TOPIC, k, SERIALIZERS["int"](k), None, None, meta) for k in (7, -2)] == [5, 11]
     assert ours.partition(TOPIC, 8, SERIALIZERS["int"](8), None, None, meta) == DefaultPartitioner().partition(
         TOPIC, 8, SERIALIZERS["int"](8), None, None, meta
@@ -134,9 +134,7 @@ def test_a_real_kafka_producer_sends_split_keys_to_its_servers_part():
             api_version=(3, 0),
             key_serializer=DefaultSerializer("utf-8"),
             enable_idempotence=False,
-            partitioner=KafkaTablePartitioner(
-                RoutingSnapshot(1, configuration(table), None, {}), "hashtag", server=server
-            ),
+            partitioner=TablePartitioner(RoutingSnapshot(1, configuration(table), None, {}), "hashtag", server=server),
         )
         try:
             producer._metadata.update_metadata(metadata({TOPIC: P}))
@@ -146,7 +144,7 @@ def test_a_real_kafka_producer_sends_split_keys_to_its_servers_part():
             sent[server] = [f._produce_future.topic_partition.partition for f in futures]
         finally:
             producer._accumulator.abort_incomplete_batches()
-            producer.close(timeout=0)
+            producer.close(timeout=10)  # its batches aborted: the sender ends at once and closes its sockets
     data = [k.encode() for k in records]
     assert sent["s1"] == expected(records, data, entries, splits, 1)
     assert sent["s4"] == expected(records, data, entries, splits, 4)
@@ -169,7 +167,7 @@ def test_follows_the_router_and_finds_the_server_in_each_versions_topology(tmp_p
     store = ConfigStore(tmp_path / "store")
     store.publish(configuration(RoutingTable("hashtag", fallback)), fingerprint="v1")
     router = Router(store.root)
-    ours, meta = KafkaTablePartitioner(router, "hashtag", server="s4"), cluster({TOPIC: P})
+    ours, meta = TablePartitioner(router, "hashtag", server="s4"), cluster({TOPIC: P})
 
     def sent() -> list[int]:
         return [ours.partition(TOPIC, k, k.encode(), None, None, meta) for k in keys]
@@ -191,7 +189,7 @@ def test_follows_the_router_and_finds_the_server_in_each_versions_topology(tmp_p
     assert router.refresh() is True
     with pytest.raises(
         InvalidParameterError,
-        match=r"'server' parameter of KafkaTablePartitioner must be one of \['s0', 's1', 's2', 's3'\]; got 's4'",
+        match=r"'server' parameter of TablePartitioner must be one of \['s0', 's1', 's2', 's3'\]; got 's4'",
     ):
         ours.partition_for("#tag0")
 
@@ -199,22 +197,20 @@ def test_follows_the_router_and_finds_the_server_in_each_versions_topology(tmp_p
 def test_refuses_a_server_it_cannot_place():
     table = RoutingTable("hashtag", make_fallback("kafka", P), {"a": 1}, {"hot": [0, 1, 2, 3, 4, 5]})
     snapshot = RoutingSnapshot(1, configuration(table), None, {})
-    with pytest.raises(InvalidParameterError, match=r"'server' parameter of KafkaTablePartitioner must be one of"):
-        KafkaTablePartitioner(snapshot, "hashtag", server="s9")
+    with pytest.raises(InvalidParameterError, match=r"'server' parameter of TablePartitioner must be one of"):
+        TablePartitioner(snapshot, "hashtag", server="s9")
     with pytest.raises(InvalidParameterError, match=r"must be a server position with a routing table alone.*got 's1'"):
-        KafkaTablePartitioner(table, server="s1")
-    with pytest.raises(
-        InvalidParameterError, match=r"'server' parameter of KafkaTablePartitioner must be an int >= 0 "
-    ):
-        KafkaTablePartitioner(table, server=6)
+        TablePartitioner(table, server="s1")
+    with pytest.raises(InvalidParameterError, match=r"'server' parameter of TablePartitioner must be an int >= 0 "):
+        TablePartitioner(table, server=6)
     for bad in (-1, True, 1.5, b"s1"):
-        with pytest.raises(InvalidParameterError, match=r"'server' parameter of KafkaTablePartitioner must be an int"):
-            KafkaTablePartitioner(table, server=bad)
+        with pytest.raises(InvalidParameterError, match=r"'server' parameter of TablePartitioner must be an int"):
+            TablePartitioner(table, server=bad)
     # a table without split keys takes any position (it has no plan to bound it) and routes as without one
     plain = RoutingTable("hashtag", make_fallback("kafka", P), {"a": 1})
-    assert KafkaTablePartitioner(plain, server=40).partition_for("a") == 1
-    assert repr(KafkaTablePartitioner(snapshot, "hashtag", server="s2")) == (
-        "KafkaTablePartitioner(operator='hashtag', source=router, server='s2')"
+    assert TablePartitioner(plain, server=40).partition_for("a") == 1
+    assert repr(TablePartitioner(snapshot, "hashtag", server="s2")) == (
+        "TablePartitioner(operator='hashtag', source=router, server='s2')"
     )
 
 

@@ -14,8 +14,11 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
+from fnmatch import fnmatch
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 from tests.conftest import REPO
@@ -108,3 +111,83 @@ def test_the_routing_tables_know_nothing_of_how_they_were_made():
     """``locality.routing`` holds tables and their I/O; building them from a placement is the optimizer's."""
     made_by = {"locality.graph", "locality.placement", "locality.partition", "locality.optimizer"}
     assert not imported(LOCALITY / "routing.py") & made_by
+
+
+def test_the_wheel_leaves_out_the_testing_code():
+    """``locality.testing`` serves the tests and benchmarks: the packages ``pyproject.toml`` ships leave it out.
+
+    The packages are found as setuptools' ``packages.find`` finds them: dotted names matched against its
+    ``include`` and ``exclude`` patterns.
+    """
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: the dependency the dataset catalog reads TOML with
+        import tomli as tomllib
+
+    found = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    tops = [top for top in REPO.iterdir() if (top / "__init__.py").is_file()]
+    packages = {".".join(p.parent.relative_to(REPO).parts) for top in tops for p in top.glob("**/__init__.py")}
+    shipped = {
+        name
+        for name in packages
+        if any(fnmatch(name, pattern) for pattern in found["include"])
+        and not any(fnmatch(name, pattern) for pattern in found.get("exclude", ()))
+    }
+    assert {"locality", "locality.rebalance", "locality.hashing", "pipelines"} <= shipped
+    assert "locality.testing" in packages and not {p for p in shipped if p.startswith("locality.testing")}
+
+
+JAVA_CORE = REPO / "jvm/locality-core/src/main/java/io/locality"
+#: One concept, one name on both sides: a Python name and the Java class (a method: its camelCase) of the
+#: same name, an error's ``Error`` being Java's ``Exception``.
+TWINS = [
+    "locality.store:ConfigStore",
+    "locality.schedule:SwitchSchedule.version_at",
+    "locality.errors:StoreDamagedError",
+    "locality.errors:StoreUnavailableError",
+    "locality.errors:ScheduleExpiredError",
+    "locality.routing:RoutingConfiguration",
+    "locality.routing:RoutingTable.route",
+    "locality.hashing.ring:ConsistentHashRing",
+    "locality.hashing.kafka:KafkaPartitioner",
+    "locality.hashing.storm:StormFieldsGrouping",
+    "locality.engines.flink:RoutingKeySelector",
+    "locality.engines.kafka:TablePartitioner",
+]
+
+
+def _java_packages() -> dict[str, set[str]]:
+    """Each package of locality-core and the others of locality-core it imports."""
+    imports: dict[str, set[str]] = {}
+    for package in (p for p in JAVA_CORE.iterdir() if p.is_dir()):
+        found = {
+            m for f in package.glob("*.java") for m in re.findall(r"^import io\.locality\.(\w+)\.", f.read_text(), re.M)
+        }
+        imports[package.name] = found - {package.name}
+    return imports
+
+
+def test_the_java_core_has_the_librarys_homes_and_imports_one_way():
+    """locality-core's packages are the library's modules of the same names; none imports one that imports it
+    back, and ``hashing`` is at the bottom, as ``locality.hashing`` is."""
+    imports = _java_packages()
+    assert set(imports) == {"hashing", "routing", "schedule", "sketch", "storage", "store"}
+    for package in imports:
+        assert (LOCALITY / f"{package}.py").is_file() or (LOCALITY / package / "__init__.py").is_file(), package
+    assert not imports["hashing"], imports["hashing"]
+    graph = nx.DiGraph([(package, other) for package, others in imports.items() for other in others])
+    assert nx.is_directed_acyclic_graph(graph), list(nx.simple_cycles(graph))
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_python_and_java_name_a_concept_alike(twin):
+    module, _, name = twin.partition(":")
+    owner, _, method = name.partition(".")
+    python = getattr(importlib.import_module(module), owner)
+    assert method == "" or callable(getattr(python, method)), twin
+    java_name = re.sub(r"Error$", "Exception", owner)
+    sources = [f for f in (REPO / "jvm").glob(f"*/src/main/java/**/{java_name}.java")]
+    assert len(sources) == 1, f"{twin}: Java class {java_name} in {sources}"
+    if method:
+        camel = re.sub(r"_(\w)", lambda m: m.group(1).upper(), method)
+        assert re.search(rf"\bpublic [\w<>\[\], ]+ {camel}\(", sources[0].read_text()), f"{java_name}.{camel}"

@@ -10,7 +10,7 @@ from locality.errors import InvalidParameterError
 from locality.optimizer import LocalityOptimizer
 from locality.rebalance import RebalanceProblem, rebalance
 from locality.rebalance.split import split_hot_keys, split_locally
-from locality.rebalance.window import RebalanceSchedule, WindowRouter
+from locality.rebalance.window import RebalancePolicy, WindowRouter
 from locality.topology import Topology
 
 
@@ -100,14 +100,14 @@ def test_split_keeps_the_current_instance_first_when_chosen():
     assert 0 not in split.moved
 
 
-def test_split_after_ssm_and_without_hot_keys():
+def test_split_after_a_load_only_rebalancer_and_without_hot_keys():
     loads = np.array([1.0, 1, 9, 1, 1, 1])
     current = np.array([0, 0, 0, 1, 1, 1])
     problem = RebalanceProblem(loads, np.ones(6), current, current, 3, theta_max=0.2)
-    result = split_hot_keys(problem, rebalance(problem, method="ssm"))
+    result = split_hot_keys(problem, rebalance(problem, method="llfd"))
     assert list(result.split_keys) == [2] and result.feasible
     calm = RebalanceProblem(np.ones(6), np.ones(6), current, current, 2)
-    plain = rebalance(calm, method="ssm")
+    plain = rebalance(calm, method="llfd")
     assert split_hot_keys(calm, plain) is plain
 
 
@@ -169,7 +169,7 @@ def hot_window():
         router = WindowRouter(
             fitted.config_, second, ts="ts", start=start, end=end, graph=fitted.graph_, warmup=first.iloc[-2000:]
         )
-        return router.route(RebalanceSchedule(every="6h", split_hot_keys=split, split_merge=merge))
+        return router.route(RebalancePolicy(every="6h", split_hot_keys=split, split_merge=merge))
 
     return second, fitted, route(True), route(False), route(True, "downstream")
 

@@ -8,7 +8,7 @@ from locality.counts import blend, count_keys
 from locality.datasets.synthetic import twitter_like
 from locality.optimizer import LocalityOptimizer
 from locality.rebalance.tables import key_affinity
-from locality.rebalance.window import RebalanceSchedule, WindowRouter
+from locality.rebalance.window import RebalancePolicy, WindowRouter
 from locality.topology import Topology
 
 KEYS = ["location", "hashtag"]
@@ -50,7 +50,7 @@ def test_without_a_schedule_every_row_goes_where_the_tables_say(weeks):
     assert routed.config is fitted.config_ and routed.moved_keys == 0
 
 
-@pytest.mark.parametrize("schedule", [None, RebalanceSchedule(every="6h")])
+@pytest.mark.parametrize("schedule", [None, RebalancePolicy(every="6h")])
 def test_a_router_routes_its_window_once(weeks, schedule):
     # rebalancing moves the router's keys: a second pass would start from the window's end, not its start
     once = router(weeks)
@@ -61,7 +61,7 @@ def test_a_router_routes_its_window_once(weeks, schedule):
 
 def test_rebalancing_balances_the_window_and_accounts_for_every_move(weeks):
     _, second, fitted = weeks
-    routed = router(weeks).route(RebalanceSchedule(every="6h"))
+    routed = router(weeks).route(RebalancePolicy(every="6h"))
     assert routed.runs == 27 and routed.moved_keys > 0
     for op in KEYS:
         fixed = np.bincount(fitted.config_.route_many(op, second[op].to_numpy(dtype=object)), minlength=6)
@@ -82,7 +82,7 @@ def test_following_hourly_makes_the_new_hashtags_local_for_little_state(weeks):
     _, second, fitted = weeks
     topology = fitted.config_.topology
     plain = router(weeks).route()
-    followed = router(weeks).route(RebalanceSchedule(method="follow", every="1h"))
+    followed = router(weeks).route(RebalancePolicy(method="follow", every="1h"))
     # a fifth of the week's tuples carry a hashtag the tables never saw; hourly they join their locations' server
     assert locality(followed, topology) > locality(plain, topology) + 0.03  # measured 31.0% -> 35.1%
     assert 0 < followed.moved_state < 0.05 * len(second) * len(KEYS)  # 1.4% of the week's state
@@ -92,7 +92,7 @@ def test_following_hourly_makes_the_new_hashtags_local_for_little_state(weeks):
 def test_incremental_affinity_equals_the_batch_one_after_the_moves(weeks):
     first, second, fitted = weeks
     r = router(weeks)
-    routed = r.route(RebalanceSchedule(every="6h"))
+    routed = r.route(RebalancePolicy(every="6h"))
     assert routed.moved_keys > 0
     # the graph in force plus every pair of the window, by the servers of the final tables
     graph = blend([count_keys(first, KEYS), count_keys(second, KEYS)], windows=None).graph()
@@ -104,20 +104,18 @@ def test_incremental_affinity_equals_the_batch_one_after_the_moves(weeks):
 def test_the_table_cap_is_never_exceeded_by_the_rebalancer(weeks):
     _, _, fitted = weeks
     cap = max(fitted.config_.table_sizes().values())
-    routed = router(weeks).route(RebalanceSchedule(every="6h", table_cap=cap))
+    routed = router(weeks).route(RebalancePolicy(every="6h", table_cap=cap))
     assert routed.moved_keys > 0
     assert max(routed.config.table_sizes().values()) <= cap
 
 
 def test_schedule_checks_its_parameters():
-    with pytest.raises(ValueError, match="'method' parameter of RebalanceSchedule must be one of"):
-        RebalanceSchedule(method="fastest")
-    with pytest.raises(ValueError, match="cannot be 'ssm': SSM re-cuts contiguous key-group ranges"):
-        RebalanceSchedule(method="ssm")  # on main: accepted, then raised at the first rebalancing run
+    with pytest.raises(ValueError, match="'method' parameter of RebalancePolicy must be one of"):
+        RebalancePolicy(method="fastest")
     for bad in ("-1h", "soon"):
-        with pytest.raises(ValueError, match="'every' parameter of RebalanceSchedule must be a positive duration"):
-            RebalanceSchedule(every=bad)
+        with pytest.raises(ValueError, match="'every' parameter of RebalancePolicy must be a positive duration"):
+            RebalancePolicy(every=bad)
     with pytest.raises(ValueError, match="must cover at least one interval"):
-        RebalanceSchedule(every="1D", history="6h")
+        RebalancePolicy(every="1D", history="6h")
     with pytest.raises(ValueError, match="split_hot_keys needs a locality-aware rebalancer"):
-        RebalanceSchedule(method="mixed", split_hot_keys=True)
+        RebalancePolicy(method="mixed", split_hot_keys=True)

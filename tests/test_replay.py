@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from locality.errors import InvalidParameterError
+from locality.rebalance.window import RebalancePolicy
 from locality.replay import replay_trace, windows_of
 from locality.topology import Topology
 from tests.conftest import trace_keys
@@ -119,7 +120,7 @@ def test_daily_figures_and_state_moved_on_a_generated_trace():
     assert hashed.windows[1].hash_daily_worst_imbalance == pytest.approx(manual)
     online = replay_trace(trace, topo, period="7D", mode="online", decay=0.85, history=None)
     local = replay_trace(
-        trace, topo, period="7D", mode="online", decay=0.85, history=None, rebalance="local", rebalance_every="6h"
+        trace, topo, period="7D", mode="online", decay=0.85, history=None, rebalance=RebalancePolicy(every="6h")
     )
     doc = local.to_dict()
     assert {"mean_daily_worst_imbalance", "mean_hash_daily_worst_imbalance", "mean_state_moved"} <= set(doc)
@@ -143,7 +144,7 @@ def test_a_rebalancer_runs_over_hash_routing_too():
     trace = twitter_like(30_000, n_locations=120, n_hashtags=3_000, days=21, skew=1.4, seed=7)
     topo = Topology.uniform(["location", "hashtag"], 6)
     hashed = replay_trace(trace, topo, period="7D", mode="hash")
-    rebalanced = replay_trace(trace, topo, period="7D", mode="hash", rebalance="local", rebalance_every="6h")
+    rebalanced = replay_trace(trace, topo, period="7D", mode="hash", rebalance=RebalancePolicy(every="6h"))
     assert all(w.rebalance_cost == 0 and w.table_entries == {op: 0 for op in topo.operators} for w in hashed.windows)
     assert all(w.rebalance_moved_keys > 0 for w in rebalanced.windows)
     assert rebalanced.mean_worst_imbalance() < hashed.mean_worst_imbalance()

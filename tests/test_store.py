@@ -83,7 +83,8 @@ def test_a_second_writer_waits_then_fails_naming_the_holder(tmp_path):
         thread.join()
     assert isinstance(outcome["error"], StoreBusyError)
     assert f"store busy: held by pid {os.getpid()} (locality optimize" in str(outcome["error"])  # the same process
-    assert "since 20" in str(outcome["error"]) and "--lock-timeout" in str(outcome["error"])
+    assert "since 20" in str(outcome["error"]) and "wait longer: lock_timeout" in str(outcome["error"])
+    assert outcome["error"].parameter == "lock_timeout"  # the command line names its option (--lock-timeout)
     assert waiter.versions() == []
     # once released, the lease says so and the waiter publishes
     assert json.loads((tmp_path / "LEASE").read_text())["released"] is True

@@ -21,7 +21,7 @@ import pandas as pd
 
 from locality._validation import check_integer
 from locality.analysis.traces import rank_frequency
-from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH, DEFAULT_THETA_MAX
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH, DEFAULT_PERIOD, DEFAULT_SEED, DEFAULT_THETA_MAX, DEFAULT_TS
 from locality.graph import KeyGraph
 from locality.imbalance import theta
 from locality.optimizer import LocalityOptimizer
@@ -85,7 +85,7 @@ def server_sweep(
     alpha: float = DEFAULT_ALPHA,
     hash: str = DEFAULT_HASH,
     top_pairs: int | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
 ) -> pd.DataFrame:
     """Locality, balance and table cost against the number of servers (one instance of each operator per server).
 
@@ -136,13 +136,13 @@ def replay_server_sweep(
     keys: Sequence[str],
     servers: Sequence[int],
     *,
-    ts: str = "ts",
-    period: str = "7D",
+    ts: str = DEFAULT_TS,
+    period: str = DEFAULT_PERIOD,
     history: int | None = None,
     decay: float | None = None,
     alpha: float = DEFAULT_ALPHA,
     hash: str = DEFAULT_HASH,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
 ) -> pd.DataFrame:
     """:func:`server_sweep` on a timed trace: every window judged with tables learned on the windows before it.
 
@@ -198,7 +198,7 @@ def top_pairs_sweep(
     *,
     alpha: float = DEFAULT_ALPHA,
     hash: str = DEFAULT_HASH,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
 ) -> pd.DataFrame:
     """Locality against the number of key pairs kept in the graph (the paper's Figure 12).
 
@@ -232,7 +232,7 @@ def sketch_capacity_sweep(
     *,
     alpha: float = DEFAULT_ALPHA,
     hash: str = DEFAULT_HASH,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
 ) -> pd.DataFrame:
     """Locality against the Space-Saving sketch's capacity, per server count (the paper's Figure 12).
 
@@ -327,11 +327,11 @@ def in_sample_by_window(
     trace: pd.DataFrame,
     topology: Topology,
     *,
-    ts: str = "ts",
-    period: str = "7D",
+    ts: str = DEFAULT_TS,
+    period: str = DEFAULT_PERIOD,
     alpha: float = DEFAULT_ALPHA,
     hash: str = DEFAULT_HASH,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
 ) -> pd.DataFrame:
     """Tables built on each window and judged on that same window: the upper bound of the online curve.
 

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from locality._validation import check_columns, check_interval, check_random_state
+from locality.defaults import DEFAULT_PERIOD, DEFAULT_SEED, DEFAULT_TS
 from locality.errors import TraceError
 from locality.replay import windows_of
 from locality.time_range import within
@@ -104,7 +105,7 @@ def _read_columns(path: Path, columns: list[str], ts: str | None) -> pd.DataFram
 
 
 def split_trace(
-    trace: pd.DataFrame, fraction: float = 0.5, *, shuffle: bool = False, seed: int = 0
+    trace: pd.DataFrame, fraction: float = 0.5, *, shuffle: bool = False, seed: int = DEFAULT_SEED
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The first ``fraction`` of the rows and the rest (rows drawn at random with ``shuffle``, seeded)."""
     fraction = check_interval(fraction, "fraction", "split_trace", lower=0.0, upper=1.0, closed="neither")
@@ -147,7 +148,7 @@ def pairs_to_cover(trace: pd.DataFrame, keys: Sequence[str], shares: Sequence[fl
 
 # ---------------------------------------------------------------------- windows
 def interval_costs(
-    trace: pd.DataFrame, key: str, *, ts: str = "ts", period: str = "7D"
+    trace: pd.DataFrame, key: str, *, ts: str = DEFAULT_TS, period: str = DEFAULT_PERIOD
 ) -> tuple[np.ndarray, np.ndarray, list[pd.Timestamp]]:
     """Tuples of every key of ``key`` in each window: ``(keys, costs, starts)``, ``costs`` of shape ``(windows, K)``.
 
@@ -164,7 +165,7 @@ def interval_costs(
 
 
 def pair_drift(
-    trace: pd.DataFrame, columns: str | Sequence[str], *, ts: str = "ts", period: str = "7D"
+    trace: pd.DataFrame, columns: str | Sequence[str], *, ts: str = DEFAULT_TS, period: str = DEFAULT_PERIOD
 ) -> pd.DataFrame:
     """How much of each window's traffic travels on keys (or key pairs) seen before: what tables can learn.
 

@@ -11,13 +11,18 @@ hash routing on the same rows (:func:`locality.analysis.server_sweep`).
 from __future__ import annotations
 
 from locality.datasets.catalog import Trace
-from locality.defaults import DEFAULT_ALPHA, DEFAULT_HASH
+from locality.defaults import DEFAULT_ALPHA, DEFAULT_CHECK_SERVERS, DEFAULT_HASH, DEFAULT_SEED
 
 __all__ = ["card_figures", "format_figures"]
 
 
 def card_figures(
-    trace: Trace, *, n_servers: int = 6, alpha: float = DEFAULT_ALPHA, hash: str = DEFAULT_HASH, seed: int = 0
+    trace: Trace,
+    *,
+    n_servers: int = DEFAULT_CHECK_SERVERS,
+    alpha: float = DEFAULT_ALPHA,
+    hash: str = DEFAULT_HASH,
+    seed: int = DEFAULT_SEED,
 ) -> dict:
     """Counts, time range and (with two keys or more) next-half locality and imbalance of ``trace``.
 

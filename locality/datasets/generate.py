@@ -87,7 +87,7 @@ def parse_parameter(text: str) -> tuple[str, object]:
 
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
-        raise InvalidParameterError(f"a generator parameter is written KEY=VALUE; got {text!r} (--param)")
+        raise InvalidParameterError(f"a generator parameter is written KEY=VALUE; got {text!r}", parameter="overrides")
     try:
         parsed = tomllib.loads(f"v = {value}")["v"]
     except tomllib.TOMLDecodeError:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from locality._validation import check_integer, check_interval, check_random_state
-from locality.defaults import DEFAULT_THETA_MAX
+from locality.defaults import DEFAULT_SEED, DEFAULT_THETA_MAX
 from locality.errors import InvalidParameterError
 from locality.rebalance._base import RebalanceProblem
 
@@ -138,7 +138,7 @@ def skew_workload(
     window: int = 1,
     fallback: np.ndarray | None = None,
     n_tuples: float | None = None,
-    seed: int | np.random.Generator = 0,
+    seed: int | np.random.Generator = DEFAULT_SEED,
 ) -> SkewWorkload:
     """Generate the synthetic workload of Fang et al.'s evaluation: Zipf keys whose popularity drifts.
 
@@ -219,7 +219,8 @@ def skew_workload(
     rng = check_random_state(seed, "seed", owner)
     if fluctuation > 0 and n_instances < 2:
         raise InvalidParameterError(
-            f"the 'n_instances' parameter of {owner} must be an int >= 2 when fluctuation > 0; got {n_instances}"
+            f"the 'n_instances' parameter of {owner} must be an int >= 2 when fluctuation > 0; got {n_instances}",
+            parameter="n_instances",
         )
     if fallback is None:
         fallback = fibonacci_fallback(n_keys, n_instances)
@@ -228,11 +229,13 @@ def skew_workload(
         if fallback.shape != (n_keys,) or not np.issubdtype(fallback.dtype, np.integer):
             raise InvalidParameterError(
                 f"the 'fallback' parameter of {owner} must be an int array of shape ({n_keys},); "
-                f"got {fallback.dtype} of shape {fallback.shape}"
+                f"got {fallback.dtype} of shape {fallback.shape}",
+                parameter="fallback",
             )
         if n_keys and (fallback.min() < 0 or fallback.max() >= n_instances):
             raise InvalidParameterError(
-                f"the 'fallback' parameter of {owner} must hold instances in [0, {n_instances - 1}]"
+                f"the 'fallback' parameter of {owner} must hold instances in [0, {n_instances - 1}]",
+                parameter="fallback",
             )
         fallback = fallback.astype(np.int64)
 

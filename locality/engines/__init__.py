@@ -3,10 +3,10 @@
 One module per engine a Python job runs on, each the counterpart of a
 ``jvm/`` module for Java jobs:
 
-- :mod:`locality.engines.kafka`: :class:`~locality.engines.kafka.KafkaTablePartitioner`,
+- :mod:`locality.engines.kafka`: :class:`~locality.engines.kafka.TablePartitioner`,
   a producer's partitioner that follows the tables (``jvm/locality-kafka-streams``:
-  ``TableStreamPartitioner``);
-- :mod:`locality.engines.flink`: :class:`~locality.engines.flink.FlinkKeySelector`,
+  ``TablePartitioner``);
+- :mod:`locality.engines.flink`: :class:`~locality.engines.flink.RoutingKeySelector`,
   PyFlink's key selector on surrogates, and the routing file of a Java job
   (``jvm/locality-flink``: ``RoutingKeySelector``, which reads the store);
 - :mod:`locality.engines.spark`: :func:`~locality.engines.spark.with_route`, the

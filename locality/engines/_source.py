@@ -37,7 +37,8 @@ def server_position(server: str | int, servers: Sequence[str] | None, n_servers:
         if servers is None:
             raise InvalidParameterError(
                 f"the 'server' parameter of {owner} must be a server position with a routing table alone, which "
-                f"names no servers; got {server!r} (pass a router, snapshot or configuration to name servers)"
+                f"names no servers; got {server!r} (pass a router, snapshot or configuration to name servers)",
+                parameter="server",
             )
         return list(servers).index(check_option(server, "server", owner, servers))
     n = len(servers) if servers is not None else n_servers
@@ -64,10 +65,12 @@ def routing_table_of(
     if not isinstance(routing, RoutingConfiguration):
         raise InvalidParameterError(
             f"the 'routing' parameter of {owner} must be a RoutingTable, or a RoutingConfiguration or router "
-            f"holding one per operator; got {type(routing).__name__}"
+            f"holding one per operator; got {type(routing).__name__}",
+            parameter="routing",
         )
     if operator not in routing.tables:
         raise InvalidParameterError(
-            f"the 'operator' parameter of {owner} must be one of {sorted(routing.tables)}; got {operator!r}"
+            f"the 'operator' parameter of {owner} must be one of {sorted(routing.tables)}; got {operator!r}",
+            parameter="operator",
         )
     return routing.tables[operator], tuple(routing.topology.servers)

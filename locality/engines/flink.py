@@ -4,10 +4,10 @@ Keyed state lives in key groups, so a routing table takes effect by keying on
 a *surrogate* (:mod:`locality.hashing.flink`): a reserved value whose key
 group Flink's own assignment puts on the subtask the table names, while the
 state under the surrogate keeps the real keys (a map state).
-:class:`FlinkKeySelector` maps real keys to routing keys (PyFlink's
+:class:`RoutingKeySelector` maps real keys to routing keys (PyFlink's
 ``key_by``), and :func:`write_routing_file` writes the mapping for a Java job.
 A split key gets the surrogate of its part on the selecting instance's server.
-The Java counterpart is ``RoutingKeySelector`` of ``jvm/locality-flink``, which
+Its Java twin, of the same name, is in ``jvm/locality-flink`` and
 reads the store itself. See ``docs/engines/flink.md``.
 """
 
@@ -40,7 +40,7 @@ from locality.router import Router, RoutingSnapshot
 from locality.routing import RoutingConfiguration, RoutingTable
 
 __all__ = [
-    "FlinkKeySelector",
+    "RoutingKeySelector",
     "write_routing_file",
     "read_routing_file",
 ]
@@ -52,7 +52,7 @@ _FILE_VERSION = 1
 _PYTHON_TYPES = {"string": str, "long": int, "int": int}
 
 
-class FlinkKeySelector:
+class RoutingKeySelector:
     """Routing key of a record for Flink: a table key's surrogate, every other key itself.
 
     Keyed on the routing key, a record of a table key reaches the subtask its
@@ -137,11 +137,11 @@ class FlinkKeySelector:
     >>> import pandas as pd
     >>> from locality.routing import RoutingTable
     >>> table = RoutingTable("tag", PyFlinkKeyGroups(6, 128), pd.Series({"abc": 0, "job": 4}))
-    >>> select = FlinkKeySelector(table, field=1)
+    >>> select = RoutingKeySelector(table, field=1)
     >>> [select(("US/Ohio", tag)) for tag in ("abc", "other")]
     ['\\x00locality:355', 'other']
     >>> split = RoutingTable("tag", PyFlinkKeyGroups(6, 128), pd.Series({"abc": 0}), {"hot": [2, 5]})
-    >>> PyFlinkKeyGroups(6, 128).instance_of(FlinkKeySelector(split, field=1, server=1)(("US/Ohio", "hot")))
+    >>> PyFlinkKeyGroups(6, 128).instance_of(RoutingKeySelector(split, field=1, server=1)(("US/Ohio", "hot")))
     5
     """
 
@@ -154,7 +154,7 @@ class FlinkKeySelector:
         key_type: str | None = None,
         server: str | int | Callable[[Any], str | int] | None = None,
     ) -> None:
-        owner = "FlinkKeySelector"
+        owner = "RoutingKeySelector"
         table, self.servers = routing_table_of(routing, operator, owner)
         fallback = table.fallback
         if not isinstance(fallback, FlinkKeyGroups):
@@ -199,7 +199,7 @@ class FlinkKeySelector:
         return len(next(iter(self.split_routes.values()))) if self.split_routes else None
 
     def _position(self, server: str | int) -> int:
-        return server_position(server, self.servers, self.n_servers, "FlinkKeySelector")
+        return server_position(server, self.servers, self.n_servers, "RoutingKeySelector")
 
     def __call__(self, record: Any) -> Hashable:
         field, server = self.field, self.server
@@ -287,7 +287,7 @@ class FlinkKeySelector:
         splits = f", splits={len(self.split_routes)}" if self.split_routes else ""
         server = "" if self.server is None else f", server={self.server!r}"
         return (
-            f"FlinkKeySelector(operator={self.operator!r}, engine={self.fallback.engine!r}, "
+            f"RoutingKeySelector(operator={self.operator!r}, engine={self.fallback.engine!r}, "
             f"key_type={self.key_type!r}, max_parallelism={self.max_parallelism}, "
             f"parallelism={self.parallelism}, routes={len(self.routes)}{splits}{server})"
         )
@@ -306,7 +306,8 @@ def _key_type_of(keys: list, fallback: FlinkKeyGroups, key_type: str | None, own
     other = kinds - {"string" if key_type == "string" else "int"}
     if other:
         raise InvalidParameterError(
-            f"the 'key_type' parameter of {owner} is {key_type!r} but the table holds {other.pop()} keys"
+            f"the 'key_type' parameter of {owner} is {key_type!r} but the table holds {other.pop()} keys",
+            parameter="key_type",
         )
     return key_type
 
@@ -385,9 +386,9 @@ def write_routing_file(
     Parameters
     ----------
     routing, operator, key_type
-        As for :class:`FlinkKeySelector`.
+        As for :class:`RoutingKeySelector`.
     server : str or int, optional
-        As for :class:`FlinkKeySelector`, a server name or position (not a callable).
+        As for :class:`RoutingKeySelector`, a server name or position (not a callable).
     path : str or path-like
         File to write. It is written aside and renamed into place, so a
         reader never sees half of it and a failed write leaves no file.
@@ -400,13 +401,14 @@ def write_routing_file(
     Raises
     ------
     InvalidParameterError
-        As :class:`FlinkKeySelector`.
+        As :class:`RoutingKeySelector`.
     """
     if callable(server):
         raise InvalidParameterError(
-            f"the 'server' parameter of write_routing_file must be a server name or position; got {server!r}"
+            f"the 'server' parameter of write_routing_file must be a server name or position; got {server!r}",
+            parameter="server",
         )
-    selector = FlinkKeySelector(routing, operator, key_type=key_type, server=server)
+    selector = RoutingKeySelector(routing, operator, key_type=key_type, server=server)
     fallback = selector.fallback
     routes = {k: selector.routing_key(k) for k in {**selector.routes, **selector.split_routes}}
     keys = sorted(k for k, route in routes.items() if route != k)
@@ -441,18 +443,18 @@ def write_routing_file(
 
 def read_routing_file(
     path: str | os.PathLike, *, field: int | str | Callable[[Any], Hashable] | None = None
-) -> FlinkKeySelector:
-    """Load a file :func:`write_routing_file` wrote, as a :class:`FlinkKeySelector`.
+) -> RoutingKeySelector:
+    """Load a file :func:`write_routing_file` wrote, as a :class:`RoutingKeySelector`.
 
     Parameters
     ----------
     path : str or path-like
     field : int, str, callable or None, default None
-        As for :class:`FlinkKeySelector`.
+        As for :class:`RoutingKeySelector`.
 
     Returns
     -------
-    FlinkKeySelector
+    RoutingKeySelector
         With the file's routes, operator, key type and Flink parameters.
 
     Raises
@@ -491,7 +493,7 @@ def read_routing_file(
         raise SerializationError(
             f"{path} does not match its header: entry {wrong!r} or {len(routes)} entries for {header.get('entries')}"
         )
-    selector = FlinkKeySelector.__new__(FlinkKeySelector)
+    selector = RoutingKeySelector.__new__(RoutingKeySelector)
     selector.operator, selector.fallback, selector.key_type = header["operator"], fallback, key_type
     selector.field, selector.routes = field, routes
     selector.split_routes, selector.servers, selector.server, selector._warned_whole = {}, None, None, False

@@ -64,7 +64,8 @@ def rewriter_jar() -> Path:
     found = sorted(target.glob("locality-flink-state-*-tool.jar"))
     if not found:
         raise InvalidParameterError(
-            f"no savepoint rewriter jar in {target}: build it with `mvn -f jvm/pom.xml install`, or give --rewriter-jar"
+            f"no savepoint rewriter jar in {target}: build it with `mvn -f jvm/pom.xml install`, or give the jar",
+            parameter="rewriter_jar",
         )
     return found[-1]
 
@@ -150,7 +151,9 @@ class LocalRewrite:
         if is_remote(savepoint_dir):
             s3_plugins(self.flink_home)
         elif not list(Path(self.flink_home).glob("lib/flink-dist-*.jar")):
-            raise InvalidParameterError(f"--flink-home {self.flink_home} is not a Flink distribution")
+            raise InvalidParameterError(
+                f"the Flink home {self.flink_home} is not a Flink distribution", parameter="flink_home"
+            )
         if not Path(self.tool_jar).is_file():
             raise InvalidParameterError(f"the savepoint rewriter jar {self.tool_jar} does not exist")
         _java()

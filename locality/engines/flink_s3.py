@@ -20,9 +20,9 @@ keys from the same settings:
 - ``s3.directory.marker.retention: keep``: after each file it writes, Hadoop 3.3's ``s3a`` deletes the
   empty "directory" objects of its parent folders by default, with retries. A server that keeps folders
   as real directories (the Versity gateway's POSIX backend, the tests' server) refuses to delete a
-  folder that is not empty, and the retries' backoff made writing 5 small files take over 5 minutes
-  there; with ``keep`` (Hadoop 3.4's default) they took 1.1 s, as with ``flink-s3-fs-presto``. Nothing
-  of the store or the savepoints depends on those markers.
+  folder that is not empty, and the retries' backoff made writing a few small files take minutes
+  there; with ``keep`` (Hadoop 3.4's default) it is as fast as with ``flink-s3-fs-presto``
+  (``docs/engines/flink.md``). Nothing of the store or the savepoints depends on those markers.
 
 A cluster takes them in its ``config.yaml``; a tool run from ``java`` (``RewriteSavepoint``,
 ``ReadRealKeyState``) reads them from ``FLINK_CONF_DIR`` (:func:`write_flink_conf`) and the plugin from
@@ -84,11 +84,14 @@ def s3_plugins(flink_home: str | os.PathLike) -> list[Path]:
     """
     home = Path(flink_home)
     if not list(home.glob("lib/flink-dist-*.jar")):
-        raise InvalidParameterError(f"--flink-home {home} is not a Flink distribution: it has no lib/flink-dist-*.jar")
+        raise InvalidParameterError(
+            f"the Flink home {home} is not a Flink distribution: it has no lib/flink-dist-*.jar", parameter="flink_home"
+        )
     jars = [jar for name in S3_PLUGINS for jar in sorted((home / "plugins" / name).glob("*.jar"))]
     if not jars:
         raise InvalidParameterError(
             f"the Flink distribution {home} has no S3 file system plugin: copy flink-s3-fs-hadoop-*.jar into "
-            f"{home / 'plugins' / S3_PLUGINS[0]}/ (Flink's documentation, 'Amazon S3')"
+            f"{home / 'plugins' / S3_PLUGINS[0]}/ (Flink's documentation, 'Amazon S3')",
+            parameter="flink_home",
         )
     return jars

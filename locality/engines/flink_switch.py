@@ -21,7 +21,8 @@ because none is processed at all.
 (:class:`~locality.engines.flink_rest.FlinkRest`), in four phases, each a
 function of its own: the checks (:func:`check_switch`: nothing stops when one
 fails), the stop, the rewrite (on the cluster or on a MiniCluster here:
-:mod:`locality.engines.flink_rewrite`) and the restart. The savepoints are
+:mod:`locality.engines.flink_rewrite`) and the restart; a failed rewrite or
+restart falls back on the old version (:func:`_recover`), from each phase. The savepoints are
 wherever the cluster writes them (``s3://bucket/savepoints``: no machine needs
 a disk another one sees). An application cluster runs one job, takes no jar and
 ends with its job; there the switch rewrites locally and hands the rewritten
@@ -41,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+from locality.defaults import DEFAULT_SWITCH_TIMEOUT
 from locality.engines.flink_rest import FlinkRest
 from locality.engines.flink_rewrite import REWRITE_CLASS, RewriteRequest, Rewritten, rewriter_jar
 from locality.errors import EngineError, InvalidParameterError
@@ -195,7 +197,7 @@ def switch_flink_job(
     rewrite,
     launcher: FlinkJobLauncher | None = None,
     from_version: int | None = None,
-    timeout: float = 300.0,
+    timeout: float = DEFAULT_SWITCH_TIMEOUT,
     progress: Callable[[str], None] = logger.info,
 ) -> SwitchResult:
     """Switch the running Flink job ``job_id`` to version ``to_version`` of ``store``.
@@ -255,16 +257,12 @@ def switch_flink_job(
     clock = _Clock()
     savepoint = _stop(rest, checked, savepoint_dir, timeout, progress, clock)
     request = checked.rewrite_request(savepoint)
-    try:
-        rewritten = _rewrite(rewrite, request, timeout, progress, clock)
-    except EngineError as error:
-        _remove_partial(request.output)
-        raise _recover(rest, checked, launcher, savepoint, str(error), timeout) from None
-    new_job = None
-    if launcher is not None:
-        new_job = _restart(rest, checked, launcher, request.output, savepoint, timeout, progress, clock)
-    else:
+    rewritten = _rewrite(rest, checked, rewrite, launcher, request, timeout, progress, clock)
+    if launcher is None:
         progress(f"job {job_id} stays stopped: restart it on version {to_version} from {request.output}")
+        new_job = None
+    else:
+        new_job = _restart(rest, checked, launcher, request.output, savepoint, timeout, progress, clock)
     return SwitchResult(
         job_id, new_job, checked.from_version, to_version, savepoint, request.output, rewritten.job, rewrite.where,
         rewritten.counts, checked.plan_moved, clock.phases, clock.stopped_at,
@@ -283,14 +281,16 @@ def _declared_version(rest: FlinkRest, job_id: str) -> int | None:
 
 
 def _version_it_runs(job_id: str, declared: int | None, from_version: int | None, to_version: int) -> int:
-    """The version the job runs: the one it declares, checked against ``--from``, else ``--from`` on trust."""
+    """The version the job runs: the one it declares, checked against ``from_version``, else that one on trust."""
     if from_version is None and declared is None:
         raise InvalidParameterError(
-            f"job {job_id} does not declare the version it runs ({VERSION_PARAMETER}): give --from"
+            f"job {job_id} does not declare the version it runs ({VERSION_PARAMETER}): give it (from_version)",
+            parameter="from_version",
         )
     if declared is not None and from_version not in (None, declared):
         raise InvalidParameterError(
-            f"job {job_id} runs version {declared} ({VERSION_PARAMETER}), not --from {from_version}"
+            f"job {job_id} runs version {declared} ({VERSION_PARAMETER}), not the version given, {from_version}",
+            parameter="from_version",
         )
     runs = declared if declared is not None else from_version
     if runs == to_version:
@@ -327,32 +327,36 @@ _VALUE_TYPES = ("long", "int", "double", "boolean", "string")
 
 
 def parse_operator_spec(text: str) -> OperatorSpec:
-    """``--operator``'s value, checked part by part; InvalidParameterError naming the part that is wrong."""
+    """One of the ``operators`` specs, checked part by part; InvalidParameterError naming the part that is wrong."""
     parts = text.split(",")
     operator, _, uid = parts[0].partition("=")
     if not operator.strip() or not uid.strip():
-        raise InvalidParameterError(
-            f"--operator must be OPERATOR=UID[,state=NAME][,key=TYPE][,value=TYPE]; got {text!r}"
-        )
+        raise _spec_error(f"an operator spec must be {_OPERATOR_FORM}; got {text!r}")
     fields = {"state": uid, "key": None, "value": "long"}
     for part in parts[1:]:
         name, _, given = part.partition("=")
         if name not in fields:
-            raise InvalidParameterError(f"--operator {text}: unknown part {name!r} (state, key or value)")
+            raise _spec_error(f"the operator spec {text}: unknown part {name!r} (state, key or value)")
         if not given.strip():
-            raise InvalidParameterError(f"--operator {text}: {part!r} needs a value")
+            raise _spec_error(f"the operator spec {text}: {part!r} needs a value")
         fields[name] = given
     if fields["key"] is not None and fields["key"] not in _KEY_TYPES:
-        raise InvalidParameterError(f"--operator {text}: key must be string, long or int; got {fields['key']!r}")
+        raise _spec_error(f"the operator spec {text}: key must be string, long or int; got {fields['key']!r}")
     if fields["value"] not in _VALUE_TYPES and not _JAVA_CLASS.match(fields["value"]):
-        raise InvalidParameterError(
-            f"--operator {text}: value must be one of {list(_VALUE_TYPES)} or a Java class; got {fields['value']!r}"
+        raise _spec_error(
+            f"the operator spec {text}: value must be one of {list(_VALUE_TYPES)} or a Java class; "
+            f"got {fields['value']!r}"
         )
     return OperatorSpec(operator, uid, fields["state"], fields["key"], fields["value"])
 
 
+def _spec_error(message: str) -> InvalidParameterError:
+    """An error about one of the ``operators`` specs."""
+    return InvalidParameterError(message, parameter="operators")
+
+
 def _with_operators(snapshot, operators: Sequence[str]):
-    """``snapshot`` (a version read whole), once its tables are checked to route the ``--operator`` specs."""
+    """``snapshot`` (a version read whole), once its tables are checked to route the ``operators`` specs."""
     _operators_of(operators, snapshot.configuration)
     return snapshot
 
@@ -363,18 +367,19 @@ def _operators_of(specs: Sequence[str], config) -> list[str]:
     for spec in specs:
         name = parse_operator_spec(spec).operator
         if name not in config.tables:
-            raise InvalidParameterError(
-                f"--operator {spec!r}: the store's topology has no operator {name!r} (it has {list(config.tables)})"
+            raise _spec_error(
+                f"the operator spec {spec!r}: the store's topology has no operator {name!r} (it has "
+                f"{list(config.tables)})"
             )
         engine = config.tables[name].fallback.engine
         if engine != "flink":
             raise InvalidParameterError(
-                f"the table of {name!r} falls back to {engine!r}; a Java Flink job keyed by "
-                "the tables needs --hash flink"
+                f"the table of {name!r} falls back to {engine!r}; a Java Flink job keyed by the tables needs tables "
+                "built on the 'flink' hash"
             )
         names.append(name)
     if not names:
-        raise InvalidParameterError("name at least one keyed operator with --operator OPERATOR=UID")
+        raise _spec_error(f"name at least one keyed operator ({_OPERATOR_FORM})")
     return names
 
 
@@ -405,10 +410,20 @@ def _stop(rest: FlinkRest, checked: CheckedSwitch, savepoint_dir: str, timeout: 
     return savepoint
 
 
-def _rewrite(rewrite, request: RewriteRequest, timeout: float, progress, clock) -> Rewritten:
-    """Rewrite the savepoint for the new version, where ``rewrite`` runs it."""
+def _rewrite(
+    rest: FlinkRest, checked: CheckedSwitch, rewrite, launcher: FlinkJobLauncher | None, request: RewriteRequest,
+    timeout: float, progress, clock,
+) -> Rewritten:  # fmt: skip
+    """Rewrite the savepoint for the new version, where ``rewrite`` runs it; on failure, the job back on the old one.
+
+    What a failed rewrite wrote is removed; the untouched savepoint stays for :func:`_recover`.
+    """
     progress(f"rewriting it for version {request.to_version} ({rewrite.where})")
-    rewritten = rewrite.run(request, timeout=timeout)
+    try:
+        rewritten = rewrite.run(request, timeout=timeout)
+    except EngineError as error:
+        _remove_partial(request.output)
+        raise _recover(rest, checked, launcher, request.savepoint, str(error), timeout) from None
     moved = ", ".join(f"{op} {c['moved']:,} of {c['entries']:,} keys" for op, c in rewritten.counts.items())
     progress(f"rewritten into {request.output} ({clock.lap('rewrite'):.1f} s): moved {moved}")
     return rewritten
@@ -437,7 +452,7 @@ def _recover(
 ) -> EngineError:  # fmt: skip
     """After a failed rewrite or restart: the job back on its version from ``savepoint`` when that is sure; the error.
 
-    Restarting a job whose version is not declared on ``--from`` by guess could put every key's state
+    Restarting a job whose version is not declared on ``from_version`` by guess could put every key's state
     where no record looks: it stays stopped, as does a job the switch was not asked to restart.
     """
     old = checked.from_version
@@ -446,7 +461,7 @@ def _recover(
     if not checked.declared:
         return EngineError(
             f"{error}; the job is stopped (it does not declare its version, so it is not "
-            f"restarted on --from {old} by guess): restart it from {savepoint}"
+            f"restarted on version {old}, the one given it runs, by guess): restart it from {savepoint}"
         )
     try:
         restarted = launcher.start(rest, old, savepoint, timeout=timeout)

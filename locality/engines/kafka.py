@@ -1,13 +1,13 @@
 """Apache Kafka: a partitioner that follows a routing table.
 
-:class:`KafkaTablePartitioner` sends table keys to their table partition and
+:class:`TablePartitioner` sends table keys to their table partition and
 every other key where Kafka's default partitioner puts it
 (:class:`~locality.hashing.kafka.KafkaPartitioner`), for kafka-python's
 ``KafkaProducer(partitioner=...)`` and for clients that take an explicit
 partition (confluent-kafka). Partition *i* of a topic feeds instance *i* of the
 stage that consumes it (``docs/engines/kafka.md``). A table's split keys go to
 the partition their plan names for the producer's server (``server=``). The
-Java counterpart is ``TableStreamPartitioner`` of ``jvm/locality-kafka-streams``.
+Java twin, of the same name, partitions Kafka Streams topics (``jvm/locality-kafka-streams``).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from locality.hashing.kafka import KafkaPartitioner
 from locality.router import Router, RoutingSnapshot
 from locality.routing import RoutingTable
 
-__all__ = ["KafkaTablePartitioner"]
+__all__ = ["TablePartitioner"]
 
 logger = logging.getLogger(__name__)
 
 
-class KafkaTablePartitioner:
+class TablePartitioner:
     """Kafka partitions that follow a routing table: its entry, else exactly Kafka's default partition.
 
     Partition *i* of the topic feeds instance *i* of the stateful stage that
@@ -36,7 +36,7 @@ class KafkaTablePartitioner:
     and every other key goes where Kafka's default partitioner sends it
     (``toPositive(murmur2(keyBytes)) % numPartitions``). Use it two ways:
 
-    - kafka-python: ``KafkaProducer(partitioner=KafkaTablePartitioner(...))``.
+    - kafka-python: ``KafkaProducer(partitioner=TablePartitioner(...))``.
       The producer calls :meth:`partition` with the *serialized* key, which is
       matched against the table on the bytes the usual serializers write:
       UTF-8 for string tables (Kafka's ``StringSerializer``), 8-byte big-endian
@@ -97,11 +97,11 @@ class KafkaTablePartitioner:
     >>> from locality.hashing import make_fallback
     >>> from locality.routing import RoutingTable
     >>> table = RoutingTable("region", make_fallback("kafka", 12), {"hello": 0})
-    >>> p = KafkaTablePartitioner(table)
+    >>> p = TablePartitioner(table)
     >>> p.partition_for("hello"), p.partition_for(b"hello"), p.partition_for("paris")
     (0, 0, 11)
     >>> split = RoutingTable("region", make_fallback("kafka", 12), {"hello": 0}, {"paris": [3, 7]})
-    >>> KafkaTablePartitioner(split, server=1).partition_for("paris")
+    >>> TablePartitioner(split, server=1).partition_for("paris")
     7
     """
 
@@ -112,21 +112,25 @@ class KafkaTablePartitioner:
         *,
         server: str | int | None = None,
     ) -> None:
-        owner = "KafkaTablePartitioner"
+        owner = "TablePartitioner"
         if isinstance(source, (Router, RoutingSnapshot)):
             if operator is None:
-                raise InvalidParameterError(f"the 'operator' parameter of {owner} is required with a router")
+                raise InvalidParameterError(
+                    f"the 'operator' parameter of {owner} is required with a router", parameter="operator"
+                )
             self._source, self._fixed, self.operator = source, None, operator
         elif isinstance(source, RoutingTable):
             if operator is not None and operator != source.operator:
                 raise InvalidParameterError(
-                    f"the 'operator' parameter of {owner} must be the table's ({source.operator!r}); got {operator!r}"
+                    f"the 'operator' parameter of {owner} must be the table's ({source.operator!r}); got {operator!r}",
+                    parameter="operator",
                 )
             self._source, self._fixed, self.operator = None, source, source.operator
         else:
             raise InvalidParameterError(
                 f"the 'source' parameter of {owner} must be a Router, a RoutingSnapshot or a RoutingTable; "
-                f"got {type(source).__name__}"
+                f"got {type(source).__name__}",
+                parameter="source",
             )
         if server is not None and not isinstance(server, str):
             server = check_integer(server, "server", owner, lower=0)
@@ -155,11 +159,11 @@ class KafkaTablePartitioner:
                 f"the routing table of {self.operator!r} falls back to {table.fallback.engine!r}, not Kafka's "
                 "partitioner: "
                 "its keys without an entry would go elsewhere than the table assumes; "
-                "publish tables built with --hash kafka"
+                "publish tables built on the 'kafka' hash"
             )
         server = None
         if self.server is not None:
-            server = server_position(self.server, servers, table.n_servers, "KafkaTablePartitioner")
+            server = server_position(self.server, servers, table.n_servers, "TablePartitioner")
         elif table.splits and not self._warned_whole:
             logger.warning(
                 "the table of %r splits %d hot keys but the partitioner was given no 'server': "
@@ -291,7 +295,7 @@ class KafkaTablePartitioner:
     def __repr__(self) -> str:
         server = "" if self.server is None else f", server={self.server!r}"
         source = "table" if self._source is None else "router"
-        return f"KafkaTablePartitioner(operator={self.operator!r}, source={source}{server})"
+        return f"TablePartitioner(operator={self.operator!r}, source={source}{server})"
 
 
 class _InForce(NamedTuple):

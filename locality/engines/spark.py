@@ -21,7 +21,7 @@ their new group. A split key's rows get the route of the part on their
 neighbouring key's server, given by a column (``server_column``).
 ``docs/engines/spark.md`` shows a whole job.
 
-Why one module of about 800 lines: the route column, per-key state inside
+Why one module: the route column, per-key state inside
 grouped state and the hand-over rest on one contract (a routed group holds
 several real keys, whose state moves when their route does) and are used
 together by a job (``examples/spark_streaming_job.py``).
@@ -75,13 +75,15 @@ def _table_parts(table: RoutingTable, owner: str) -> tuple[SparkHashPartitioning
     if not isinstance(table, RoutingTable):
         raise InvalidParameterError(
             f"the 'table' parameter of {owner} must be a routing table (locality.RoutingTable, e.g. "
-            f"configuration.tables[operator]); got {type(table).__name__}"
+            f"configuration.tables[operator]); got {type(table).__name__}",
+            parameter="table",
         )
     fallback, entries = table.fallback, table.entries
     if not isinstance(fallback, SparkHashPartitioning):
         raise InvalidParameterError(
             f"the 'table' parameter of {owner} must route its other keys with Spark's hash (fallback engine "
-            f"'spark'); got engine {fallback.engine!r}: learn the table with --hash spark"
+            f"'spark'); got engine {fallback.engine!r}: learn the table on the 'spark' hash",
+            parameter="table",
         )
     return fallback, entries, table.key_kind or "string"
 
@@ -162,7 +164,8 @@ def route_values(
     if servers.shape != keys.shape or not np.issubdtype(servers.dtype, np.integer):
         raise InvalidParameterError(
             f"the 'servers' parameter of {owner} must hold one server position (an int) per key; "
-            f"got {servers.dtype} of shape {servers.shape} for {keys.shape[0]} keys"
+            f"got {servers.dtype} of shape {servers.shape} for {keys.shape[0]} keys",
+            parameter="servers",
         )
     row = pd.Index(split_keys, dtype=object).get_indexer(keys)
     hit = np.flatnonzero(row >= 0)
@@ -170,7 +173,8 @@ def route_values(
     if bad.size:
         raise InvalidParameterError(
             f"the 'servers' parameter of {owner} must hold server positions in [0, {parts.shape[1] - 1}]; "
-            f"got {servers[bad[0]]} for key {keys[bad[0]]!r}"
+            f"got {servers[bad[0]]} for key {keys[bad[0]]!r}",
+            parameter="servers",
         )
     out[hit] = parts[row[hit], servers[hit]]
     return out
@@ -269,7 +273,8 @@ def with_route(
     check_columns(frame.columns, [key, server_column], "the DataFrame")
     if route in frame.columns:
         raise InvalidParameterError(
-            f"the 'route' parameter of {owner} names a new column; {route!r} is already a column of the DataFrame"
+            f"the 'route' parameter of {owner} names a new column; {route!r} is already a column of the DataFrame",
+            parameter="route",
         )
     key_type = frame.schema[key].dataType
     column_kind, int_type = _column_kind(key_type)
@@ -346,7 +351,8 @@ def _server_positions(frame: DataFrame, column: str | None, servers: Sequence[st
     ):
         raise InvalidParameterError(
             f"the 'servers' parameter of {owner} must list the {n} server names of the split plans in order "
-            f"(configuration.topology.servers); got {servers!r}"
+            f"(configuration.topology.servers); got {servers!r}",
+            parameter="servers",
         )
     if column is None:
         return None
@@ -358,7 +364,8 @@ def _server_positions(frame: DataFrame, column: str | None, servers: Sequence[st
     raise InvalidParameterError(
         f"the 'server_column' parameter of {owner} must name an integer column of server positions, or a string "
         f"column of server names with 'servers'; {column!r} is {data_type.simpleString()}"
-        + ("" if servers is not None or not isinstance(data_type, T.StringType) else " and 'servers' is missing")
+        + ("" if servers is not None or not isinstance(data_type, T.StringType) else " and 'servers' is missing"),
+        parameter="server_column",
     )
 
 
@@ -673,7 +680,9 @@ def per_key_function(
     ...     f, "hashtag string, count long", f.group_state_schema, "Update", "NoTimeout")  # doctest: +SKIP
     """
     if not callable(func):
-        raise InvalidParameterError(f"the 'func' parameter of per_key_function must be callable; got {func!r}")
+        raise InvalidParameterError(
+            f"the 'func' parameter of per_key_function must be callable; got {func!r}", parameter="func"
+        )
     return PerKeyFunction(func, key, _struct(state_schema, "state_schema", "per_key_function"), handover)
 
 
@@ -716,7 +725,7 @@ def per_key_processor(
 
     owner = "per_key_processor"
     if not callable(func):
-        raise InvalidParameterError(f"the 'func' parameter of {owner} must be callable; got {func!r}")
+        raise InvalidParameterError(f"the 'func' parameter of {owner} must be callable; got {func!r}", parameter="func")
     value_schema = _struct(state_schema, "state_schema", owner)
     key_schema = StructType([StructField(key, DataType.fromDDL(key_type) if isinstance(key_type, str) else key_type)])
 
@@ -778,7 +787,8 @@ def with_handover(frame: DataFrame, directory: str | Path, key: str, *, column: 
     check_columns(frame.columns, [key], "the DataFrame")
     if column in frame.columns:
         raise InvalidParameterError(
-            f"the 'column' parameter of with_handover names a new column; {column!r} is already a column"
+            f"the 'column' parameter of with_handover names a new column; {column!r} is already a column",
+            parameter="column",
         )
     path = _local_path(directory)
     path.mkdir(parents=True, exist_ok=True)

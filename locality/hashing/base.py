@@ -174,7 +174,8 @@ class FallbackHash(abc.ABC):
                 position = i if cols.int_rows is None else int(cols.int_rows[i])
                 raise InvalidParameterError(
                     f"the 'keys' parameter of {owner} must hold ints >= {low} and <= {high}; "
-                    f"got {cols.ints[i]} at position {position}"
+                    f"got {cols.ints[i]} at position {position}",
+                    parameter="keys",
                 )
             rows = slice(None) if cols.int_rows is None else cols.int_rows
             out[rows] = self._place_batch(self._hash_int(np.ascontiguousarray(cols.ints).view(np.uint64)))

@@ -306,7 +306,7 @@ def flink_surrogates(fallback: FlinkKeyGroups, key_type: str = "string") -> pd.D
     ``g`` is the candidate with the smallest ``n`` whose key group is ``g``:
     deterministic, the same on every machine and for every parallelism with
     the same ``M``, and found in about ``M ln M`` hashes. Keys of these
-    reserved forms cannot be real keys (:class:`~locality.engines.flink.FlinkKeySelector`
+    reserved forms cannot be real keys (:class:`~locality.engines.flink.RoutingKeySelector`
     refuses them), so a surrogate never shares state with a real key.
 
     Examples
@@ -319,7 +319,8 @@ def flink_surrogates(fallback: FlinkKeyGroups, key_type: str = "string") -> pd.D
     if not isinstance(fallback, FlinkKeyGroups):
         raise InvalidParameterError(
             f"the 'fallback' parameter of {owner} must be a FlinkKeyGroups or PyFlinkKeyGroups; "
-            f"got {type(fallback).__name__}"
+            f"got {type(fallback).__name__}",
+            parameter="fallback",
         )
     key_type = check_key_type(key_type, fallback, owner)
     m, p = fallback.max_parallelism, fallback.n_instances
@@ -337,6 +338,7 @@ def check_key_type(key_type: object, fallback: FlinkKeyGroups, owner: str) -> st
     if key_type != "string" and key_type != fallback.int_type:
         raise InvalidParameterError(
             f"the 'key_type' parameter of {owner} is {key_type!r} but the fallback hashes int keys as "
-            f"{fallback.int_type!r} (int_type); the table was learned for Java {fallback.int_type} keys"
+            f"{fallback.int_type!r} (int_type); the table was learned for Java {fallback.int_type} keys",
+            parameter="key_type",
         )
     return key_type

@@ -3,7 +3,7 @@
 Keys without a table entry must land where Kafka itself puts them:
 ``toPositive(murmur2(serializedKey)) % numPartitions`` (:class:`KafkaPartitioner`).
 The partitioner that follows a routing table is
-:class:`locality.engines.kafka.KafkaTablePartitioner`.
+:class:`locality.engines.kafka.TablePartitioner`.
 """
 
 from __future__ import annotations
@@ -134,7 +134,9 @@ class KafkaPartitioner(JavaEngine):
 
 def _as_bytes(data: object, owner: str) -> bytes:
     if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise InvalidParameterError(f"the 'data' parameter of {owner} must be bytes; got {type(data).__name__}")
+        raise InvalidParameterError(
+            f"the 'data' parameter of {owner} must be bytes; got {type(data).__name__}", parameter="data"
+        )
     return bytes(data)
 
 

@@ -44,7 +44,8 @@ def check_int_key(key: object, bounds: tuple[int, int], owner: str) -> int:
     """Return ``key`` as a Python int, or raise naming its type (str and int keys only)."""
     if not is_int_key(key):
         raise InvalidParameterError(
-            f"the 'key' parameter of {owner} must be a str or an int; got {type(key).__name__} ({key!r})"
+            f"the 'key' parameter of {owner} must be a str or an int; got {type(key).__name__} ({key!r})",
+            parameter="key",
         )
     return check_integer(key, "key", owner, lower=bounds[0], upper=bounds[1])
 
@@ -68,7 +69,9 @@ class KeyColumns:
 
 def key_columns(keys: object, owner: str) -> KeyColumns:
     def reject(what: str) -> InvalidParameterError:
-        return InvalidParameterError(f"the 'keys' parameter of {owner} must hold only str or int keys; got {what}")
+        return InvalidParameterError(
+            f"the 'keys' parameter of {owner} must hold only str or int keys; got {what}", parameter="keys"
+        )
 
     if isinstance(keys, pd.Series):
         keys = keys.to_numpy(dtype=object) if keys.dtype == object else pa.Array.from_pandas(keys)
@@ -89,11 +92,14 @@ def key_columns(keys: object, owner: str) -> KeyColumns:
     if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
         raise InvalidParameterError(
             f"the 'keys' parameter of {owner} must be a list, numpy array, pandas Series or pyarrow Array "
-            f"of keys; got {type(keys).__name__}"
+            f"of keys; got {type(keys).__name__}",
+            parameter="keys",
         )
     if isinstance(keys, np.ndarray):
         if keys.ndim != 1:
-            raise InvalidParameterError(f"the 'keys' parameter of {owner} must be one-dimensional; got {keys.ndim}-d")
+            raise InvalidParameterError(
+                f"the 'keys' parameter of {owner} must be one-dimensional; got {keys.ndim}-d", parameter="keys"
+            )
         if keys.dtype.kind == "U":
             return KeyColumns(keys.size, strings=_arrow_strings(keys, owner))
         if keys.dtype.kind in "iu":

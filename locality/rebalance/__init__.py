@@ -5,15 +5,10 @@ window just seen, or a forecast), not on the loads that follow
 (``docs/balance.md``, "What the rebalancers guarantee").
 
 All share one signature, ``method(problem: RebalanceProblem, **options) -> RebalanceResult``;
-:func:`rebalance` picks one by name, like networkx's ``flow_func``.
-
-Where each applies: every method but ``ssm`` adjusts per-key routing tables
-over a hash (:data:`TABLE_METHODS`: the replay, the online job, the window
-rebalancer, :func:`~locality.rebalance.tables.rebalance_configuration`).
-``ssm`` (Ding et al.) re-cuts contiguous key-group ranges, one per instance,
-as Flink's key groups are: a routing table over a hash gives no instance a
-contiguous range, so it is offered in the library only (:func:`rebalance`
-on key groups in range order).
+:func:`rebalance` picks one by name, like networkx's ``flow_func``. Each adjusts
+per-key routing tables over a hash: the replay, the online job, the window
+rebalancer and :func:`~locality.rebalance.tables.rebalance_configuration` take
+any of :data:`METHODS`.
 """
 
 from __future__ import annotations
@@ -45,8 +40,6 @@ __all__ = [
     "imbalance",
     "table_room",
     "within_cap",
-    "TABLE_METHODS",
-    "check_table_method",
     "check_rebalance_bounds",
     "check_split_options",
 ]
@@ -62,27 +55,13 @@ METHODS = {
     "scan": "locality.rebalance.scan:scan",
     "redist": "locality.rebalance.redist:redist",
     "readj": "locality.rebalance.readj:readj",
-    "ssm": "locality.rebalance.ssm:ssm",
     "local": "locality.rebalance.local:local",
     "follow": "locality.rebalance.local:follow",
 }
-#: The rebalancers of per-key routing tables over a hash: every one but SSM, whose problem is key-group ranges.
-TABLE_METHODS = tuple(name for name in METHODS if name != "ssm")
 DEFAULT_METHOD = "mixed"
 #: The locality-aware rebalancers: they take ``RebalanceProblem.base_loads`` (load an instance carries
 #: whatever the keys do) and the keys' ``affinity`` to servers, ``hop_loads`` and ``state_weight``.
 BASE_AWARE = frozenset({"local", "follow"})
-
-
-def check_table_method(method: object, name: str, owner: str) -> str:
-    """``method`` if it rebalances routing tables over a hash (:data:`TABLE_METHODS`); the error says why not SSM."""
-    if method == "ssm":
-        raise InvalidParameterError(
-            f"the {name!r} parameter of {owner} cannot be 'ssm': SSM re-cuts contiguous key-group ranges (one per "
-            "instance, as Flink's key groups), which a routing table over a hash does not have; it is offered on "
-            f"key groups in the library (locality.rebalance.rebalance). Tables take one of {list(TABLE_METHODS)}"
-        )
-    return check_option(method, name, owner, TABLE_METHODS)
 
 
 def check_locality_aware(method: object, name: str, owner: str, needs: str) -> None:
@@ -95,7 +74,8 @@ def check_locality_aware(method: object, name: str, owner: str, needs: str) -> N
     if method not in BASE_AWARE:
         raise InvalidParameterError(
             f"{needs} needs a locality-aware rebalancer: the {name!r} parameter of {owner} must be one of "
-            f"{sorted(BASE_AWARE)}; got {method!r}"
+            f"{sorted(BASE_AWARE)}; got {method!r}",
+            parameter=name,
         )
 
 
@@ -141,10 +121,6 @@ def rebalance(problem: RebalanceProblem, method: str = DEFAULT_METHOD, **options
         Passed to the rebalancer (e.g. ``beta`` for MinMig and Mixed, ``affinity`` for ``local``).
     """
     check_option(method, "method", "rebalance", METHODS)
-    if method == "ssm" and getattr(problem, "table_cap", None) is not None:
-        raise InvalidParameterError(
-            "the 'ssm' rebalancer's table is its instances' key-group range bounds: a table_cap does not apply"
-        )
     if getattr(problem, "base_loads", None) is not None:
         check_locality_aware(method, "method", "rebalance", "base_loads")
     module, function = METHODS[method].split(":")

@@ -114,14 +114,16 @@ class RebalanceProblem:
             base = np.asarray(self.base_loads, dtype=float)
             if base.shape != (n,) or not np.all(np.isfinite(base)) or np.any(base < 0):
                 raise InvalidParameterError(
-                    f"the 'base_loads' parameter of {owner} must hold {n} finite values >= 0; got shape {base.shape}"
+                    f"the 'base_loads' parameter of {owner} must hold {n} finite values >= 0; got shape {base.shape}",
+                    parameter="base_loads",
                 )
             arrays["base_loads"] = base
         if self.shares is not None:
             shares = np.asarray(self.shares, dtype=float)
             if shares.shape != (n,) or not np.all(np.isfinite(shares)) or np.any(shares <= 0):
                 raise InvalidParameterError(
-                    f"the 'shares' parameter of {owner} must hold {n} finite values > 0; got {self.shares!r}"
+                    f"the 'shares' parameter of {owner} must hold {n} finite values > 0; got {self.shares!r}",
+                    parameter="shares",
                 )
             arrays["shares"] = unequal_shares(shares)
         for name, arr in arrays.items():

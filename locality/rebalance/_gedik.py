@@ -182,7 +182,8 @@ def _tracked_before(problem: RebalanceProblem, tracked_before: object, owner: st
         or (ids.size and ids.max() >= problem.n_keys)
     ):
         raise InvalidParameterError(
-            f"the 'tracked_before' parameter of {owner} must be a 1-d array of key ids in [0, {problem.n_keys - 1}]"
+            f"the 'tracked_before' parameter of {owner} must be a 1-d array of key ids in [0, {problem.n_keys - 1}]",
+            parameter="tracked_before",
         )
     mask = np.zeros(problem.n_keys, dtype=bool)
     mask[ids] = True
@@ -210,23 +211,30 @@ def setup(
     starts the migration penalty (``m`` in the algorithms).
     """
     if not isinstance(problem, RebalanceProblem):
-        raise InvalidParameterError(f"the 'problem' parameter of {owner} must be a RebalanceProblem; got {problem!r}")
+        raise InvalidParameterError(
+            f"the 'problem' parameter of {owner} must be a RebalanceProblem; got {problem!r}", parameter="problem"
+        )
     if isinstance(utility, str):
         if utility not in UTILITIES:
             raise InvalidParameterError(
-                f"the 'utility' parameter of {owner} must be one of {sorted(UTILITIES)} or a callable; got {utility!r}"
+                f"the 'utility' parameter of {owner} must be one of {sorted(UTILITIES)} or a callable; got {utility!r}",
+                parameter="utility",
             )
         utility = UTILITIES[utility]
     elif not callable(utility):
         raise InvalidParameterError(
-            f"the 'utility' parameter of {owner} must be one of {sorted(UTILITIES)} or a callable; got {utility!r}"
+            f"the 'utility' parameter of {owner} must be one of {sorted(UTILITIES)} or a callable; got {utility!r}",
+            parameter="utility",
         )
     resources = check_resources(resources, owner)
     sigma = check_interval(sigma, "sigma", owner, lower=0.0, upper=1.0, closed="right")
     if delta is not None:
         delta = check_interval(delta, "delta", owner, lower=0.0, upper=1.0)
     if not isinstance(untracked_load, bool):
-        raise InvalidParameterError(f"the 'untracked_load' parameter of {owner} must be a bool; got {untracked_load!r}")
+        raise InvalidParameterError(
+            f"the 'untracked_load' parameter of {owner} must be a bool; got {untracked_load!r}",
+            parameter="untracked_load",
+        )
     f = key_frequencies(problem, frequencies, owner)
     costs = resource_costs(problem, resources, f)
     keys = _select_tracked(problem, f, costs, sigma, delta)

@@ -22,7 +22,7 @@ to remove; the cheaper candidates are spread by a vectorized water-fill
 candidate's cost of the common level, the guarantee a one-by-one LLFD gives
 for keys that always fit (see its docstring).
 
-Why one module of about 850 lines: the three phases are one workflow over one
+Why one module: the three phases are one workflow over one
 unit representation, shared by four planners; splitting the phases would
 split the invariants they keep (loads, table size, candidate set) across files.
 
@@ -212,7 +212,8 @@ def check_problem(problem: object, owner: str) -> RebalanceProblem:
     """Refuse anything but a :class:`RebalanceProblem` with the usual message."""
     if not isinstance(problem, RebalanceProblem):
         raise InvalidParameterError(
-            f"the 'problem' parameter of {owner} must be a RebalanceProblem; got {type(problem).__name__}"
+            f"the 'problem' parameter of {owner} must be a RebalanceProblem; got {type(problem).__name__}",
+            parameter="problem",
         )
     return problem
 

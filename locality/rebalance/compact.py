@@ -1,6 +1,6 @@
 """Compact representation of the key space with HLHE discretization, and Mixed on it (Fang et al., Section IV).
 
-Why one module of about 500 lines: the discretization (HLHE groups of keys
+Why one module: the discretization (HLHE groups of keys
 with identical cost and state) and Mixed run on those groups are one idea,
 the paper's Section IV; the phases themselves are shared with the full-key
 planners in :mod:`locality.rebalance._greedy`.
@@ -52,7 +52,9 @@ VALUES = ("mean", "representative")
 def _check_degree(degree: object, owner: str) -> int:
     degree = check_integer(degree, "degree", owner, lower=1)
     if degree & (degree - 1):
-        raise InvalidParameterError(f"the 'degree' parameter of {owner} must be a power of two >= 1; got {degree}")
+        raise InvalidParameterError(
+            f"the 'degree' parameter of {owner} must be a power of two >= 1; got {degree}", parameter="degree"
+        )
     return degree
 
 
@@ -167,12 +169,16 @@ def hlhe(
     degree = _check_degree(degree, owner)
     x = np.asarray(values, dtype=float)
     if x.ndim != 1 or not np.all(np.isfinite(x)) or np.any(x < 0):
-        raise InvalidParameterError(f"the 'values' parameter of {owner} must be a 1-d array of finite values >= 0")
+        raise InvalidParameterError(
+            f"the 'values' parameter of {owner} must be a 1-d array of finite values >= 0", parameter="values"
+        )
     if groups is None:
         groups = np.zeros(x.shape[0], dtype=np.int64)
     groups = np.asarray(groups)
     if groups.shape != x.shape or not np.issubdtype(groups.dtype, np.integer):
-        raise InvalidParameterError(f"the 'groups' parameter of {owner} must be an int array of shape {x.shape}")
+        raise InvalidParameterError(
+            f"the 'groups' parameter of {owner} must be an int array of shape {x.shape}", parameter="groups"
+        )
     positive = x > 0
     out = np.zeros_like(x)
     if not positive.any():
@@ -480,7 +486,8 @@ def mixed_compact(
         representation = compress(problem, degree)
     elif representation.problem is not problem:
         raise InvalidParameterError(
-            "the 'representation' parameter of mixed_compact must be built from the same problem"
+            "the 'representation' parameter of mixed_compact must be built from the same problem",
+            parameter="representation",
         )
     rep = representation
     started = timer()

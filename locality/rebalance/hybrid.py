@@ -69,7 +69,8 @@ def check_resources(resources: object, owner: str) -> str:
     if not isinstance(resources, str) or len(resources) != 3 or any(c not in RESOURCE_LETTERS for c in resources):
         raise InvalidParameterError(
             f"the 'resources' parameter of {owner} must be 3 letters from {RESOURCE_LETTERS!r} "
-            f"(memory, processing, network), e.g. 'LCL'; got {resources!r}"
+            f"(memory, processing, network), e.g. 'LCL'; got {resources!r}",
+            parameter="resources",
         )
     return resources
 
@@ -150,7 +151,8 @@ def frequency_threshold(
         elif letter == "Q":
             if n_domain is None:
                 raise InvalidParameterError(
-                    "the 'n_domain' parameter of frequency_threshold is required with a quadratic resource; got None"
+                    "the 'n_domain' parameter of frequency_threshold is required with a quadratic resource; got None",
+                    parameter="n_domain",
                 )
             d = check_integer(n_domain, "n_domain", "frequency_threshold", lower=1)
             deltas.append(math.sqrt(sigma * theta / (d * n)))
@@ -201,7 +203,8 @@ def key_frequencies(problem: RebalanceProblem, frequencies: np.ndarray | None = 
     if f.shape != problem.loads.shape or not np.all(np.isfinite(f)) or np.any(f < 0) or np.any(f > 1):
         raise InvalidParameterError(
             f"the 'frequencies' parameter of {owner or 'key_frequencies'} must be a 1-d array of "
-            f"{problem.n_keys} values in [0, 1]; got shape {f.shape}"
+            f"{problem.n_keys} values in [0, 1]; got shape {f.shape}",
+            parameter="frequencies",
         )
     return f
 

@@ -3,8 +3,8 @@
 The skew rebalancers of Fang et al. [1]_ (MinMig, Mixed) choose which keys to
 move by load and state alone. Between two locality reconfigurations that
 undoes the locality the tables were built for: on the IRA tweets a daily Mixed
-brings the next-week imbalance from 2.06 to 1.60 but locality from 52% to 37%
-(benchmarks/RESULTS.md). This rebalancer knows the key graph of the tables in
+balances the next week better and loses much of its locality
+(``benchmarks/RESULTS.md``, "Balance under bursts"). This rebalancer knows the key graph of the tables in
 force: the *affinity* of a key to a server is the weight of its edges to keys
 placed there, so moving key ``k`` from instance ``a`` to instance ``b``
 loses ``hops(k) * (aff(k, server(a)) - aff(k, server(b))) / aff(k)`` local
@@ -15,10 +15,9 @@ that use it), and migrates its state ``S(k)``.
 minutes to an hour): keys that appeared since the tables were built (a new
 hashtag, a user back after weeks) join the server of the keys they travel
 with while they still carry little state, without ever raising the most
-loaded instance. On the IRA tweets it lifts next-week locality from 52% to
-58% (hourly) and 61% (every 15 minutes) at the same balance, while the weekly
-reconfigurations move less state, since the keys already sit near their
-neighbours (benchmarks/RESULTS.md, "Balance under bursts").
+loaded instance. On the IRA tweets it lifts next-week locality at the same
+balance, while the weekly reconfigurations move less state, since the keys
+already sit near their neighbours (``benchmarks/RESULTS.md``, "Balance under bursts").
 """
 
 from __future__ import annotations
@@ -217,18 +216,21 @@ def _plan(problem, affinity, servers, hop_loads, state_weight, max_cost, owner: 
     n, k = problem.n_instances, problem.n_keys
     servers = np.arange(n) if servers is None else np.asarray(servers, dtype=np.int64)
     if servers.shape != (n,) or (n and servers.min() < 0):
-        raise InvalidParameterError(f"the 'servers' parameter of {owner} must hold {n} servers >= 0")
+        raise InvalidParameterError(
+            f"the 'servers' parameter of {owner} must hold {n} servers >= 0", parameter="servers"
+        )
     if affinity is not None:
         affinity = np.asarray(affinity, dtype=float)
         if affinity.shape != (k, int(servers.max()) + 1):
             raise InvalidParameterError(
                 f"the 'affinity' parameter of {owner} must have shape {(k, int(servers.max()) + 1)}; "
-                f"got {affinity.shape}"
+                f"got {affinity.shape}",
+                parameter="affinity",
             )
     hop_loads = problem.loads if hop_loads is None else np.asarray(hop_loads, dtype=float)
     max_cost = check_interval(max_cost, "max_cost", owner, lower=0.0, upper=np.inf)  # inf: no limit
     if hop_loads.shape != (k,):
-        raise InvalidParameterError(f"the 'hop_loads' parameter of {owner} must hold {k} values")
+        raise InvalidParameterError(f"the 'hop_loads' parameter of {owner} must hold {k} values", parameter="hop_loads")
     return _Plan(problem, affinity, servers, hop_loads, state_weight, max_cost)
 
 

@@ -141,7 +141,9 @@ def readj(
     if max_moves is not None:
         max_moves = check_integer(max_moves, "max_moves", owner, lower=1)
     if not isinstance(require_gain, bool):
-        raise InvalidParameterError(f"the 'require_gain' parameter of {owner} must be a bool; got {require_gain!r}")
+        raise InvalidParameterError(
+            f"the 'require_gain' parameter of {owner} must be a bool; got {require_gain!r}", parameter="require_gain"
+        )
     c = setup(problem, owner, **options)
     for r in range(c.keys.shape[0]):
         c.place(r, int(c.old[r]))

@@ -117,12 +117,13 @@ def split_hot_keys(
     if problem.shares is not None:
         raise InvalidParameterError(
             f"{owner} spreads hot keys over equal instances; the problem's shares differ: "
-            "split by neighbour server instead (split_locally, --split-hot-keys)"
+            "split by neighbour server instead (split_locally, a locality-aware rebalancer's split_hot_keys)"
         )
     if assignment.shape != (problem.n_keys,):
         raise InvalidParameterError(
             f"the 'result' parameter of {owner} must assign the problem's {problem.n_keys} keys; "
-            f"got an assignment of shape {assignment.shape}"
+            f"got an assignment of shape {assignment.shape}",
+            parameter="result",
         )
     hot = problem.hot_keys()
     if hot.shape[0] == 0 or ways < 2:

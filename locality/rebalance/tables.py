@@ -21,7 +21,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_interval
+from locality._validation import check_interval, check_option
 from locality.defaults import DEFAULT_THETA_MAX
 from locality.errors import InvalidParameterError
 from locality.graph import KeyGraph
@@ -30,9 +30,9 @@ from locality.placement import server_connections
 from locality.rebalance import (
     BASE_AWARE,
     DEFAULT_METHOD,
+    METHODS,
     RebalanceProblem,
     check_locality_aware,
-    check_table_method,
     rebalance,
     table_room,
     within_cap,
@@ -131,12 +131,14 @@ def rebalance_configuration(
         moves, and the planning time in seconds.
     """
     owner = "rebalance_configuration"
-    check_table_method(method, "method", owner)
+    check_option(method, "method", owner, METHODS)
     horizon = check_interval(horizon, "horizon", owner, lower=0.0)
     if split_hot_keys:
         check_locality_aware(method, "method", owner, "split_hot_keys")
         if graph is None:
-            raise InvalidParameterError(f"split_hot_keys in {owner} needs the key graph (the 'graph' parameter)")
+            raise InvalidParameterError(
+                f"split_hot_keys in {owner} needs the key graph (the 'graph' parameter)", parameter="graph"
+            )
     if split_share is not None:
         check_interval(split_share, "split_share", owner, lower=0.0, closed="neither")
     if base_loads is not None:

@@ -41,40 +41,34 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from locality._validation import check_duration
-from locality.defaults import DEFAULT_STATE_WEIGHT, DEFAULT_THETA_MAX
-from locality.errors import InvalidParameterError
+from locality._validation import check_duration, check_integer
+from locality.defaults import DEFAULT_REBALANCE_EVERY, DEFAULT_REBALANCE_FORECAST, DEFAULT_REBALANCE_HISTORY
+from locality.errors import InvalidParameterError, parameters_of
 from locality.forecast import forecast_matrix, parse_forecast
 from locality.graph import KeyGraph
 from locality.imbalance import unequal_shares
-from locality.rebalance import (
-    BASE_AWARE,
-    RebalanceProblem,
-    check_rebalance_bounds,
-    check_split_options,
-    check_table_method,
-    rebalance,
-    table_room,
-    within_cap,
-)
+from locality.rebalance import BASE_AWARE, RebalanceProblem, rebalance, table_room, within_cap
 from locality.rebalance.local import hops_per_tuple
+from locality.rebalance.options import RebalanceOptions
 from locality.rebalance.split import LocalSplit, plan_local_splits
 from locality.routing import RoutingConfiguration, RoutingTable
 
-__all__ = ["RebalanceSchedule", "WindowRouter", "WindowRoutes"]
+__all__ = ["RebalancePolicy", "WindowRouter", "WindowRoutes"]
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class RebalanceSchedule:
-    """How and how often the tables are rebalanced within a window.
+class RebalancePolicy(RebalanceOptions):
+    """How and how often the tables are rebalanced within a window: the rebalancer's options, and when it runs.
+
+    The attributes of :class:`~locality.rebalance.options.RebalanceOptions`
+    (``method``, ``theta_max``, ``state_weight``, ``split_hot_keys``,
+    ``split_share``, ``split_merge``: a key's parts fold at the next
+    reconfiguration, :attr:`WindowRoutes.folded_state`), and:
 
     Attributes
     ----------
-    method : str
-        A rebalancer of :data:`locality.rebalance.TABLE_METHODS` (``"follow"`` to
-        keep locality as keys come and go, ``"local"`` to restore balance too).
     every : str
         Interval between two rebalancing runs (a pandas offset: ``"30min"``, ``"1D"``).
     balance_window : str or None
@@ -88,57 +82,35 @@ class RebalanceSchedule:
     history : str
         How far back the forecast reads (a pandas offset; the rows before the
         window's start count too).
-    theta_max : float
-        The rebalancer's bound.
     table_cap : int or None
         Most entries of each operator's table.
-    state_weight : float
-        ``local``: local hops one unit of migrated state is worth.
-    split_hot_keys : bool
-        Split hot keys over several instances by neighbour server (associative state only).
-    split_share : float or None
-        With ``split_hot_keys``: a key is hot when its forecast for the rest of
-        the balance window exceeds this share of an instance's fair share of
-        that load. None: when it fits on no instance (under ``1 + theta_max``
-        times the mean even on the least-loaded one).
-    split_merge : {"fold", "downstream"}
-        How the operator combines a split key's partial states. ``"fold"``:
-        they are folded into the key's one instance at the next
-        reconfiguration, and the partials held elsewhere count as moved state
-        (:attr:`WindowRoutes.folded_state`). ``"downstream"``: a final
-        aggregation keyed by the key combines them, as with Partial Key
-        Grouping; nothing migrates.
     options : mapping
         More keyword options of the rebalancer (``max_cost``, ``follow`` for
         ``local``; ``beta`` for Mixed...).
     """
 
-    method: str = "local"
-    every: str = "6h"
+    every: str = DEFAULT_REBALANCE_EVERY
     balance_window: str | None = None
-    forecast: str = "mean"
-    history: str = "2D"
-    theta_max: float = DEFAULT_THETA_MAX
+    forecast: str = DEFAULT_REBALANCE_FORECAST
+    history: str = DEFAULT_REBALANCE_HISTORY
     table_cap: int | None = None
-    state_weight: float = DEFAULT_STATE_WEIGHT
-    split_hot_keys: bool = False
-    split_share: float | None = None
-    split_merge: str = "fold"
     options: Mapping = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        owner = "RebalanceSchedule"
-        check_table_method(self.method, "method", owner)
-        check_rebalance_bounds(self.theta_max, self.state_weight, owner)
-        parse_forecast(self.forecast)
-        for name in ("every", "balance_window", "history"):
-            if getattr(self, name) is not None:
-                check_duration(getattr(self, name), name, owner)
-        if pd.Timedelta(self.history) < pd.Timedelta(self.every):
-            raise InvalidParameterError(
-                f"the 'history' of {owner} ({self.history}) must cover at least one interval ({self.every})"
-            )
-        check_split_options(self.split_merge, self.split_share, self.split_hot_keys, self.method, "method", owner)
+        super().__post_init__()
+        owner = type(self).__name__
+        with parameters_of("rebalance"):
+            parse_forecast(self.forecast)
+            for name in ("every", "balance_window", "history"):
+                if getattr(self, name) is not None:
+                    check_duration(getattr(self, name), name, owner)
+            if pd.Timedelta(self.history) < pd.Timedelta(self.every):
+                raise InvalidParameterError(
+                    f"the 'history' of {owner} ({self.history}) must cover at least one interval ({self.every})",
+                    parameter="history",
+                )
+            if self.table_cap is not None:
+                check_integer(self.table_cap, "table_cap", owner, lower=0)
 
     @property
     def memory(self) -> int:
@@ -247,8 +219,8 @@ class WindowRouter:
         self.routed = False
 
     # ------------------------------------------------------------------ routing
-    def route(self, schedule: RebalanceSchedule | None = None) -> WindowRoutes:
-        """Route every row; with a ``schedule``, rebalance at the start of every interval but the first.
+    def route(self, policy: RebalancePolicy | None = None) -> WindowRoutes:
+        """Route every row; with a ``policy``, rebalance at the start of every interval but the first.
 
         A router routes its window once (rebalancing changes where its keys are).
         """
@@ -258,16 +230,16 @@ class WindowRouter:
         routes = {o.name: np.empty(self.n_rows, dtype=np.int64) for o in self.operators}
         hashed = {o.name: o.fallback[o.codes] for o in self.operators}
         out = WindowRoutes(routes, hashed, self.config)
-        self.schedule = schedule
-        if schedule is None:
+        self.policy = policy
+        if policy is None:
             for o in self.operators:
                 routes[o.name][:] = o.instance[o.codes]
             return out
-        self.forecast = parse_forecast(schedule.forecast)
-        self.recent = self._warm(pd.Timedelta(schedule.every), schedule.memory)
-        if schedule.method in BASE_AWARE:
+        self.forecast = parse_forecast(policy.forecast)
+        self.recent = self._warm(pd.Timedelta(policy.every), policy.memory)
+        if policy.method in BASE_AWARE:
             self._init_affinity()
-        every = pd.Timedelta(schedule.every)
+        every = pd.Timedelta(policy.every)
         ticks = _ticks(self.start, self.end, every)
         bounds = np.searchsorted(self.times, ticks, side="left")
         for i, (r0, r1) in enumerate(zip(bounds[:-1], bounds[1:])):
@@ -280,7 +252,7 @@ class WindowRouter:
                 rows = o.row_order[o.row_start[code] : o.row_start[code + 1]]
                 # Folding the parts back into the key's one instance (at the next reconfiguration) moves
                 # the partial states held elsewhere.
-                if schedule.split_merge == "fold":
+                if policy.split_merge == "fold":
                     out.folded_state += float(np.count_nonzero(routes[o.name][rows] != o.instance[code]))
                 holders = sorted({int(i) for i in routes[o.name][rows]})
                 out.split[o.name][o.keys[code]] = {
@@ -382,7 +354,7 @@ class WindowRouter:
     # --------------------------------------------------------------- rebalancing
     def _rebalance(self, now: pd.Timestamp, out: WindowRoutes) -> None:
         """One run of the rebalancer on every operator, at ``now`` (the start of an interval)."""
-        s = self.schedule
+        s = self.policy
         every = pd.Timedelta(s.every)
         elapsed = (now - self.start) / (self.end - self.start)
         aware = s.method in BASE_AWARE
@@ -434,7 +406,7 @@ class WindowRouter:
         o = self.operators[i]
         outside = np.flatnonzero(o.instance != o.fallback)
         outside = outside[~np.isin(outside, keys)]
-        room, excess = table_room(self.schedule.table_cap, outside.shape[0])
+        room, excess = table_room(self.policy.table_cap, outside.shape[0])
         for key in outside[np.argsort(state[outside], kind="stable")][:excess].tolist():
             out.moved_state += float(state[key])
             out.moved_keys += 1
@@ -442,7 +414,7 @@ class WindowRouter:
         return room
 
     def _rates(self, i: int, now: pd.Timestamp) -> np.ndarray:
-        """Each key's forecast load per interval of operator ``i`` from ``now`` on (the schedule's forecast)."""
+        """Each key's forecast load per interval of operator ``i`` from ``now`` on (the policy's forecast)."""
         method, params = self.forecast
         return self.recent[i].forecast(method, params)
 
@@ -458,8 +430,8 @@ class WindowRouter:
             base,
             options["affinity"],
             o.servers,
-            theta_max=self.schedule.theta_max,
-            split_share=self.schedule.split_share,
+            theta_max=self.policy.theta_max,
+            split_share=self.policy.split_share,
             keep=np.isin(keys, list(o.split)),
             shares=o.shares,
         )

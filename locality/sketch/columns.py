@@ -151,22 +151,27 @@ def parse_weights(weights: Any, nrows: int, owner: str) -> np.ndarray | None:
         return None
     if isinstance(weights, (pa.Array, pa.ChunkedArray)):
         if weights.null_count:
-            raise InvalidParameterError(f"the 'weights' parameter of {owner} must not contain nulls")
+            raise InvalidParameterError(
+                f"the 'weights' parameter of {owner} must not contain nulls", parameter="weights"
+            )
         weights = weights.to_numpy()
     try:
         w = np.asarray(weights, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise InvalidParameterError(
-            f"the 'weights' parameter of {owner} must hold finite floats > 0; got {type(weights).__name__}"
+            f"the 'weights' parameter of {owner} must hold finite floats > 0; got {type(weights).__name__}",
+            parameter="weights",
         ) from exc
     if w.ndim != 1 or len(w) != nrows:
         raise InvalidParameterError(
-            f"the 'weights' parameter of {owner} must hold one weight per key row ({nrows}); got shape {w.shape}"
+            f"the 'weights' parameter of {owner} must hold one weight per key row ({nrows}); got shape {w.shape}",
+            parameter="weights",
         )
     bad = ~(np.isfinite(w) & (w > 0))
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
         raise InvalidParameterError(
-            f"the 'weights' parameter of {owner} must hold finite floats > 0; got {float(w[first])!r} at row {first}"
+            f"the 'weights' parameter of {owner} must hold finite floats > 0; got {float(w[first])!r} at row {first}",
+            parameter="weights",
         )
     return w

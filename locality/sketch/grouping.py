@@ -13,13 +13,13 @@ all fit in :data:`_PACKED_MAX_BYTES` bytes and hold no NUL byte, each is padded
 with NULs to the longest one's length (rounded up to whole 64-bit words when
 the keys seen once are looked for, below) and grouped as ``fixed_size_binary``.
 Two such strings pad alike only if they are equal, so the groups are the same;
-Arrow groups fixed-width keys about 1.7x as fast as strings once its hash table
-outgrows the CPU caches (a sketch with ~100,000 counters). The padding is
-stripped only from the rows a caller takes (:class:`PackedStrings`).
+Arrow groups fixed-width keys faster than strings once its hash table outgrows
+the CPU caches (``docs/design-choices.md``). The padding is stripped only from
+the rows a caller takes (:class:`PackedStrings`).
 
 Keys seen once are set aside before the hash aggregation. In a sketch's merge
-most groups are keys of the stream's tail that occur in one buffered row (at
-98,304 counters, 303,000 of 417,000 groups), and inserting them is most of
+most groups are keys of the stream's tail that occur in one buffered row, and
+inserting them is most of
 what Arrow's hash table costs once it outgrows the caches. When every key
 component is an int or padded bytes, each row gets a 64-bit fingerprint of its
 key words and the rows are counted per bucket of fingerprints (``np.bincount``):

@@ -4,8 +4,8 @@ Input conversion lives in :mod:`locality.sketch.columns`, the exact grouping
 of batches with the sketch's keys in :mod:`locality.sketch.grouping`, and the
 byte layout in :mod:`locality.sketch.serde`. This module is the sketch: its two
 layouts of the same counters, the buffer of pending batches and the merge rule
-(the class Notes prove the bounds). It runs past 500 lines because the class
-docstring carries that proof.
+(the class Notes prove the bounds); it is long because the class docstring
+carries that proof.
 """
 
 from __future__ import annotations
@@ -386,7 +386,9 @@ class SpaceSaving:
         lengths = {len(c) for c in cols}
         if len(lengths) > 1:
             raise InvalidParameterError(
-                f"the 'keys' parameter of {owner} must have columns of one length; got lengths {[len(c) for c in cols]}"
+                f"the 'keys' parameter of {owner} must have columns of one length; "
+                f"got lengths {[len(c) for c in cols]}",
+                parameter="keys",
             )
         nrows = lengths.pop()
         w = parse_weights(weights, nrows, owner)
@@ -436,7 +438,8 @@ class SpaceSaving:
         owner = "SpaceSaving.merge"
         if not isinstance(other, SpaceSaving):
             raise InvalidParameterError(
-                f"the 'other' parameter of {owner} must be a SpaceSaving; got {type(other).__name__}"
+                f"the 'other' parameter of {owner} must be a SpaceSaving; got {type(other).__name__}",
+                parameter="other",
             )
         for name, mine, theirs in (
             ("capacity", self._capacity, other._capacity),
@@ -444,7 +447,8 @@ class SpaceSaving:
         ):
             if mine != theirs:
                 raise InvalidParameterError(
-                    f"the 'other' parameter of {owner} must have the same {name} as this sketch ({mine}); got {theirs}"
+                    f"the 'other' parameter of {owner} must have the same {name} as this sketch ({mine}); got {theirs}",
+                    parameter="other",
                 )
         self._check_kinds(other._kinds, "other", owner)
         if len(other) == 0:
@@ -619,7 +623,8 @@ class SpaceSaving:
         """
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise InvalidParameterError(
-                f"the 'data' parameter of SpaceSaving.from_bytes must be bytes; got {type(data).__name__}"
+                f"the 'data' parameter of SpaceSaving.from_bytes must be bytes; got {type(data).__name__}",
+                parameter="data",
             )
         return cls.from_image(serde.decode(bytes(data)))
 
@@ -707,7 +712,8 @@ class SpaceSaving:
             names = list(keys.columns) if isinstance(keys, pd.DataFrame) else keys.schema.names
             if len(names) != self._arity:
                 raise InvalidParameterError(
-                    f"the 'keys' parameter of {owner} must have {self._arity} columns; got {len(names)} ({names})"
+                    f"the 'keys' parameter of {owner} must have {self._arity} columns; got {len(names)} ({names})",
+                    parameter="keys",
                 )
             if isinstance(keys, pd.DataFrame):
                 return [keys.iloc[:, i] for i in range(self._arity)]
@@ -717,7 +723,8 @@ class SpaceSaving:
         if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence) or len(keys) != self._arity:
             got = f"length {len(keys)}" if isinstance(keys, Sequence) else type(keys).__name__
             raise InvalidParameterError(
-                f"the 'keys' parameter of {owner} must be a sequence of {self._arity} columns; got {got}"
+                f"the 'keys' parameter of {owner} must be a sequence of {self._arity} columns; got {got}",
+                parameter="keys",
             )
         return list(keys)
 

@@ -36,7 +36,7 @@ def is_remote(location: str | os.PathLike) -> bool:
     return scheme_of(location) in ("s3", "s3a")
 
 
-def open_objects(location: str | os.PathLike, *, owner: str = "ConfigStore", parameter: str = "root") -> Objects:
+def open_objects(location: str | os.PathLike, *, owner: str = "ConfigStore", parameter: str = "location") -> Objects:
     """The backend that serves ``location``.
 
     Raises
@@ -47,7 +47,8 @@ def open_objects(location: str | os.PathLike, *, owner: str = "ConfigStore", par
     if not isinstance(location, (str, os.PathLike)) or not str(os.fspath(location)).strip():
         # Path("") is the working directory: an empty --store (an unset variable) must not write there
         raise InvalidParameterError(
-            f"the {parameter!r} parameter of {owner} must name a directory or an s3:// URI; got {location!r}"
+            f"the {parameter!r} parameter of {owner} must name a directory or an s3:// URI; got {location!r}",
+            parameter=parameter,
         )
     scheme = scheme_of(location)
     if scheme is None:
@@ -61,7 +62,8 @@ def open_objects(location: str | os.PathLike, *, owner: str = "ConfigStore", par
         if parsed.netloc not in ("", "localhost"):
             raise InvalidParameterError(
                 f"the {parameter!r} parameter of {owner} must be a local directory; {location!r} names one on "
-                f"another host"
+                f"another host",
+                parameter=parameter,
             )
         return DirectoryObjects(unquote(parsed.path))
     if scheme in ("s3", "s3a"):
@@ -70,5 +72,6 @@ def open_objects(location: str | os.PathLike, *, owner: str = "ConfigStore", par
         return S3Objects(os.fspath(location))
     raise InvalidParameterError(
         f"the {parameter!r} parameter of {owner} must be a local directory (a path or file://) or an S3 bucket "
-        f"(s3://BUCKET/PREFIX, or s3a://); the scheme {scheme}:// of {location!r} is not served"
+        f"(s3://BUCKET/PREFIX, or s3a://); the scheme {scheme}:// of {location!r} is not served",
+        parameter=parameter,
     )

@@ -1,7 +1,9 @@
 """Code that checks the library rather than serves a job: what the tests and benchmarks run beside it.
 
 Nothing in ``locality`` imports this package, and no job or command runs it
-(as ``pyspark.testing`` or ``numpy.testing`` beside their libraries):
+(as ``pyspark.testing`` or ``numpy.testing`` beside their libraries); it is left
+out of the wheel (``pyproject.toml``), so an installed ``locality`` holds only
+what runs:
 
 - :mod:`locality.testing.simulation`: a simulated cluster that applies
   migration plans to live keyed state with Caneill et al.'s protocol, the

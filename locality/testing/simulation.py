@@ -87,7 +87,7 @@ moves state; ``"migrate-early"`` sends state as soon as the reconfiguration
 message arrives, before upstream routers switch; ``"no-buffer"`` processes
 tuples for an expected key before its state arrives.
 
-Why one module of about 900 lines: a discrete-event simulator is one state
+Why one module: a discrete-event simulator is one state
 machine (nodes, channels, Algorithm 1's messages, the checks), and about a
 quarter of the module is the model's specification above.
 
@@ -134,6 +134,7 @@ import numpy as np
 import pandas as pd
 
 from locality._validation import check_columns, check_integer, check_option, check_random_state
+from locality.defaults import DEFAULT_SEED
 from locality.errors import InvalidParameterError, TraceError
 from locality.migration import MigrationPlan
 from locality.routing import RoutingConfiguration
@@ -428,7 +429,7 @@ class SimulatedCluster:
         self,
         config: RoutingConfiguration,
         *,
-        seed: int | np.random.Generator = 0,
+        seed: int | np.random.Generator = DEFAULT_SEED,
         max_delay: int = 20,
         min_delay: int = 1,
         n_sources: int | None = None,
@@ -437,7 +438,8 @@ class SimulatedCluster:
         owner = "SimulatedCluster"
         if not isinstance(config, RoutingConfiguration):
             raise InvalidParameterError(
-                f"the 'config' parameter of {owner} must be a RoutingConfiguration; got {type(config).__name__}"
+                f"the 'config' parameter of {owner} must be a RoutingConfiguration; got {type(config).__name__}",
+                parameter="config",
             )
         self.config = config
         self.seed = seed
@@ -491,7 +493,8 @@ class SimulatedCluster:
         except TypeError:
             raise InvalidParameterError(
                 "the 'reconfigurations' parameter of SimulatedCluster.run must be a sequence of "
-                "(at, new_config, plan) triples"
+                "(at, new_config, plan) triples",
+                parameter="reconfigurations",
             ) from None
         for r in items:
             if not isinstance(r.plan, MigrationPlan):

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from locality.engines.flink import FlinkKeySelector, read_routing_file, write_routing_file
+from locality.engines.flink import RoutingKeySelector, read_routing_file, write_routing_file
 from locality.errors import InvalidParameterError
 from locality.hashing import PyFlinkKeyGroups, make_fallback
 from locality.hashing.flink import SURROGATE_PREFIX
@@ -48,8 +48,8 @@ def test_a_split_key_gets_the_routing_key_of_its_part_on_the_selecting_server():
     raw_parts = entry_parts = 0
     for position, name in enumerate(TOPOLOGY.servers):
         by_position, by_name = (
-            FlinkKeySelector(config, "hashtag", server=position),
-            FlinkKeySelector(config, "hashtag", server=name),
+            RoutingKeySelector(config, "hashtag", server=position),
+            RoutingKeySelector(config, "hashtag", server=name),
         )
         assert by_position.server == by_name.server == position
         for key, plan in splits.items():
@@ -67,18 +67,18 @@ def test_a_split_key_gets_the_routing_key_of_its_part_on_the_selecting_server():
                 assert route == by_name.routes[key]
                 entry_parts += 1
         others = [k for k in TAGS if k not in splits]
-        assert [by_name(k) for k in others] == [FlinkKeySelector(config, "hashtag").routing_key(k) for k in others]
+        assert [by_name(k) for k in others] == [RoutingKeySelector(config, "hashtag").routing_key(k) for k in others]
     assert raw_parts >= 5 and entry_parts >= 3
 
 
 def test_a_server_taken_from_the_record_and_the_home_routes_without_one(caplog):
     config, entries, splits = split_config(seed=1)
-    fixed = {name: FlinkKeySelector(config, "hashtag", server=name) for name in TOPOLOGY.servers}
-    from_record = FlinkKeySelector(config, "hashtag", field=1, server=lambda record: record[2])
+    fixed = {name: RoutingKeySelector(config, "hashtag", server=name) for name in TOPOLOGY.servers}
+    from_record = RoutingKeySelector(config, "hashtag", field=1, server=lambda record: record[2])
     records = [("US/Ohio", k, name) for k in TAGS[:150] for name in TOPOLOGY.servers]
     assert [from_record(r) for r in records] == [fixed[r[2]].routing_key(r[1]) for r in records]
     with caplog.at_level(logging.WARNING, logger="locality.engines.flink"):
-        home = FlinkKeySelector(config, "hashtag")
+        home = RoutingKeySelector(config, "hashtag")
         routed = [home.routing_key(k) for k in TAGS]
     fallback = config.tables["hashtag"].fallback
     assert fallback.instances_of(routed).tolist() == config.tables["hashtag"].route_many(TAGS).tolist()
@@ -93,16 +93,16 @@ def test_a_router_or_a_table_alone_and_a_pickled_selector(tmp_path):
     config, _, splits = split_config(seed=2)
     ConfigStore(tmp_path).publish(config, fingerprint="flink-splits")
     table = config.tables["hashtag"]
-    want = FlinkKeySelector(config, "hashtag", server="s2")
+    want = RoutingKeySelector(config, "hashtag", server="s2")
     for selector in (
-        FlinkKeySelector(Router(tmp_path), "hashtag", server="s2"),
-        FlinkKeySelector(table, server=2),
+        RoutingKeySelector(Router(tmp_path), "hashtag", server="s2"),
+        RoutingKeySelector(table, server=2),
         pickle.loads(pickle.dumps(want)),
     ):
         assert [selector.routing_key(k) for k in TAGS] == [want.routing_key(k) for k in TAGS]
-    assert FlinkKeySelector(table).n_servers == 3 and FlinkKeySelector(table).servers is None
+    assert RoutingKeySelector(table).n_servers == 3 and RoutingKeySelector(table).servers is None
     assert repr(want) == (
-        "FlinkKeySelector(operator='hashtag', engine='pyflink', key_type='string', max_parallelism=128, "
+        "RoutingKeySelector(operator='hashtag', engine='pyflink', key_type='string', max_parallelism=128, "
         f"parallelism=6, routes={len(want.routes)}, splits=60, server=2)"
     )
 
@@ -113,7 +113,7 @@ def test_integer_split_keys_keep_the_java_type(int_type):
     keys = list(range(1000, 1040))
     table = RoutingTable("user", fallback, None, {k: [k % 6, (k + 1) % 6, (k + 2) % 6] for k in keys})
     for server in range(3):
-        select = FlinkKeySelector(table, server=server)
+        select = RoutingKeySelector(table, server=server)
         assert select.key_type == int_type
         routes = [select(k) for k in keys]
         assert all(type(r) is int for r in routes)
@@ -134,13 +134,13 @@ def test_one_routing_file_per_server(tmp_path, caplog):
         listed = {r["key"]: r["subtask"] for r in rows}
         assert listed == {k: s for k, s in planned.items() if k in entries or fallback.instance_of(k) != s}
         assert len(listed) < len(planned)
-        selector = FlinkKeySelector(config, "hashtag", server=name)
+        selector = RoutingKeySelector(config, "hashtag", server=name)
         loaded = read_routing_file(path)
         assert [loaded.routing_key(k) for k in TAGS] == [selector.routing_key(k) for k in TAGS]
     with caplog.at_level(logging.WARNING, logger="locality.engines.flink"):
         home = write_routing_file(config, tmp_path / "hashtag.jsonl", "hashtag")
     assert "given no 'server'" in caplog.text and "server" not in json.loads(home.read_text().splitlines()[0])
-    assert read_routing_file(home).routes == FlinkKeySelector(config, "hashtag").routes
+    assert read_routing_file(home).routes == RoutingKeySelector(config, "hashtag").routes
     table_alone = write_routing_file(config.tables["hashtag"], tmp_path / "by-position.jsonl", server=1)
     assert json.loads(table_alone.read_text().splitlines()[0])["server"] == 1
     assert table_alone.read_text().splitlines()[1:] == (tmp_path / "hashtag.s1.jsonl").read_text().splitlines()[1:]
@@ -150,15 +150,15 @@ def test_refuses_a_server_it_cannot_place():
     config, _, _ = split_config()
     table = config.tables["hashtag"]
     with pytest.raises(
-        InvalidParameterError, match=r"'server' parameter of FlinkKeySelector must be one of \['s0', 's1', 's2'\]"
+        InvalidParameterError, match=r"'server' parameter of RoutingKeySelector must be one of \['s0', 's1', 's2'\]"
     ):
-        FlinkKeySelector(config, "hashtag", server="s3")
+        RoutingKeySelector(config, "hashtag", server="s3")
     with pytest.raises(InvalidParameterError, match=r"must be a server position with a routing table alone.*'s1'"):
-        FlinkKeySelector(table, server="s1")
+        RoutingKeySelector(table, server="s1")
     for bad in (3, -1, True, 1.0):
-        with pytest.raises(InvalidParameterError, match=r"'server' parameter of FlinkKeySelector must be an int"):
-            FlinkKeySelector(config, "hashtag", server=bad)
-    from_record = FlinkKeySelector(config, "hashtag", field=0, server=lambda record: record[1])
+        with pytest.raises(InvalidParameterError, match=r"'server' parameter of RoutingKeySelector must be an int"):
+            RoutingKeySelector(config, "hashtag", server=bad)
+    from_record = RoutingKeySelector(config, "hashtag", field=0, server=lambda record: record[1])
     split_key = next(iter(table.splits))
     with pytest.raises(InvalidParameterError, match=r"must be one of \['s0', 's1', 's2'\]; got 'nowhere'"):
         from_record((split_key, "nowhere"))
@@ -167,7 +167,7 @@ def test_refuses_a_server_it_cannot_place():
         write_routing_file(config, "unused.jsonl", "hashtag", server=lambda record: 0)
     reserved = RoutingTable("user", make_fallback("flink", 6), None, {SURROGATE_PREFIX + "3": [0, 1]})
     with pytest.raises(InvalidParameterError, match="whose form is reserved for Flink surrogates"):
-        FlinkKeySelector(reserved)
+        RoutingKeySelector(reserved)
     mixed = RoutingTable("user", make_fallback("flink", 6), pd.Series({"a": 1}), {5: [0, 1]})
     with pytest.raises(InvalidParameterError, match="is 'string' but the table holds int keys"):
-        FlinkKeySelector(mixed, key_type="string")
+        RoutingKeySelector(mixed, key_type="string")

@@ -13,7 +13,7 @@ import pytest
 
 import locality.engines.flink as flink_module
 import locality.hashing.flink as flink_hash
-from locality.engines.flink import FlinkKeySelector, read_routing_file, write_routing_file
+from locality.engines.flink import RoutingKeySelector, read_routing_file, write_routing_file
 from locality.errors import InvalidParameterError, SerializationError
 from locality.hashing import FlinkKeyGroups, PyFlinkKeyGroups, fallback_from_dict, java_hash_code, make_fallback
 from locality.hashing.flink import RESERVED_INTS, RESERVED_LONGS, SURROGATE_PREFIX, flink_surrogates
@@ -118,7 +118,7 @@ def tag_table(fallback=None, seed=0):
 
 def test_selector_routes_table_keys_to_their_subtask_and_others_to_themselves():
     table = tag_table()
-    select = FlinkKeySelector(table, field=1)
+    select = RoutingKeySelector(table, field=1)
     assert select.key_type == "string" and (select.max_parallelism, select.parallelism) == (128, 6)
     assert len(select.routes) == len(table) > 400
     keys = list(table.entries.index)
@@ -142,8 +142,8 @@ def test_selector_routes_table_keys_to_their_subtask_and_others_to_themselves():
 @pytest.mark.parametrize(("field", "record"), [(None, "tag3"), (0, ("tag3", 1)), ("tag", {"tag": "tag3"})])
 def test_selector_fields(field, record):
     table = tag_table()
-    assert FlinkKeySelector(table, field=field)(record) == FlinkKeySelector(table).routing_key("tag3")
-    assert FlinkKeySelector(table, field=lambda r: r[0][::-1])(("3gat",)) == FlinkKeySelector(table)("tag3")
+    assert RoutingKeySelector(table, field=field)(record) == RoutingKeySelector(table).routing_key("tag3")
+    assert RoutingKeySelector(table, field=lambda r: r[0][::-1])(("3gat",)) == RoutingKeySelector(table)("tag3")
 
 
 def test_selector_int_tables_keep_the_java_type():
@@ -151,7 +151,7 @@ def test_selector_int_tables_keep_the_java_type():
         fallback = PyFlinkKeyGroups(6, 128, int_type=int_type)
         keys = np.arange(1000, 1300, dtype=np.int64)
         table = RoutingTable("user", fallback, pd.Series(np.arange(300) % 6, index=keys))
-        select = FlinkKeySelector(table)
+        select = RoutingKeySelector(table)
         assert select.key_type == int_type
         routing = [select(int(k)) for k in table.entries.index]
         assert all(type(r) is int and low <= r < high for r in routing)
@@ -160,7 +160,7 @@ def test_selector_int_tables_keep_the_java_type():
 
 
 def test_selector_refuses_reserved_and_mistyped_keys():
-    select = FlinkKeySelector(tag_table())
+    select = RoutingKeySelector(tag_table())
     with pytest.raises(
         InvalidParameterError, match=r"operator 'hashtag' got key '\\x00locality:7', whose form is reserved"
     ):
@@ -171,8 +171,8 @@ def test_selector_refuses_reserved_and_mistyped_keys():
     with pytest.raises(
         InvalidParameterError, match=r"holds key -9223372036854775805, whose form is reserved .*long values"
     ):
-        FlinkKeySelector(reserved)
-    long_select = FlinkKeySelector(RoutingTable("user", FlinkKeyGroups(6), pd.Series({5: 1})))
+        RoutingKeySelector(reserved)
+    long_select = RoutingKeySelector(RoutingTable("user", FlinkKeyGroups(6), pd.Series({5: 1})))
     with pytest.raises(InvalidParameterError, match="reserved for Flink surrogates"):
         long_select(RESERVED_LONGS[1] - 1)
     assert long_select(RESERVED_LONGS[1]) == RESERVED_LONGS[1]
@@ -186,25 +186,25 @@ def test_selector_finds_the_table_in_a_configuration_or_a_router(tmp_path):
     router = Router(tmp_path)
 
     for routing in (config, router, router.snapshot()):
-        assert FlinkKeySelector(routing, "hashtag").routes == FlinkKeySelector(table).routes
+        assert RoutingKeySelector(routing, "hashtag").routes == RoutingKeySelector(table).routes
     with pytest.raises(
         InvalidParameterError,
-        match=r"'operator' parameter of FlinkKeySelector must be one of \['hashtag', 'location'\]; got 'tag'",
+        match=r"'operator' parameter of RoutingKeySelector must be one of \['hashtag', 'location'\]; got 'tag'",
     ):
-        FlinkKeySelector(config, "tag")
+        RoutingKeySelector(config, "tag")
     with pytest.raises(InvalidParameterError, match="empty, so its keys' type is unknown; pass key_type"):
-        FlinkKeySelector(config, "location")
-    assert FlinkKeySelector(config, "location", key_type="string").routes == {}
-    with pytest.raises(InvalidParameterError, match="'routing' parameter of FlinkKeySelector must be a RoutingTable"):
-        FlinkKeySelector({"hashtag": table}, "hashtag")
+        RoutingKeySelector(config, "location")
+    assert RoutingKeySelector(config, "location", key_type="string").routes == {}
+    with pytest.raises(InvalidParameterError, match="'routing' parameter of RoutingKeySelector must be a RoutingTable"):
+        RoutingKeySelector({"hashtag": table}, "hashtag")
     with pytest.raises(InvalidParameterError, match="falls back to KafkaPartitioner; Flink routing keys need"):
-        FlinkKeySelector(RoutingTable("t", make_fallback("kafka", 6), pd.Series({"a": 1})))
+        RoutingKeySelector(RoutingTable("t", make_fallback("kafka", 6), pd.Series({"a": 1})))
     with pytest.raises(InvalidParameterError, match="is 'long' but the table holds string keys"):
-        FlinkKeySelector(table, key_type="long")
+        RoutingKeySelector(table, key_type="long")
 
 
 def test_key_by_refuses_a_table_learned_for_java():
-    select = FlinkKeySelector(tag_table(FlinkKeyGroups(6, 128)))
+    select = RoutingKeySelector(tag_table(FlinkKeyGroups(6, 128)))
     with pytest.raises(InvalidParameterError, match="learned with the 'flink' fallback.*make_fallback\\('pyflink'"):
         select.key_by(object())
 
@@ -217,7 +217,7 @@ def test_only_keys_the_migration_plan_moves_change_routing_key():
     plan = plan_migration(*configs, {"hashtag": pd.Series(1.0, index=TAGS)})
     moved = set(plan.moves["key"])
     assert 0 < len(moved) < len(TAGS)
-    before, after = (FlinkKeySelector(c, "hashtag") for c in configs)
+    before, after = (RoutingKeySelector(c, "hashtag") for c in configs)
     changed = {k for k in TAGS if before.routing_key(k) != after.routing_key(k)}
     assert changed == moved
 
@@ -242,8 +242,8 @@ def test_routing_file_round_trip(tmp_path):
     assert all(e["subtask"] == table.entries[e["key"]] and e["subtask"] == e["key_group"] * 6 // 128 for e in entries)
     assert "\\u0000locality:" in lines[1]  # the NUL is escaped in the file
     loaded = read_routing_file(path, field=0)
-    assert loaded.routes == FlinkKeySelector(table).routes and loaded.operator == "hashtag"
-    assert loaded(("tag5",)) == FlinkKeySelector(table)("tag5")
+    assert loaded.routes == RoutingKeySelector(table).routes and loaded.operator == "hashtag"
+    assert loaded(("tag5",)) == RoutingKeySelector(table)("tag5")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hashtag.jsonl"]  # nothing left aside
 
 
@@ -271,11 +271,11 @@ def test_routing_file_errors(tmp_path):
 
 
 def test_selector_pickles_as_pyflink_ships_it():
-    select = FlinkKeySelector(tag_table(), field=1)
+    select = RoutingKeySelector(tag_table(), field=1)
     again = pickle.loads(pickle.dumps(select))
     assert again.routes == select.routes and again(("x", "tag9")) == select(("x", "tag9"))
     assert repr(again) == (
-        f"FlinkKeySelector(operator='hashtag', engine='pyflink', key_type='string', max_parallelism=128, "
+        f"RoutingKeySelector(operator='hashtag', engine='pyflink', key_type='string', max_parallelism=128, "
         f"parallelism=6, routes={len(select.routes)})"
     )
 

@@ -22,7 +22,7 @@ from pyflink.common import Configuration, Encoder, Row, Types
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.datastream.connectors.file_system import FileSink
 
-from locality.engines.flink import FlinkKeySelector
+from locality.engines.flink import RoutingKeySelector
 from locality.routing import RoutingConfiguration
 from tests.flink import tweets_job  # its operators; importing it sets the workers' execution mode, read at start
 
@@ -30,9 +30,9 @@ from tests.flink import tweets_job  # its operators; importing it sets the worke
 def main(records_path: str, configuration_path: str, out_dir: str) -> None:
     configuration = RoutingConfiguration.read(configuration_path)
     hosts = configuration.topology.instance_servers("location").tolist()  # server position of each location subtask
-    by_location = FlinkKeySelector(configuration, "location", field=1)
+    by_location = RoutingKeySelector(configuration, "location", field=1)
     # a located record is (seq, location, hashtag, location subtask, pid, count): its server is its subtask's
-    by_hashtag = FlinkKeySelector(configuration, "hashtag", field=2, server=lambda record: hosts[record[3]])
+    by_hashtag = RoutingKeySelector(configuration, "hashtag", field=2, server=lambda record: hosts[record[3]])
 
     config = Configuration()
     config.set_string("python.executable", sys.executable)

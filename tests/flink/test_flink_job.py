@@ -3,7 +3,7 @@
 The tables are learned from the first half of the tweet trace (by ``seq``) with
 PyFlink's fallback. The job (``tweets_job.py``) streams a window of the second
 half through two keyed operators (location -> hashtag) twice: keyed on
-:class:`~locality.engines.flink.FlinkKeySelector`'s routing keys, and on the raw
+:class:`~locality.engines.flink.RoutingKeySelector`'s routing keys, and on the raw
 keys. To check every table key without streaming the whole trace, the routed
 branch also gets one record of each table key the window lacks (the key's first
 record after the window, else in the first half). Locality is measured on the

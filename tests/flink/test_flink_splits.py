@@ -1,7 +1,7 @@
 """Routing keys of split keys checked against Flink's own ``KeyGroupRangeAssignment`` (the javac-compiled harness).
 
 For each split key and server, the key selector's routing key must land on the
-subtask the split plan names, both from :class:`FlinkKeySelector` and from the
+subtask the split plan names, both from :class:`RoutingKeySelector` and from the
 per-server files :func:`write_routing_file` writes for a Java job.
 """
 
@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from locality.engines.flink import FlinkKeySelector, write_routing_file
+from locality.engines.flink import RoutingKeySelector, write_routing_file
 from locality.hashing import make_fallback
 from locality.routing import RoutingTable
 
@@ -58,7 +58,7 @@ def test_flink_puts_each_split_keys_routing_key_on_its_part(harness, geotweets, 
     for stem, fallback, key_type, table in cases(geotweets):
         rows = []
         for server in range(N_SERVERS):
-            select = FlinkKeySelector(table, key_type=key_type, server=server)
+            select = RoutingKeySelector(table, key_type=key_type, server=server)
             for key, plan in table.splits.items():
                 route = select.routing_key(key)
                 # the subtask is the plan's, not one computed from the routing key: Flink must agree with the plan

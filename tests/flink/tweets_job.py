@@ -13,7 +13,7 @@ Run with the Python of the PyFlink environment (``tests/flink/conftest.py``), wi
   ``branch, seq, then subtask, pid, count of the location operator, then of the hashtag operator``.
 
 Two branches of the same shape: ``routed`` takes every record and keys both
-operators with :class:`~locality.engines.flink.FlinkKeySelector` (a table key
+operators with :class:`~locality.engines.flink.RoutingKeySelector` (a table key
 on its subtask's surrogate); ``raw`` takes the records marked ``raw`` and keys
 them on the keys themselves (Flink's own hash). Every keyed operator counts its real keys in a ``MapState`` under the
 routing key (several real keys share a surrogate) and tags the record with its
@@ -40,7 +40,7 @@ from pyflink.datastream import KeyedProcessFunction, RuntimeContext, StreamExecu
 from pyflink.datastream.connectors.file_system import FileSink  # noqa: E402
 from pyflink.datastream.state import MapStateDescriptor  # noqa: E402
 
-from locality.engines.flink import FlinkKeySelector  # noqa: E402
+from locality.engines.flink import RoutingKeySelector  # noqa: E402
 from locality.routing import RoutingConfiguration  # noqa: E402
 
 PARALLELISM = 6
@@ -100,7 +100,7 @@ def raw_key_by(column: str):
 
 def main(records_path: str, configuration_path: str, out_dir: str) -> None:
     configuration = RoutingConfiguration.read(configuration_path)
-    routed = {op: FlinkKeySelector(configuration, op, field=FIELDS.index(op)) for op in ("location", "hashtag")}
+    routed = {op: RoutingKeySelector(configuration, op, field=FIELDS.index(op)) for op in ("location", "hashtag")}
     max_parallelism = routed["location"].max_parallelism
 
     config = Configuration()

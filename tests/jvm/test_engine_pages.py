@@ -66,12 +66,12 @@ def test_a_drop_in_jar_holds_the_library_alone_its_dependencies_relocated(engine
     assert not any(re.match(r"io/locality/shaded/org/(apache|slf4j)/", n) for n in classes), "no engine, no SLF4J"
     ours = {n.rsplit("/", 1)[1].split("$")[0].removesuffix(".class") for n in classes if "/shaded/" not in n}
     assert not ours & NOT_LIBRARY, ours & NOT_LIBRARY
-    assert "io/locality/routing/LocalityStore.class" in names and "io/locality/routing/RouteKeys.class" not in names
+    assert "io/locality/store/ConfigStore.class" in names and "io/locality/routing/RouteKeys.class" not in names
     services = [n for n in names if n.startswith("META-INF/services/")]
-    assert "META-INF/services/io.locality.routing.FallbackHashProvider" in services
+    assert "META-INF/services/io.locality.hashing.FallbackHashProvider" in services
     with zipfile.ZipFile(JARS[engine]) as jar:
-        providers = jar.read("META-INF/services/io.locality.routing.FallbackHashProvider").decode().split()
-    assert "io.locality.routing.RingHashProvider" in providers and len(providers) == 2, providers
+        providers = jar.read("META-INF/services/io.locality.hashing.FallbackHashProvider").decode().split()
+    assert "io.locality.hashing.RingHashProvider" in providers and len(providers) == 2, providers
     print(f"{JARS[engine].name}: {JARS[engine].stat().st_size / 1e6:.1f} MB, {len(classes):,} classes")
 
 

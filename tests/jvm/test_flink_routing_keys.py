@@ -4,7 +4,7 @@ The store holds the tweet tables learned with Flink's own fallback (``--hash fli
 M = 128, parallelism 6); Java's ``PrintRoutingKeys`` (``jvm/examples``, on locality-flink's
 drop-in jar) computes each key's routing key with ``FlinkRoutingKeys`` (surrogates found with
 Flink's own ``KeyGroupRangeAssignment``) and Python's
-:class:`~locality.engines.flink.FlinkKeySelector` does the same: every key of the trace, plus
+:class:`~locality.engines.flink.RoutingKeySelector` does the same: every key of the trace, plus
 odd and reserved keys, must get the same routing key or be refused by both.
 """
 
@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from locality.engines.flink import FlinkKeySelector
+from locality.engines.flink import RoutingKeySelector
 from locality.errors import InvalidParameterError
 from locality.hashing import FlinkKeyGroups, make_fallback
 from locality.hashing.flink import flink_surrogates
@@ -26,7 +26,7 @@ from tests.jvm.test_store_routes import ODD_STRINGS
 FLINK = [FLINK_EXAMPLES]
 
 
-def python_routing_key(selector: FlinkKeySelector, key, server: int | None = None):
+def python_routing_key(selector: RoutingKeySelector, key, server: int | None = None):
     """The selector's routing key of ``key``, None where it refuses the key."""
     try:
         return selector.routing_key(key, server)
@@ -49,7 +49,7 @@ def test_every_key_of_the_tweet_tables_gets_pythons_routing_key(flink_tweet_tabl
     store.publish(config, fingerprint="flink-tweets")
     for op in config.topology.operators:
         keys = list(dict.fromkeys([*geotweets[op].unique().tolist(), *ODD_STRINGS]))
-        selector = FlinkKeySelector(config, op)
+        selector = RoutingKeySelector(config, op)
         python = [python_routing_key(selector, k) for k in keys]
         java = java_routing_keys(store, op, keys, tmp_path)
         mismatched = [(k, p, j) for k, p, j in zip(keys, python, java) if p != j]
@@ -77,7 +77,7 @@ def test_split_keys_get_pythons_routing_key_of_their_part_on_each_server(tmp_pat
     store = ConfigStore(tmp_path / "store")
     store.publish(config, fingerprint="flink-splits")
     for server in range(len(config.topology.servers)):
-        selector = FlinkKeySelector(config, "hashtag", server=server)
+        selector = RoutingKeySelector(config, "hashtag", server=server)
         python = [python_routing_key(selector, k) for k in TAGS]
         assert java_routing_keys(store, "hashtag", TAGS, tmp_path, server) == python
         assert sum(1 for k in splits if selector.routing_key(k) != k) > len(splits) // 2

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from locality.engine_sketches import read_sketches
+from testbed.measure import EVERY_RECORD
 from tests._sketch_checks import assert_bounded, assert_exact
 from tests.jvm.test_flink_job import OPERATORS, run_job, same_slot_share
 
@@ -37,6 +38,7 @@ def sketched(job_input, tmp_path_factory):
         summary, out = run_job(
             job_input, mode, tmp_path_factory.mktemp(f"out-sketched-{mode}"),
             "--sketches", store, "--sketch-interval", 3600, "--sketch-capacity", capacity,
+            "--sketch-updates-per-second", EVERY_RECORD,
         )  # fmt: skip
         runs[mode] = summary, out, store, capacity
     return runs

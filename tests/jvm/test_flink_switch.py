@@ -265,7 +265,8 @@ def savepoint_state(run, distribution, tmp_path_factory):
 def test_a_wrong_from_version_is_refused_before_the_job_stops(run):
     refused = run["wrong_from"]
     assert refused.returncode == 2, refused.stderr[-4000:]
-    assert f"job {run['jobs'][0]} runs version 1 (locality.version), not --from 2" in refused.stderr
+    said = f"job {run['jobs'][0]} runs version 1 (locality.version), not the version given, 2 (option --from)"
+    assert said in refused.stderr, refused.stderr[-4000:]
     assert json.loads(refused.stdout)["exit_code"] == 2 and "stopping" not in refused.stderr
     assert run["untouched"] == run["jobs"][0]  # the same job went on running
 

@@ -3,7 +3,7 @@
 A real S3 server (:class:`~testbed.s3server.S3Server`) serves a store published with
 :class:`~locality.store.ConfigStore` into a local directory and uploaded under a prefix of its
 bucket (the object layout is the directory's). Java's ``RouteKeys`` reads it through
-``LocalityStore.open("s3://...")`` with nothing but the server's standard AWS variables; Python's
+``ConfigStore.open("s3://...")`` with nothing but the server's standard AWS variables; Python's
 :class:`~locality.router.Router` routes the local copy.
 """
 

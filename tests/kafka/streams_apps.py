@@ -22,7 +22,7 @@ import pytest
 from confluent_kafka import Producer
 
 from locality.counts import count_keys
-from locality.engines.kafka import KafkaTablePartitioner
+from locality.engines.kafka import TablePartitioner
 from locality.optimizer import make_fallbacks, optimize
 from locality.routing import RoutingConfiguration
 from locality.topology import Topology
@@ -43,7 +43,7 @@ def learned_on(rows: pd.DataFrame, topology: Topology) -> RoutingConfiguration:
 
 def produce_by_location(broker, topic: str, snapshot, records: pd.DataFrame) -> None:
     """The records keyed by location, in their order, each in the partition location's table names."""
-    partitioner = KafkaTablePartitioner(snapshot, "location")
+    partitioner = TablePartitioner(snapshot, "location")
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20})
     for key, value in zip(records["location"], tweet_values(records)):
         producer.produce(topic, key=key, value=value, partition=partitioner.partition_for(key))

@@ -2,7 +2,7 @@
 
 The tables are learned with ``--hash kafka`` from the first half of the tweet trace; the second
 half is produced into 6-partition topics keyed by hashtag: with kafka-python's
-``KafkaProducer(partitioner=KafkaTablePartitioner(...))`` and with confluent-kafka's
+``KafkaProducer(partitioner=TablePartitioner(...))`` and with confluent-kafka's
 ``produce(..., partition=partitioner.partition_for(key))`` (librdkafka, whose own default
 partitioner is CRC32, not Kafka's murmur2). A consumer reads every record back: each must be in
 the partition its table names, which for keys without an entry is Kafka's default partition.
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from confluent_kafka import Producer
 
-from locality.engines.kafka import KafkaTablePartitioner
+from locality.engines.kafka import TablePartitioner
 from locality.hashing import KafkaPartitioner
 from locality.router import Router
 
@@ -51,7 +51,7 @@ def test_kafka_python_producer_with_the_table_partitioner(kafka_broker, kafka_st
             bootstrap_servers=kafka_broker.bootstrap,
             key_serializer=DefaultSerializer("utf-8"),  # UTF-8, as Kafka's StringSerializer
             value_serializer=DefaultSerializer("utf-8"),
-            partitioner=KafkaTablePartitioner(router, "hashtag"),
+            partitioner=TablePartitioner(router, "hashtag"),
             linger_ms=20,
         )
         try:
@@ -69,7 +69,7 @@ def test_confluent_kafka_producer_with_partition_for(kafka_broker, kafka_store, 
     records, topic = kafka_tables[2], f"{operator}s-confluent"
     kafka_broker.create_topic(topic, 6)
     with Router(kafka_store.root) as router:
-        partitioner = KafkaTablePartitioner(router, operator)
+        partitioner = TablePartitioner(router, operator)
         producer = Producer({"bootstrap.servers": kafka_broker.bootstrap, "linger.ms": 20})
         partitioner.check_partitions(len(producer.list_topics(topic, timeout=30).topics[topic].partitions), topic)
         for key, value in zip(records[operator], tweet_values(records)):

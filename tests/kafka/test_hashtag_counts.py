@@ -15,7 +15,7 @@ import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from locality.engines.kafka import KafkaTablePartitioner
+from locality.engines.kafka import TablePartitioner
 from locality.router import Router
 from testbed.kafka import JVM_OPTIONS, stop_process
 from tests.jvm.conftest import KAFKA_EXAMPLES, classpath, java
@@ -57,7 +57,7 @@ def test_the_kafka_page_program_counts_every_hashtag(kafka_broker, kafka_store, 
     with open(tmp_path / "app.log", "wb") as log:
         app = subprocess.Popen([*command, kafka_broker.bootstrap], stdout=log, stderr=subprocess.STDOUT)
     try:
-        by_location = KafkaTablePartitioner(snapshot, "location")
+        by_location = TablePartitioner(snapshot, "location")
         producer = Producer({"bootstrap.servers": kafka_broker.bootstrap, "linger.ms": 20})
         for location, hashtag in zip(records["location"], records["hashtag"]):
             producer.produce("hashtags", key=location, value=hashtag, partition=by_location.partition_for(location))

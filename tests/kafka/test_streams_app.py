@@ -6,7 +6,7 @@ one JVM per server, each with one stream thread, join one application; ``ServerT
 gives each the tasks of its server's partitions. Once every instance runs its tasks, the second
 half of the trace is produced into the input topic by location's table (confluent-kafka with
 ``partition_for``). The app counts by location (tasks ``0_i``), re-keys by hashtag through
-hashtag's table (``TableStreamPartitioner`` on the repartition and output topics) and counts by
+hashtag's table (``TablePartitioner`` on the repartition and output topics) and counts by
 hashtag (tasks ``1_j``); each instance logs every record it counted. Locality is measured from
 those logs, beside ``evaluate`` on the same records.
 """

@@ -24,6 +24,7 @@ import pytest
 
 from locality.engine_sketches import read_sketches
 from locality.router import Router
+from testbed.measure import EVERY_RECORD
 from tests._sketch_checks import assert_bounded, assert_exact
 
 from .conftest import read_topic
@@ -85,7 +86,7 @@ def sketched(kafka_broker, kafka_store, kafka_tables, tmp_path_factory):
                 work,
                 **{"bootstrap-servers": kafka_broker.bootstrap, "store": kafka_store.root, "input": INPUT},
                 **{"output": output, "application-id": application, "sketches": store},
-                **{"sketch-interval": 3600, "sketch-capacity": capacity},
+                **{"sketch-interval": 3600, "sketch-capacity": capacity, "sketch-updates-per-second": EVERY_RECORD},
             )
             runs[mode] = work, store, capacity, application, output
         for mode, (work, *_) in runs.items():

@@ -9,6 +9,7 @@ import pytest
 
 from locality.cli import ExitCode, main
 from locality.evaluation import evaluate
+from locality.rebalance.options import RebalanceOptions
 from locality.store import ConfigStore
 from pipelines.online import run
 from pipelines.params import OnlineParams
@@ -16,7 +17,7 @@ from pipelines.trace import TraceSpec
 from tests.spark.test_online_job import ira_week, window_rows
 
 SINCE, UNTIL = "2016-09-12T00:00:00+00:00", "2016-09-19T00:00:00+00:00"
-LOCAL = dict(rebalance="local", theta_max=0.05, state_weight=3.0)
+LOCAL = dict(rebalance=RebalanceOptions("local", theta_max=0.05, state_weight=3.0))
 WEEK = dict(balance_since=SINCE, balance_until=UNTIL, **LOCAL)
 
 

@@ -85,14 +85,14 @@ def test_reconfigure_adds_then_removes_servers_with_plans_that_move_little(spark
 
 
 @pytest.mark.parametrize("command", ["reconfigure", "replay"])
-def test_ssm_is_not_offered_for_tables_and_the_cli_says_where_it_applies(command, tmp_path, capsys):
-    """On main `replay --rebalance ssm` ran until the first rebalancing run and failed there (ssm raises on any
-    hash-routed assignment)."""
+def test_a_rebalancer_of_no_table_is_refused_naming_those_offered(command, tmp_path, capsys):
+    """``ssm`` re-cut key-group ranges, which tables over a hash do not have: it was removed, and is refused as
+    any unknown rebalancer is, before Spark, with the rebalancers offered."""
     trace = str(trace_path("flights"))
     args = [command, trace, "--keys", ",".join(KEYS), "--servers", "6", "--rebalance", "ssm", "-q"]
     extra = ["--ts", "ts", "--store", str(tmp_path / "store"), "--window", "1D"] if command == "reconfigure" else []
     assert main([*args, *extra]) == 2
     err = capsys.readouterr().err
-    assert "cannot be 'ssm'" in err and "key-group ranges" in err and "mixed" in err
+    assert "must be one of" in err and "'mixed'" in err and "got 'ssm'" in err and "(option --rebalance)" in err
     assert main([command, "--help"]) == 0
-    assert "ssm re-cuts key-group ranges" in capsys.readouterr().out
+    assert "ssm" not in capsys.readouterr().out

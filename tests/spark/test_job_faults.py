@@ -180,6 +180,7 @@ def test_the_job_draws_only_once_its_statistics_thread_is_done(spark, tmp_path, 
     figure) and the statistics thread's first PySpark call imports IPython; the job must not draw while that
     thread runs.
     """
+    import locality.publication as publication
     import pipelines.offline as offline
 
     seen = []
@@ -188,8 +189,8 @@ def test_the_job_draws_only_once_its_statistics_thread_is_done(spark, tmp_path, 
         seen.append(sorted(t.name for t in threading.enumerate() if t.name.startswith("ThreadPoolExecutor")))
         return figure_png(fig, *args, **kwargs)
 
-    figure_png = offline.figure_png
-    monkeypatch.setattr(offline, "figure_png", drawing)
+    figure_png = publication.figure_png  # the job's plot is drawn where the run is published
+    monkeypatch.setattr(publication, "figure_png", drawing)
     spec = TraceSpec(str(trace_path("flights")), trace_keys("flights"), ts="ts", end="2013-02-01")
     params = OfflineParams(trace=spec, topology=Topology.uniform(trace_keys("flights"), 4), store=str(tmp_path))
     result = offline.run(spark, params)

@@ -9,6 +9,7 @@ from locality.cli import ExitCode, main
 from locality.errors import InvalidParameterError
 from locality.evaluation import evaluate
 from locality.migration import MigrationPlan
+from locality.rebalance.options import RebalanceOptions
 from locality.router import Router
 from locality.store import ConfigStore
 from locality.topology import Topology
@@ -147,7 +148,7 @@ def test_rebalancing_run_adjusts_the_tables_in_force_without_touching_the_statis
     run(spark, week(0, store=str(tmp_path)))
     latest = (tmp_path / "statistics" / "LATEST").read_text()
     spec = TraceSpec(str(trace_path("flights")), KEYS, ts="ts", start="2013-03-11", end="2013-03-12")
-    outcome = run(spark, OnlineParams(trace=spec, store=str(tmp_path), rebalance="local", theta_max=0.05))
+    outcome = run(spark, OnlineParams(trace=spec, store=str(tmp_path), rebalance=RebalanceOptions(theta_max=0.05)))
     assert outcome["published"] and outcome["version"] == 2 and outcome["moved_keys"] > 0
     assert outcome["reason"].startswith("rebalanced: worst imbalance")
     assert max(outcome["imbalance_after"].values()) < max(outcome["imbalance_before"].values())
@@ -183,7 +184,9 @@ def test_following_run_brings_new_keys_next_to_their_neighbours(spark, tmp_path,
     """``--rebalance follow`` every few hours between weekly reconfigurations, on the IRA tweets (new hashtags)."""
     path, keys = ira_week(spark, tmp_path, "2016-10-03", "2016-10-10")
     hours = TraceSpec(path, keys, ts="ts", start="2016-10-10T00:00:00", end="2016-10-10T06:00:00")
-    outcome = run(spark, OnlineParams(trace=hours, store=str(tmp_path), rebalance="follow", horizon="1D"))
+    outcome = run(
+        spark, OnlineParams(trace=hours, store=str(tmp_path), rebalance=RebalanceOptions("follow"), horizon="1D")
+    )
     assert outcome["published"] and outcome["moved_keys"] > 0
     assert outcome["locality_after"] > outcome["locality_before"]
     # following never raises the most loaded instance above the bound or where it was
@@ -210,8 +213,10 @@ def test_a_rebalancing_run_splits_hot_keys_and_publishes_their_plans(spark, tmp_
     """``--split-hot-keys`` on a day of IRA tweets after a week's tables: split plans in the store, routed locally."""
     path, keys = ira_week(spark, tmp_path, "2016-09-05", "2016-09-12")
     day = TraceSpec(path, keys, ts="ts", start="2016-09-12", end="2016-09-13")
-    params = dict(rebalance="local", theta_max=0.05, state_weight=3.0, split_hot_keys=True, split_share=0.05)
-    outcome = run(spark, OnlineParams(trace=day, store=str(tmp_path), split_merge="downstream", horizon="1D", **params))
+    split = RebalanceOptions(
+        "local", theta_max=0.05, state_weight=3.0, split_hot_keys=True, split_share=0.05, split_merge="downstream"
+    )
+    outcome = run(spark, OnlineParams(trace=day, store=str(tmp_path), rebalance=split, horizon="1D"))
     assert outcome["published"] and all(outcome["split_keys"][op] > 0 for op in keys)
     config = ConfigStore(tmp_path).get(outcome["version"]).config  # read back from Parquet
     assert config.split_keys() == outcome["split_keys"]
@@ -251,8 +256,9 @@ def test_weekly_runs_schedule_their_versions_and_routers_by_point_follow(spark, 
     assert schedule.versions == (1, 2) and schedule.starts == (points[0], points[2])
     assert schedule.sealed_until == points[2]  # the run that kept its version still sealed its week
     # an older window run again later would rewrite the sealed past: refused, nothing published
-    with pytest.raises(InvalidParameterError, match="--switch-after 1D schedules"):
+    with pytest.raises(InvalidParameterError, match="the switch's lead schedules this window's version") as refused:
         run(spark, week(0, store=str(tmp_path), switch_after="1D", min_gain=0.0, seed=1))
+    assert refused.value.parameter == "switch_after"
     # routers by point: a record goes by the version in force at its timestamp, whenever it is routed
     horizon = pd.Timestamp(WEEKS[3], tz="UTC") + 2 * lead  # what the next weekly run would seal
     ConfigStore(tmp_path).seal(int(horizon.timestamp() * 1000))
@@ -290,4 +296,4 @@ def test_incremental_runs_start_from_the_version_in_force(spark, tmp_path, capsy
     assert incremental["migration_cost_share"] < 0.5 * full["migration_cost_share"]
     assert incremental["locality_after"] >= full["locality_after"] - 0.02
     with pytest.raises(InvalidParameterError, match="incremental in the online job starts a reconfiguration"):
-        week(1, store=str(tmp_path), rebalance="local", incremental=True)
+        week(1, store=str(tmp_path), rebalance=RebalanceOptions("local"), incremental=True)

@@ -1,7 +1,7 @@
-import io.locality.routing.LocalityStore;
 import io.locality.routing.RoutingConfiguration;
-import io.locality.routing.ScheduleFollower;
-import io.locality.routing.SwitchSchedule;
+import io.locality.schedule.SwitchSchedule;
+import io.locality.store.ConfigStore;
+import io.locality.store.ScheduleFollower;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -27,7 +27,7 @@ public final class FollowSchedule {
     private static final PrintStream OUT = new PrintStream(System.out, true, StandardCharsets.UTF_8);
 
     public static void main(String[] args) throws Exception {
-        LocalityStore store = LocalityStore.open(args[0]);
+        ConfigStore store = ConfigStore.open(args[0]);
         Duration poll = Duration.ofMillis(Long.parseLong(args[1]));
         String operator = args[2];
         String[] keys = args[3].split(",");

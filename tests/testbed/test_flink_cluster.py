@@ -15,13 +15,17 @@ links, less an idle run's (the idle cluster's heartbeats over as long, the same 
 ``(1 - locality) x records x record size`` within 5%, with the locality the library's evaluation
 (``locality evaluate``'s) gives for the same records and tables.
 
-**An outage, then a switch** (the small version of the benchmark's online switch, ``bench_testbed.py
---experiment switch``, ``testbed/switch.py``). The job starts on a version of ``s3://locality/store`` with no
-entries (Flink's hash) and replays the tweets twelve times (1 kB of padding), long enough to run through what
-follows. The object store's link is dropped with ``tc`` for 30 s at least (nothing refused, every frame
-lost), and meanwhile ``locality switch flink`` is run in the gateway. Once the link is back, version 2, the
-online job's reconfiguration from version 1, is published from the gateway with the library (as ``locality
-reconfigure`` does), and ``locality switch flink`` runs again in the gateway, neither JobManager nor
+**An outage, then a switch, learned from what the job sketched** (the small version of the benchmark's
+online switch, ``bench_testbed.py --experiment switch``, ``testbed/switch.py``). The job starts on a version of
+``s3://locality/store`` with no entries (Flink's hash, published from the gateway without a trace) and replays
+the tweets sixteen times (1 kB of padding), long enough to run through what follows. It sketches what it
+routes (a ``KeyPairSketcher`` between its two operators, issue 40) and publishes the sketches into the store
+every :data:`SKETCH_SECONDS`. The object store's link is dropped with ``tc`` for 30 s at least (nothing
+refused, every frame lost), and meanwhile ``locality switch flink`` is run in the gateway. Once the link is
+back and the job has published the sketches of an interval after it, version 2 is published by ``locality
+reconfigure --sketches`` run in the gateway: the online job from the job's own sketches, reading no trace
+(no server but the store's holds one: the TaskManagers fetched the job's input from the bucket into their own
+files, and nobody else). Then ``locality switch flink`` runs again in the gateway, neither JobManager nor
 TaskManager, against the JobManager's REST address. The links are slow only from when every subtask of the
 job on version 1 runs until the switch has stopped it with a savepoint: the jobs' jars cross at 1 Gb/s (at
 24 Mbit/s each took 16 s; the switch's own cost on slow links is the benchmark's to measure,
@@ -30,17 +34,17 @@ partition of the trace, which differs from version 1's for most keys.
 
 Checked: no server but the object store's sees the trace the host wrote; while the store could not be
 reached the job kept running and counting (records reached the sink throughout, no failure in its exception
-history) and the switch exited 75 naming the store, with the job untouched and no savepoint taken; the
-switch after it came while records were still flowing (both versions' sinks counted records); its
-savepoints are in the bucket; at the end, read from a last savepoint in the bucket, every location's and
-every hashtag's count is exactly twelve times its number of records (nothing lost, nothing counted twice, the
-moved keys' state moved with them) and the sinks counted every record once.
+history) and the switch exited 75 naming the store, with the job untouched and no savepoint taken; version 2
+came from the sketches of every subtask, none full (their capacity held every pair), with a higher locality than
+the hash's on them; the switch after it came while records were still flowing (both versions' sinks counted
+records); its savepoints are in the bucket; at the end, read from a last savepoint in the bucket, every
+location's and every hashtag's count is exactly sixteen times its number of records (nothing lost, nothing
+counted twice, the moved keys' state moved with them) and the sinks counted every record once.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +55,6 @@ import pytest
 from locality.counts import count_keys
 from locality.evaluation import evaluate
 from locality.optimizer import make_fallbacks, optimize
-from locality.reconfiguration import reconfigure
 from locality.store import ConfigStore
 from locality.topology import Topology
 from testbed import Server, Testbed
@@ -75,11 +78,12 @@ from tests.jvm.store_outage import Outage
 TASKMANAGERS = 3
 PADDING = 1024
 #: Replays of the tweets (117k records each): the links bound the job to 6,000-11,000 records/s on version 1,
-#: and the first 75 s (the interval before, the outage, the online job, the switch's stop) take 400-800k of the
-#: 1.4M records; the rest run at the two cores' pace on fast links, 60-90k records/s, which leaves the interval
-#: after the switch time to measure. A replay that ends before the switch or before that interval ends fails
-#: the run, naming the passes.
-PASSES = 12
+#: and the first 75-95 s (the interval before, the outage, the wait for an interval of sketches after it, the
+#: online job, the switch's stop) take 0.4-1.1M of the 1.9M records; the rest run at the two cores' pace on fast
+#: links, 60-90k records/s, which leaves the interval after the switch time to measure (at 12 replays, one run
+#: in three ran out). A replay that ends before the switch or before that interval ends fails the run, naming
+#: the passes.
+PASSES = 16
 #: The links while the job runs on version 1: slow enough to bound the replay (at 100 Mbit/s the two cores
 #: bound it, at 39k records/s: it ends before the switch). A job's jar (12 MB, uploaded to the JobManager, then
 #: fetched by each TaskManager through the JobManager's link) would take about 16 s to cross at this rate.
@@ -88,9 +92,10 @@ RATE_MBIT = 24
 FAST_MBIT = 1000
 #: How long the store's link is dropped at least, while the job runs on version 1.
 OUTAGE_SECONDS = 30.0
+#: The interval (seconds) of the job's sketches: several fit before the outage and one after it.
+SKETCH_SECONDS = 2
 #: Bound (seconds) of the wait for the switch run's first job to be submitted.
 FIRST_JOB_TIMEOUT = 300
-MAX_PARALLELISM = 128
 BUCKET = "locality"
 STORE, SAVEPOINTS, TRACE = f"s3://{BUCKET}/store", f"s3://{BUCKET}/savepoints", f"s3://{BUCKET}/trace/keys.tsv"
 #: The bytes check's tables (``locality optimize`` of the tweets), published from the gateway.
@@ -99,30 +104,14 @@ TABLES = f"s3://{BUCKET}/tables"
 PUBLISH_TIMEOUT = 300
 
 
-def publish_versions(geotweets, keys: list[str], store: ConfigStore):
-    """Version 1 (no entries: Flink's hash) now; a function publishing version 2 (the reconfiguration) later."""
-    topology = Topology.uniform(keys, TASKMANAGERS)
-    fallbacks = make_fallbacks(topology, "flink", max_parallelism=MAX_PARALLELISM)
-    graph = count_keys(geotweets[keys], keys).graph()
-    hashed = optimize(graph, topology, fallbacks, max_entries=0).config
-    store.publish(hashed, fingerprint="tweets-hash")
-
-    def online_job() -> dict:
-        step = reconfigure(graph, topology, hashed, fallbacks)
-        step.plan.from_version, step.plan.to_version = 1, 2
-        plan = step.plan.to_dict(step.config)
-        store.publish(step.config, fingerprint="tweets-tables", artifacts={"migration_plan.json": plan})
-        return {"published": True, "version": 2}
-
-    return online_job
-
-
-def store_out_then(setup: SwitchSetup, store_server, keys: list[str], online_job: Callable[[], dict], seen: dict):
+def store_out_then(setup: SwitchSetup, store_server, keys: list[str], seen: dict):
     """The run's online job, after an outage of the store: its link dropped for :data:`OUTAGE_SECONDS` at least.
 
     During it, ``locality switch flink`` runs in the gateway against the running job. ``seen`` gets the
     job, the switch's exit, message and seconds, the job's state and exception history after it, the
-    savepoints in the bucket once the link is back, and the outage's window (seconds since the epoch).
+    savepoints in the bucket once the link is back, and the outage's window (seconds since the epoch). Then
+    ``locality reconfigure --sketches`` publishes version 2 from the job's sketches, once an interval after the
+    outage is in.
     """
     bed, cluster = setup.bed, setup.cluster
 
@@ -141,7 +130,7 @@ def store_out_then(setup: SwitchSetup, store_server, keys: list[str], online_job
         seen["window"] = (outage.began, outage.ended)
         listed = bed.call_in(store_server, lambda: setup.s3.client().list_objects_v2(Bucket=BUCKET, Prefix="savepoint"))
         seen["savepoints"] = [o["Key"] for o in listed.get("Contents", [])]
-        return online_job()
+        return setup.reconfigure_from_sketches(outage.ended, TASKMANAGERS)
 
     return publish
 
@@ -249,15 +238,23 @@ def test_bytes_between_servers_are_the_predicted_bytes(testbed, replay, routing)
 def test_a_job_rides_out_a_store_outage_then_switches_online_losing_no_record(testbed, geotweets):
     bed, flink, gateway, keys = testbed.bed, testbed.flink, testbed.gateway, testbed.keys
     bed.set_rate(FAST_MBIT)
-    online_job = testbed.in_gateway(lambda: publish_versions(geotweets, keys, ConfigStore(STORE)))
     servers = (flink.jobmanager, *flink.taskmanagers, gateway)
     unseen = [bed.call_in(server, testbed.tsv.exists) for server in servers]
     setup = SwitchSetup(bed, flink, gateway, testbed.s3, TRACE, STORE, SAVEPOINTS)
+    setup.publish_hash(keys, TASKMANAGERS)
     outage: dict = {}
-    publish = store_out_then(setup, testbed.store_server, keys, lambda: testbed.in_gateway(online_job), outage)
+    publish = store_out_then(setup, testbed.store_server, keys, outage)
     links = slow_links_while_on_version_1(setup)
     run = run_switch(
-        setup, publish=publish, frame=geotweets, keys=keys, padding=PADDING, passes=PASSES, warmup=1, duration=2
+        setup,
+        publish=publish,
+        frame=geotweets,
+        keys=keys,
+        padding=PADDING,
+        passes=PASSES,
+        warmup=1,
+        duration=2,
+        sketch_interval=SKETCH_SECONDS,
     )
     links.result(timeout=60)  # the job on version 1 ended long ago
     assert unseen == [False] * len(servers)  # the servers share no disk with the host
@@ -278,6 +275,12 @@ def test_a_job_rides_out_a_store_outage_then_switches_online_losing_no_record(te
     assert outage["savepoints"] == []  # the switch that could not read the store touched nothing
     assert run.switch["old_job"] == outage["job"]  # the next switch stopped the very job that ran through it
     assert run.before.records > 0 and run.after.records > 0  # the switch came mid-stream
+    sketches = run.reconfigure["sketches"]
+    figures = {k: sketches[k] for k in ("intervals", "publishers", "error_bound")}
+    figures |= {k: round(run.reconfigure[k], 4) for k in ("locality_before", "locality_after")}
+    print("version 2 from the job's sketches:", figures)
+    assert sketches["publishers"] == TASKMANAGERS and sketches["error_bound"] == 0  # every subtask's, none full
+    assert run.reconfigure["locality_after"] > run.reconfigure["locality_before"] + 0.3
     assert run.switch["from_version"] == 1 and run.switch["to_version"] == 2
     assert run.switch["savepoint"].startswith(f"{SAVEPOINTS}/savepoint-")
     assert run.switch["rewritten"] == f"{run.switch['savepoint']}-v2" and run.switch["rewrite_where"] == "cluster"

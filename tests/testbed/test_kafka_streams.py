@@ -10,9 +10,12 @@ reads the results back. The instances read the store only by that URI, with the 
 variables (the Java reader of locality-core, and the task assignor at every rebalance).
 
 Version 1 (learned on the trace's first half) is published and sealed at T1 before the instances start.
-Then the object store's link is dropped with ``tc`` for 30 s at least (every frame lost, nothing refused:
-the instances' reads of the schedule run into their timeouts), and meanwhile 30,000 records of the second
-half are produced with the event times ``T0 + i`` ms: first those before T1, counted through to the output
+Once they run their tasks, a second instance of ``s2`` joins on ``s2``'s server (its state and logs in a
+folder of their own there): ``ServerTaskAssignor`` splits ``s2``'s tasks between the two. Then the object
+store's link is dropped with ``tc`` for 30 s at least (every frame lost, nothing refused: the instances'
+reads of the schedule and the group leader's read of the store run into their timeouts), the second
+instance of ``s2`` is stopped, so the group rebalances without the store, and meanwhile 30,000 records of
+the second half are produced with the event times ``T0 + i`` ms: first those before T1, counted through to the output
 topic, then the others, until an instance says a record at T1 waits at the seal. Once the link is back,
 the gateway publishes version 2 (learned on the first quarter) in force from T1 and seals past the end:
 the instances switch at T1 and hand the state of every moved key over to its new owner, on another server.
@@ -23,9 +26,12 @@ owners (exact counts, nothing lost or counted twice); the keys the switch moves 
 exactly that count on their new owner; at the end the count stores' changelogs hold every key's final
 count on its version 2 owner and nowhere else; the output topic is partitioned by hashtag's version at
 each record's point. And the instances' servers cannot open the host's temporary files (the host's own
-copy of the store in ``tmp_path``). While the store could not be reached: no instance stopped, every record
-before T1 went through and none from T1 on, the instances said they kept the schedule they knew because
-the store cannot be read; once it was back, each read the new schedule within a poll of its publication.
+copy of the store in ``tmp_path``). While the store could not be reached: no instance stopped but the one
+the test stopped, the rebalance placed the tasks by the last version the leader read (every task stayed
+where it ran, the stopped instance's went to the other instance of its server, and the leader said why),
+every record before T1 went through and none from T1 on, the instances said they kept the schedule they
+knew because the store cannot be read; once it was back, each read the new schedule within a poll of its
+publication.
 The figures are printed.
 """
 
@@ -53,9 +59,10 @@ from tests.kafka.streams_apps import (
     read_switch_events,
     start_instances,
     stop_instances,
+    tasks_reported,
     wait_until_each_runs_its_tasks,
 )
-from tests.kafka.test_streams_outage import POLL_MS, TopicCount
+from tests.kafka.test_streams_outage import POLL_MS, TopicCount, reports, wait_for_rebalance
 from tests.kafka.test_streams_switch import assert_counts_end_on_final_owners, read_changelog, version_at
 
 OPERATORS = ["location", "hashtag"]
@@ -69,6 +76,8 @@ T0 = 1_420_070_400_000
 STORE = "s3://locality/store"
 #: The instances' folder for their state and logs, in their own servers' files.
 FILES = "/tmp/kafka-streams"
+#: The server with a second instance, stopped while the store is out; that instance's folder and file suffix.
+TWIN, TWIN_FILES, TWIN_RUN = "s2", "/tmp/kafka-streams-twin", ".twin"
 #: Bounds (seconds) of a wait for the instances' progress, and of a call into the gateway.
 PROGRESS_TIMEOUT = 150.0
 CALL_TIMEOUT = 60.0
@@ -91,6 +100,9 @@ class Layout:
     def in_gateway(self, function, timeout: float = CALL_TIMEOUT):
         return self.bed.call_in(self.gateway, function, timeout=timeout)
 
+    def twin_server(self):
+        return self.instances[TWIN]
+
     def fetch_logs(self, work: Path, switch_only: bool = False) -> None:
         """Copy the instances' logs (``FILES/SERVER[.switch].jsonl``, in their servers) to the host folder ``work``."""
         for name, server in self.instances.items():
@@ -112,6 +124,28 @@ def wait_for_event(layout: Layout, work: Path, instances, event: str, at_least: 
             return
         time.sleep(1.0)
     pytest.fail(f"no instance logged '{event}' for a point from {at_least} within {PROGRESS_TIMEOUT:.0f} s")
+
+
+def wait_until_the_twin_shares_its_servers_tasks(instances, twin, work: Path, expected: dict[str, list[str]]) -> None:
+    """Wait until the twin runs some of its server's tasks and, with it, every instance runs its server's (bounded)."""
+    deadline = time.monotonic() + PROGRESS_TIMEOUT
+    reported: dict = {}
+    while time.monotonic() < deadline:
+        fail_if_exited({**instances, f"{TWIN}{TWIN_RUN}": twin[TWIN]}, work)
+        reported = {server: tasks_reported(work / f"{server}.out") for server in instances}
+        reported["twin"] = tasks_reported(work / f"{TWIN}{TWIN_RUN}.out")
+        if all(tasks is not None for tasks in reported.values()) and reported["twin"]:
+            routed = {s: {t for t in tasks if not t.startswith("0_")} for s, tasks in reported.items()}
+            routed[TWIN] |= routed.pop("twin")
+            sources = sorted(t for tasks in reported.values() for t in tasks if t.startswith("0_"))
+            if routed == {s: set(tasks) for s, tasks in expected.items()} and sources == [
+                f"0_{i}" for i in range(INPUT_PARTITIONS)
+            ]:
+                return
+        time.sleep(0.5)
+    pytest.fail(
+        f"the second instance of {TWIN} did not share its server's tasks within {PROGRESS_TIMEOUT:.0f} s: {reported}"
+    )
 
 
 def cannot_open(bed: Testbed, server, path: Path) -> bool:
@@ -156,22 +190,44 @@ def testbed_run(geotweets, tmp_path_factory):
                 broker.create_topic(OUTPUT, TOPOLOGY.n_instances("hashtag"), {"retention.ms": "-1"})
                 for server in layout.instances.values():
                     bed.run(server, ["mkdir", "-p", FILES])
+                bed.run(layout.twin_server(), ["mkdir", "-p", TWIN_FILES])
                 options = {"bootstrap-servers": broker.bootstrap, "store": STORE, "input": INPUT, "output": OUTPUT}
                 options |= {"application-id": APP_ID, "follow-schedule": True, "schedule-wait-ms": 120_000}
                 instances = start_instances(
                     TOPOLOGY.servers, work, env=s3.env, launch=layout.launch, files=FILES, switch_log=True, **options
                 )
+                twin: dict = {}
                 try:
                     expected = expected_tasks(TOPOLOGY, first_subtopology=1)
                     run["settled_s"] = wait_until_each_runs_its_tasks(
                         instances, work, expected, anywhere=INPUT_PARTITIONS
                     )
+                    # Started once the group has its leader, which has read the store: the twin is not the leader.
+                    twin = start_instances(
+                        [TWIN],
+                        work,
+                        TWIN_RUN,
+                        s3.env,
+                        launch=layout.launch,
+                        files=TWIN_FILES,
+                        switch_log=True,
+                        **options,
+                    )
+                    wait_until_the_twin_shares_its_servers_tasks(instances, twin, work, expected)
                     run["unseen"] = [cannot_open(bed, s, on_host / "CURRENT") for s in layout.instances.values()]
                     sealed = int((records["point"] < t1).sum())
                     # Made in the gateway, the consumer's threads (its I/O) stay there: it is read from here.
                     output = layout.in_gateway(lambda: TopicCount(broker, OUTPUT))
                     with Outage(s3, "dropped", link=(bed, layout.store)) as outage:
                         outage.begin()
+                        run["before"] = {s: tasks_reported(work / f"{s}.out") for s in instances}
+                        run["before"]["twin"] = tasks_reported(work / f"{TWIN}{TWIN_RUN}.out")
+                        printed = {server: len(reports(work, server)) for server in instances}
+                        stop_instances(twin)
+                        run["twin_exit"] = twin[TWIN].returncode
+                        every_task = set().union(*run["before"].values())
+                        run["during"] = wait_for_rebalance(instances, work, printed, every_task)
+                        run["rebalanced_s"] = time.time() - outage.began
                         layout.in_gateway(lambda: produce_at_points(broker, INPUT, records.iloc[:sealed]), 180)
                         through = output.wait_for(sealed, instances, work, "before the seal, the store's link dropped")
                         run["sealed_through_s"] = through - outage.began
@@ -195,13 +251,23 @@ def testbed_run(geotweets, tmp_path_factory):
                         lambda: read_topic(broker, OUTPUT, n, timeout=PROGRESS_TIMEOUT), timeout=PROGRESS_TIMEOUT + 30
                     )
                 finally:
-                    stop_instances(instances)
+                    stop_instances({**instances, **{f"{TWIN}{TWIN_RUN}": p for p in twin.values()}})
                 run["exits"] = {server: process.returncode for server, process in instances.items()}
                 layout.fetch_logs(work)
+                twin_log = Path(TWIN_FILES, f"{TWIN}{TWIN_RUN}.jsonl")
+                run["twin_counted"] = bed.call_in(
+                    layout.twin_server(), lambda: twin_log.read_text().split() if twin_log.is_file() else []
+                )
                 run["changelogs"] = {
                     op: layout.in_gateway(lambda op=op: read_changelog(broker, f"{APP_ID}-{op}-counts-changelog"), 180)
                     for op in OPERATORS
                 }
+    run["placed_by"] = [
+        line
+        for server in TOPOLOGY.servers
+        for line in (work / f"{server}.err").read_text().splitlines()
+        if "the tasks are placed by version" in line
+    ]
     run["processed"] = read_processed(work, TOPOLOGY.servers).merge(records[["seq", "point"]], on="seq")
     run["events"] = read_switch_events(work, TOPOLOGY.servers)
     run["seconds"] = time.monotonic() - started
@@ -299,6 +365,22 @@ def test_while_the_stores_link_was_dropped_every_sealed_record_went_through_and_
         f"it, were all counted {testbed_run['sealed_through_s']:.1f} s into it, none past it; records past the "
         f"seal waited up to {int(waits['ms'].max()):,} ms"
     )
+
+
+def test_the_rebalance_without_the_store_placed_the_tasks_by_the_last_version_the_leader_read(testbed_run):
+    before, during = testbed_run["before"], testbed_run["during"]
+    assert testbed_run["twin_exit"] == 128 + 15  # closed by the test's SIGTERM, not failed
+    assert testbed_run["twin_counted"] == []  # stopped before the first record: nothing of it to lose
+    for server, tasks in during.items():
+        routed = {t for t in before[server] if not t.startswith("0_")}  # sub-topology 0 may run anywhere
+        assert routed <= set(tasks), (server, before[server], tasks)
+    assert {t for t in before["twin"] if not t.startswith("0_")} <= set(during[TWIN])  # to its server's other
+    moved = set().union(*during.values()) - set().union(*(before[s] for s in during))
+    assert moved == set(before["twin"]), "only the stopped instance's tasks moved"
+    said = testbed_run["placed_by"]
+    assert said and all("cannot be read now" in line and "placed by version 1," in line for line in said), said
+    # (the rebalance is awaited before the link comes back: it ran without the store)
+    print(f"the group rebalanced without the store {testbed_run['rebalanced_s']:.1f} s into the outage: {said[0]}")
 
 
 def test_after_the_outage_each_instance_read_the_new_schedule_within_a_poll_of_its_publication(testbed_run):

@@ -5,7 +5,7 @@ each run an object store (the S3 server of ``testbed.s3server``, its objects in 
 is a gateway that publishes (with the library, as ``locality reconfigure`` does) and runs ``locality
 optimize`` during each outage, 3 runs a Python reader of each store (``locality.router.Router`` on the
 store's ``s3://`` URI, in a child process: ``_outage_reader.py``) and 4 a Java reader of each
-(``io.locality.routing.ScheduleFollower`` on the same URI: ``FollowSchedule.java``, run by Java's source
+(``io.locality.store.ScheduleFollower`` on the same URI: ``FollowSchedule.java``, run by Java's source
 launcher against locality-core, with locality-kafka-streams for the tables' Kafka fallback hash). Every
 reader routes keys at points the schedule has sealed (records whose version is settled) every 200 ms, and
 waits for the next point past the seal as a record does.

@@ -1,5 +1,6 @@
 package io.locality.routing;
 
+import io.locality.hashing.TableKey;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;

@@ -1,6 +1,8 @@
 package io.locality.routing;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.locality.hashing.FallbackSpec;
+import io.locality.hashing.TableKey;
 import java.io.IOException;
 import java.util.Collections;
 import java.util.HashMap;
@@ -70,6 +72,20 @@ public final class RoutingConfiguration {
             return fromJson(version, Json.MAPPER.readTree(document));
         } catch (IOException e) {
             throw new IllegalArgumentException("a configuration.json document must be JSON: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * A key from its JSON text ({@code "#paris"}, {@code 42}): a string, or an integral number within a Java
+     * {@code long}. Takes no Jackson type, so it is the same method in the engines' drop-in jars.
+     *
+     * @throws IllegalArgumentException when the text is not one JSON string or integer
+     */
+    public static Object keyFromJson(String json) {
+        try {
+            return TableKey.fromJson(Json.MAPPER.readTree(json));
+        } catch (IOException e) {
+            throw new IllegalArgumentException("a table key must be a JSON string or a 64-bit integer; got " + json);
         }
     }
 

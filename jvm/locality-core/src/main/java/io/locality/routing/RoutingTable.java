@@ -1,5 +1,9 @@
 package io.locality.routing;
 
+import io.locality.hashing.FallbackHash;
+import io.locality.hashing.FallbackHashes;
+import io.locality.hashing.FallbackSpec;
+import io.locality.hashing.TableKey;
 import java.util.Collections;
 import java.util.Map;
 import java.util.OptionalInt;

@@ -40,16 +40,17 @@ public final class HopSketches {
     }
 
     /**
-     * One record that went from a (keyed {@code fromKey}) to b (keyed {@code toKey}).
+     * One record that went from a (keyed {@code fromKey}) to b (keyed {@code toKey}), counted {@code weight} times:
+     * 1 for a record sketched as it is, {@code 1/p} for one sampled with probability {@code p} ({@link RecordSampler}).
      *
      * @throws IllegalArgumentException when a key is neither a {@code String} nor an integral number, or not of
-     *     the type its position took first
+     *     the type its position took first, or the weight is not finite and {@code > 0}
      */
-    public void update(Object fromKey, Object toKey) {
-        pairs.update(SketchKey.of(fromKey, toKey));
-        toLoads.update(SketchKey.of(toKey));
+    public void update(Object fromKey, Object toKey, double weight) {
+        pairs.update(SketchKey.of(fromKey, toKey), weight);
+        toLoads.update(SketchKey.of(toKey), weight);
         if (fromLoads != null) {
-            fromLoads.update(SketchKey.of(fromKey));
+            fromLoads.update(SketchKey.of(fromKey), weight);
         }
     }
 

@@ -10,24 +10,32 @@ import java.time.Duration;
  * {@link AsyncSketchPublisher} (unless empty) and fresh ones start. The engine calls {@link #roll} from a timer at
  * each interval's end too, so that an idle instance publishes its last interval without waiting for a record.
  *
- * <p>Not thread-safe: the instance's counting thread calls {@link #update}, {@link #roll} and {@link #close}; the
- * publisher's own thread only writes what was handed over.
+ * <p>Above a budget of updates per second, only a sample of the records is sketched, each with the weight that
+ * makes every count an unbiased estimate ({@link RecordSampler}, which states the error): the engine asks
+ * {@link #sample} for every record and computes the keys of, and {@link #update}s, the sampled ones only.
+ *
+ * <p>Not thread-safe: the instance's counting thread calls {@link #sample}, {@link #update}, {@link #roll} and
+ * {@link #close}; the publisher's own thread only writes what was handed over.
  */
 public final class IntervalSketches {
     private final long intervalMillis;
     private final AsyncSketchPublisher publisher;
+    private final RecordSampler sampler;
     private HopSketches sketches;
     private SketchInterval interval;
 
     /**
      * @param empty the sketches to fill first (their hop, capacity and kinds are every interval's)
+     * @param sampler which records are sketched, with what weight
      * @param intervalMillis the length of each interval, at least 1 ms
      * @param now the moment (epoch ms) the first interval holds
      * @throws IllegalArgumentException when {@code intervalMillis < 1}
      */
-    public IntervalSketches(HopSketches empty, long intervalMillis, AsyncSketchPublisher publisher, long now) {
+    public IntervalSketches(HopSketches empty, RecordSampler sampler, long intervalMillis,
+            AsyncSketchPublisher publisher, long now) {
         this.intervalMillis = intervalMillis;
         this.publisher = publisher;
+        this.sampler = sampler;
         this.sketches = empty;
         this.interval = SketchInterval.containing(now, intervalMillis);
     }
@@ -43,14 +51,24 @@ public final class IntervalSketches {
     }
 
     /**
-     * One record from the hop's first operator (keyed {@code fromKey}) to its second ({@code toKey}) at
-     * {@code now}: into the interval holding {@code now}, after ending the current one when {@code now} is past it.
+     * The weight in the sketches of the instance's next record: 0 when it is not sketched, else what to
+     * {@link #update} it with ({@link RecordSampler#next}). Ask once for every record the instance passes.
+     */
+    public double sample() {
+        return sampler.next();
+    }
+
+    /**
+     * One sampled record from the hop's first operator (keyed {@code fromKey}) to its second ({@code toKey}) at
+     * {@code now}, of the {@code weight} {@link #sample} gave: into the interval holding {@code now}, after ending
+     * the current one when {@code now} is past it. (A record not sampled ends no interval: the next sampled one or
+     * the engine's timer does.)
      *
      * @throws IllegalArgumentException as {@link HopSketches#update} does
      */
-    public void update(long now, Object fromKey, Object toKey) {
+    public void update(long now, double weight, Object fromKey, Object toKey) {
         roll(now);
-        sketches.update(fromKey, toKey);
+        sketches.update(fromKey, toKey, weight);
     }
 
     /**

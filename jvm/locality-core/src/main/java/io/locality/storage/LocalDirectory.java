@@ -1,6 +1,5 @@
 package io.locality.storage;
 
-import io.locality.routing.DamagedStoreException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
@@ -54,7 +53,7 @@ public final class LocalDirectory implements ObjectStore {
             throw failure("read", file, e);
         }
         if (!info.isRegularFile()) {
-            throw new DamagedStoreException(file + " is damaged: it is "
+            throw new StoreDamagedException(file + " is damaged: it is "
                     + (info.isDirectory() ? "a directory" : "a FIFO, a device or a socket") + ", not a file");
         }
         try (InputStream in = Files.newInputStream(file)) {
@@ -75,7 +74,7 @@ public final class LocalDirectory implements ObjectStore {
         } catch (FileSystemException e) { // a file where a folder belongs: exists (EEXIST) or not a directory
             Path parent = fileParent(folder);
             if (parent != null) {
-                throw new DamagedStoreException(file + " cannot be written: a parent of it is a file, not a "
+                throw new StoreDamagedException(file + " cannot be written: a parent of it is a file, not a "
                         + "directory (" + parent + ")");
             }
             throw failure("write", file, e);
@@ -96,7 +95,7 @@ public final class LocalDirectory implements ObjectStore {
             }
         } catch (IOException e) {
             if (Files.isDirectory(file)) {
-                throw new DamagedStoreException(file + " is damaged: it is a directory, not a file");
+                throw new StoreDamagedException(file + " is damaged: it is a directory, not a file");
             }
             throw e instanceof FileSystemException fs ? failure("write", file, fs)
                     : new IOException("cannot write " + file + ": " + e.getMessage(), e);

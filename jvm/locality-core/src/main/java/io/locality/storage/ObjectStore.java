@@ -23,7 +23,7 @@ public interface ObjectStore {
      * The whole object {@code name}, at most {@code limit} bytes; empty when there is no such object.
      *
      * @throws ObjectTooLargeException when it holds more than {@code limit} bytes
-     * @throws io.locality.routing.DamagedStoreException when something else than a file stands where the
+     * @throws io.locality.storage.StoreDamagedException when something else than a file stands where the
      *     object belongs (a directory, a FIFO, a device)
      * @throws java.io.FileNotFoundException when the store itself is missing (its directory, its bucket)
      * @throws StoreUnavailableException when the store cannot be reached now (refused, timed out, a server
@@ -36,7 +36,7 @@ public interface ObjectStore {
      * Writes {@code data} as the whole object {@code name}, replacing any object of that name: a reader sees the
      * old object or the new one, never a part of one (a directory writes aside and renames, S3 puts atomically).
      *
-     * @throws io.locality.routing.DamagedStoreException when something else than a file stands where the object
+     * @throws io.locality.storage.StoreDamagedException when something else than a file stands where the object
      *     belongs (a directory), or a file where one of its folders belongs
      * @throws java.io.FileNotFoundException when the store itself is missing (its bucket; a directory is created)
      * @throws StoreUnavailableException when the store cannot be reached now (refused, timed out, a server

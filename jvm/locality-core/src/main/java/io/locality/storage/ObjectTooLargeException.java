@@ -1,6 +1,5 @@
 package io.locality.storage;
 
-import io.locality.routing.DamagedStoreException;
 import java.util.OptionalLong;
 
 /**
@@ -8,7 +7,7 @@ import java.util.OptionalLong;
  * 64 MiB, a table longer than its manifest recorded. It is damage, named, and never read whole: an endless
  * file cannot exhaust the heap.
  */
-public final class ObjectTooLargeException extends DamagedStoreException {
+public final class ObjectTooLargeException extends StoreDamagedException {
     private static final long serialVersionUID = 1L;
 
     /** -1 when unknown (an OptionalLong would not serialize with the exception). */

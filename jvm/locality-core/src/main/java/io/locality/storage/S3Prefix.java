@@ -1,6 +1,5 @@
 package io.locality.storage;
 
-import io.locality.routing.DamagedStoreException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.util.Optional;
@@ -78,7 +77,7 @@ public final class S3Prefix implements ObjectStore {
             Long size = in.response().contentLength();
             try {
                 return Optional.of(BoundedRead.bytes(in, size == null ? -1 : size, limit, locate(name)));
-            } catch (DamagedStoreException e) {
+            } catch (StoreDamagedException e) {
                 in.abort(); // the rest of the body is not wanted: drop the connection rather than drain it
                 throw e;
             } catch (IOException e) { // the connection broke or stalled mid-body

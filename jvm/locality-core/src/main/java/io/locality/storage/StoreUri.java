@@ -8,7 +8,7 @@ import java.util.regex.Pattern;
 
 /**
  * Where a store is, from the URI every store option takes ({@code --store}, {@code locality.store},
- * {@code LocalityStore.open}): the rules of docs/store-protocol.md, which the Python reader follows too.
+ * {@code ConfigStore.open}): the rules of docs/store-protocol.md, which the Python reader follows too.
  *
  * <ul>
  *   <li>a path ({@code /data/store}, {@code store}) or {@code file:///data/store}: a local directory;

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.locality.hashing.ConsistentHashRing;
 import java.util.Comparator;
 import java.util.List;
 import org.junit.jupiter.api.Test;

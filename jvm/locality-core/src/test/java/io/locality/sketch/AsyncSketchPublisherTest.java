@@ -103,7 +103,7 @@ class AsyncSketchPublisherTest {
 
     private static HopSketches sketches() {
         HopSketches sketches = new HopSketches(new Hop("a", "b"), 16, true);
-        sketches.update("x", "y");
+        sketches.update("x", "y", 1);
         return sketches;
     }
 

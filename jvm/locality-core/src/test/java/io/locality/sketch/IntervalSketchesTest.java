@@ -1,5 +1,6 @@
 package io.locality.sketch;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -25,17 +26,43 @@ class IntervalSketchesTest {
         return SpaceSaving.fromBytes(Files.readAllBytes(root.resolve(name)));
     }
 
+    private static AsyncSketchPublisher publisher(Path root, List<String> heard) {
+        return new AsyncSketchPublisher(new SketchPublisher(new LocalDirectory(root)), ID,
+                new PublicationLog(root.toString(), ID, "the application", (level, message) -> heard.add(level
+                        + " " + message)), "test-writer");
+    }
+
+    /** The engine's clock, which the test sets. */
+    private static final class Clock {
+        long now;
+    }
+
+    /** Sketches of {@code capacity} counters, sampled within {@code budget} updates a second of {@code clock}. */
+    private static IntervalSketches sketches(int capacity, boolean firstLoads, int budget, Clock clock, long interval,
+            AsyncSketchPublisher publisher) {
+        return new IntervalSketches(new HopSketches(HOP, capacity, firstLoads),
+                new RecordSampler(budget, () -> clock.now, 7), interval, publisher, clock.now);
+    }
+
+    /** One record at {@code now}, as an engine passes it: sampled, then sketched when the sampler takes it. */
+    private static void pass(IntervalSketches sketches, Clock clock, long now, Object fromKey, Object toKey) {
+        clock.now = now;
+        double weight = sketches.sample();
+        if (weight > 0) {
+            sketches.update(now, weight, fromKey, toKey);
+        }
+    }
+
     @Test
     void eachIntervalHoldsTheRecordsOfItsMomentsAndIsPublishedWhenItEnds(@TempDir Path root) throws Exception {
         List<String> heard = new ArrayList<>();
-        AsyncSketchPublisher publisher = new AsyncSketchPublisher(new SketchPublisher(new LocalDirectory(root)), ID,
-                new PublicationLog(root.toString(), ID, "the application", (level, message) -> heard.add(level
-                        + " " + message)), "test-writer");
-        IntervalSketches sketches = new IntervalSketches(new HopSketches(HOP, 10, true), 1000, publisher, 5_300);
+        Clock clock = new Clock();
+        clock.now = 5_300;
+        IntervalSketches sketches = sketches(10, true, 10, clock, 1000, publisher(root, heard));
         assertEquals(new SketchInterval(5_000, 6_000), sketches.interval());
-        sketches.update(5_400, "x", "p");
-        sketches.update(5_999, "x", "p");
-        sketches.update(6_000, "y", "q"); // the next interval: the first one is handed over
+        pass(sketches, clock, 5_400, "x", "p");
+        pass(sketches, clock, 5_999, "x", "p");
+        pass(sketches, clock, 6_000, "y", "q"); // the next interval: the first one is handed over
         assertFalse(sketches.roll(6_999));
         assertTrue(sketches.roll(8_250)); // an idle interval ends by the timer; 7,000-8,000 held nothing
         assertEquals(new SketchInterval(8_000, 9_000), sketches.interval());
@@ -58,12 +85,10 @@ class IntervalSketchesTest {
     void aStoreThatCannotBeWrittenIsSaidOnceAndCostsTheCounterNothing(@TempDir Path root) throws Exception {
         Files.writeString(root.resolve(SketchPublisher.SKETCHES), "a file where the folder belongs");
         List<String> heard = new ArrayList<>();
-        AsyncSketchPublisher publisher = new AsyncSketchPublisher(new SketchPublisher(new LocalDirectory(root)), ID,
-                new PublicationLog(root.toString(), ID, "the application", (level, message) -> heard.add(level
-                        + " " + message)), "test-writer");
-        IntervalSketches sketches = new IntervalSketches(new HopSketches(HOP, 10, false), 1000, publisher, 0);
+        Clock clock = new Clock();
+        IntervalSketches sketches = sketches(10, false, 10, clock, 1000, publisher(root, heard));
         for (long now = 0; now < 2_000; now += 100) { // two intervals: one written while the other waits
-            sketches.update(now, 1L, 2L);
+            pass(sketches, clock, now, 1L, 2L);
         }
         assertTrue(sketches.close(Duration.ofSeconds(10)));
         assertEquals(1, heard.size(), heard.toString());
@@ -72,22 +97,110 @@ class IntervalSketchesTest {
     }
 
     @Test
+    void withinTheBudgetTheSketchesAreByteForByteThoseOfEveryRecord(@TempDir Path root) throws Exception {
+        int rate = 1_000; // records a second, at the budget: nothing is sampled
+        Clock clock = new Clock();
+        IntervalSketches sketches = sketches(50, true, rate, clock, 60_000, publisher(root, new ArrayList<>()));
+        SpaceSaving pairs = new SpaceSaving(50, 2);
+        SpaceSaving fromLoads = new SpaceSaving(50, 1);
+        SpaceSaving toLoads = new SpaceSaving(50, 1);
+        for (int i = 0; i < 5 * rate; i++) { // 5 s; 300 pairs in 50 counters: evictions
+            String from = "city-" + (i * 7 % 60);
+            long to = i * i % 5;
+            pass(sketches, clock, i * 1000L / rate, from, to);
+            pairs.update(SketchKey.of(from, to));
+            fromLoads.update(SketchKey.of(from));
+            toLoads.update(SketchKey.of(to));
+        }
+        assertTrue(sketches.close(Duration.ofSeconds(10)));
+
+        SketchInterval interval = new SketchInterval(0, 60_000);
+        assertEquals(5.0 * rate, pairs.totalWeight());
+        assertArrayEquals(pairs.toBytes(), Files.readAllBytes(root.resolve(SketchPublisher.pairsName(interval, HOP,
+                ID))));
+        assertArrayEquals(fromLoads.toBytes(), Files.readAllBytes(root.resolve(SketchPublisher.loadsName(interval,
+                "a", ID))));
+        assertArrayEquals(toLoads.toBytes(), Files.readAllBytes(root.resolve(SketchPublisher.loadsName(interval,
+                "b", ID))));
+    }
+
+    /**
+     * 200,000 records a second for 10 s against a budget of 10,000: {@code p = 0.05} after the first window. Each
+     * heavy key's estimate lies within 4 standard deviations of the sample (at most {@code sqrt(f (1/p - 1))}) of its
+     * true count, plus Space-Saving's bound (total weight / capacity) above; so does the total weight, without the
+     * bound.
+     */
+    @Test
+    void aboveTheBudgetTheHeavyKeysAndTheTotalAreEstimatedWithinTheirDeviations(@TempDir Path root)
+            throws Exception {
+        int rate = 200_000;
+        int seconds = 10;
+        int budget = 10_000;
+        int capacity = 1_000;
+        Clock clock = new Clock();
+        IntervalSketches sketches = sketches(capacity, true, budget, clock, 60_000, publisher(root,
+                new ArrayList<>()));
+        long[] heavy = new long[10]; // heavy key k: "hot-k", each 5-10% of the records; the rest, one record a key
+        long updates = 0;
+        for (int i = 0; i < seconds * rate; i++) {
+            int k = i % 10;
+            boolean hot = i % 4 != 0;
+            if (hot) {
+                heavy[k]++;
+            }
+            long now = i / rate * 1000L + i % rate * 1000L / rate;
+            clock.now = now;
+            double weight = sketches.sample();
+            if (weight > 0) { // the keys of the sampled records only, as an engine does
+                updates++;
+                sketches.update(now, weight, hot ? "hot-" + k : "cold-" + i, (long) k);
+            }
+        }
+        assertTrue(sketches.close(Duration.ofSeconds(10)));
+        assertTrue(updates < 0.11 * rate + 1.05 * seconds * budget, updates + " updates"); // the first window whole
+
+        SketchInterval interval = new SketchInterval(0, 60_000);
+        SpaceSaving loads = read(root, SketchPublisher.loadsName(interval, "a", ID));
+        double total = loads.totalWeight();
+        double inverse = (double) rate / budget; // 1/p
+        double totalDeviation = Math.sqrt((seconds - 1) * (double) rate * (inverse - 1));
+        assertTrue(Math.abs(total - seconds * rate) < 4 * totalDeviation, "total weight " + total);
+        double bound = total / capacity;
+        for (int k = 0; k < 10; k++) {
+            double deviation = Math.sqrt(heavy[k] * (inverse - 1));
+            double estimate = loads.estimate(SketchKey.of("hot-" + k));
+            String what = "hot-" + k + ": " + estimate + " for " + heavy[k] + " records, deviation " + deviation
+                    + ", Space-Saving's bound " + bound;
+            assertTrue(estimate > heavy[k] - 4 * deviation && estimate < heavy[k] + 4 * deviation + bound, what);
+            assertTrue(Math.abs(estimate - heavy[k]) < 0.05 * heavy[k], what); // 5%, for these counts
+        }
+    }
+
+    @Test
     void optionsAreCheckedWhenBuiltAndNameThePublisher() {
-        SketcherOptions options = new SketcherOptions(HOP, "store", Duration.ofMinutes(5), 100, true, null);
+        SketcherOptions options = options(HOP, "store", Duration.ofMinutes(5), 100, null);
         assertEquals("a-b", options.name());
         assertEquals(100, options.emptySketches().pairs().capacity());
         assertThrows(IllegalArgumentException.class,
-                () -> new SketcherOptions(new Hop("a", "a"), "store", Duration.ofMinutes(5), 100, true, null));
+                () -> options(new Hop("a", "a"), "store", Duration.ofMinutes(5), 100, null));
         assertThrows(IllegalArgumentException.class,
-                () -> new SketcherOptions(HOP, "hdfs://nn/store", Duration.ofMinutes(5), 100, true, null));
+                () -> options(HOP, "hdfs://nn/store", Duration.ofMinutes(5), 100, null));
         IllegalArgumentException shortInterval = assertThrows(IllegalArgumentException.class,
-                () -> new SketcherOptions(HOP, "store", Duration.ofMillis(999), 100, true, null));
+                () -> options(HOP, "store", Duration.ofMillis(999), 100, null));
         assertTrue(shortInterval.getMessage().contains("at least 1 s"), shortInterval.getMessage());
         assertThrows(IllegalArgumentException.class,
-                () -> new SketcherOptions(HOP, "store", Duration.ofMinutes(5), 0, true, null));
+                () -> options(HOP, "store", Duration.ofMinutes(5), 0, null));
         assertThrows(IllegalArgumentException.class,
-                () -> new SketcherOptions(HOP, "store", Duration.ofMinutes(5), 100, true, "x".repeat(61)));
+                () -> options(HOP, "store", Duration.ofMinutes(5), 100, "x".repeat(61)));
         assertThrows(IllegalArgumentException.class,
-                () -> new SketcherOptions(HOP, null, Duration.ofMinutes(5), 100, true, null));
+                () -> options(HOP, null, Duration.ofMinutes(5), 100, null));
+        IllegalArgumentException noBudget = assertThrows(IllegalArgumentException.class,
+                () -> new SketcherOptions(HOP, "store", Duration.ofMinutes(5), 100, true, null, 0));
+        assertTrue(noBudget.getMessage().contains("updatesPerSecond"), noBudget.getMessage());
+    }
+
+    private static SketcherOptions options(Hop hop, String store, Duration interval, int capacity, String name) {
+        return new SketcherOptions(hop, store, interval, capacity, true, name,
+                SketcherOptions.DEFAULT_UPDATES_PER_SECOND);
     }
 }

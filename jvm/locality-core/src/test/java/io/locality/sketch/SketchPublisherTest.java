@@ -103,19 +103,22 @@ class SketchPublisherTest {
     void aHopsSketchesKeepPairsAndBothLoadsOrTheSecondsOnly() {
         HopSketches both = new HopSketches(new Hop("a", "b"), 4, true);
         assertTrue(both.isEmpty());
-        both.update("x", 7L);
-        both.update("x", 7);
-        both.update("y", 8L);
+        both.update("x", 7L, 1);
+        both.update("x", 7, 1);
+        both.update("y", 8L, 1);
         assertFalse(both.isEmpty());
         assertEquals(2.0, both.pairs().estimate(SketchKey.of("x", 7L)));
         assertEquals(List.of("a", "b"), List.copyOf(both.loads().keySet()));
         assertEquals(2.0, both.loads().get("a").estimate(SketchKey.of("x")));
         assertEquals(1.0, both.loads().get("b").estimate(SketchKey.of(8L)));
+        both.update("y", 8L, 2.5); // a sampled record, counted 1/p times
+        assertEquals(3.5, both.pairs().estimate(SketchKey.of("y", 8L)));
+        assertRefused(() -> both.update("y", 8L, 0), "'weight'");
         HopSketches next = both.fresh();
         assertTrue(next.isEmpty() && next.pairs().capacity() == 4 && next.loads().size() == 2);
         HopSketches secondOnly = new HopSketches(new Hop("b", "c"), 4, false);
-        secondOnly.update(7L, "z");
+        secondOnly.update(7L, "z", 1);
         assertEquals(List.of("c"), List.copyOf(secondOnly.loads().keySet()));
-        assertRefused(() -> secondOnly.update(7L, 3.5), "at key position 1");
+        assertRefused(() -> secondOnly.update(7L, 3.5, 1), "at key position 1");
     }
 }

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.locality.routing.DamagedStoreException;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -54,7 +53,7 @@ class LocalDirectoryPutTest {
     void aDirectoryWhereTheObjectBelongsIsDamageAndStays() throws IOException {
         ObjectStore store = new LocalDirectory(tmp);
         Files.createDirectories(tmp.resolve("x/o/inside"));
-        DamagedStoreException e = assertThrows(DamagedStoreException.class, () -> store.put("x/o", new byte[] {1}));
+        StoreDamagedException e = assertThrows(StoreDamagedException.class, () -> store.put("x/o", new byte[] {1}));
         assertTrue(e.getMessage().contains(tmp.resolve("x/o") + " is damaged: it is a directory"), e.getMessage());
         assertTrue(Files.isDirectory(tmp.resolve("x/o/inside")));
         assertEquals(List.of(), files(tmp), "no file written aside is left");
@@ -64,7 +63,7 @@ class LocalDirectoryPutTest {
     void aFileWhereAFolderBelongsIsNamed() throws IOException {
         ObjectStore store = new LocalDirectory(tmp);
         Files.write(tmp.resolve("x"), new byte[] {7});
-        DamagedStoreException e = assertThrows(DamagedStoreException.class, () -> store.put("x/y/o", new byte[] {1}));
+        StoreDamagedException e = assertThrows(StoreDamagedException.class, () -> store.put("x/y/o", new byte[] {1}));
         assertTrue(e.getMessage().contains("a parent of it is a file, not a directory"), e.getMessage());
         assertArrayEquals(new byte[] {7}, Files.readAllBytes(tmp.resolve("x")));
     }

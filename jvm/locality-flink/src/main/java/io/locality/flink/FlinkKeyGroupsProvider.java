@@ -1,8 +1,8 @@
 package io.locality.flink;
 
-import io.locality.routing.FallbackHash;
-import io.locality.routing.FallbackHashProvider;
-import io.locality.routing.FallbackSpec;
+import io.locality.hashing.FallbackHash;
+import io.locality.hashing.FallbackHashProvider;
+import io.locality.hashing.FallbackSpec;
 import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
 
 /**

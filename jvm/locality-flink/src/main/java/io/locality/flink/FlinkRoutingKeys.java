@@ -1,7 +1,7 @@
 package io.locality.flink;
 
+import io.locality.hashing.TableKey;
 import io.locality.routing.RoutingTable;
-import io.locality.routing.TableKey;
 import java.io.Serializable;
 import java.util.Collections;
 import java.util.HashMap;
@@ -21,7 +21,7 @@ import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
  * restores and rescales state one key group at a time), and a key keeps its routing key as long as it
  * keeps its subtask. A split key's part on subtask {@code i} gets the routing key an entry for {@code i}
  * would give, or the key itself on the subtask Flink's hash gives it. This is the rule of Python's
- * {@code FlinkKeySelector.routing_key}, which gives the same routing key for every key.
+ * {@code RoutingKeySelector.routing_key}, which gives the same routing key for every key.
  *
  * <p>Immutable and {@link Serializable}: built once from a loaded table, it travels inside a job's
  * {@link RoutingKeySelector}, and a savepoint rewrite can compute a key's routing key under two table

@@ -99,7 +99,7 @@ public enum KeyType {
 
     /**
      * The type of a table's keys: {@code STRING} for string keys, else the integer type its fallback
-     * hashes ({@code int_type}), as Python's {@code FlinkKeySelector} infers it.
+     * hashes ({@code int_type}), as Python's {@code RoutingKeySelector} infers it.
      *
      * @throws IllegalArgumentException for an empty table (its keys' type is unknown: name it) or one
      *     holding both strings and integers

@@ -13,6 +13,11 @@ import org.apache.flink.metrics.MetricGroup;
  * record). {@code version} is also a variable of the group ({@code <version>}), so reporters that take labels
  * (Prometheus, JMX) show it as one. A job-wide share is the sum of every subtask's {@value #LOCAL_RECORDS} over
  * the sum of their {@value #RECORDS}.
+ *
+ * <p>{@value #RECORDS} counts every record. Where a record goes is asked of the records the sketcher samples only
+ * (a routing-key lookup and a key-group hash cost more than the rest of a record's way through the sketcher): so
+ * {@value #LOCAL_RECORDS} is the sum of the weights ({@code 1/p}) of the sampled records that stayed, an unbiased
+ * estimate of the records that stayed, exact while every record is sampled.
  */
 public final class LocalShare {
     /** The metric group under the operator's. */
@@ -24,27 +29,63 @@ public final class LocalShare {
     public static final String LOCAL_SHARE = "localShare";
 
     private final Counter records;
-    private final Counter local;
+    private final WeightedCount local = new WeightedCount();
 
     /** Registers the metrics of {@code version} (a number, or {@code none}) under {@code operator}. */
     LocalShare(MetricGroup operator, String version) {
         MetricGroup group = operator.addGroup(GROUP).addGroup(VERSION, version);
         this.records = group.counter(RECORDS);
-        this.local = group.counter(LOCAL_RECORDS);
+        group.counter(LOCAL_RECORDS, local);
         group.gauge(LOCAL_SHARE, (Gauge<Double>) this::share);
     }
 
-    /** One record, which stayed on its server or not. */
-    void count(boolean stayed) {
+    /** One record passed. */
+    void count() {
         records.inc();
-        if (stayed) {
-            local.inc();
-        }
+    }
+
+    /** A sampled record of weight {@code weight} stayed on its server. */
+    void stayed(double weight) {
+        local.add(weight);
     }
 
     /** The share of the records that stayed on their server; 0 before the first. */
     double share() {
         long all = records.getCount();
-        return all == 0 ? 0.0 : (double) local.getCount() / all;
+        return all == 0 ? 0.0 : local.sum / all;
+    }
+
+    /** A count of weighted records, rounded to the nearest whole record when read. */
+    private static final class WeightedCount implements Counter {
+        private double sum;
+
+        void add(double weight) {
+            sum += weight;
+        }
+
+        @Override
+        public void inc() {
+            sum += 1;
+        }
+
+        @Override
+        public void inc(long n) {
+            sum += n;
+        }
+
+        @Override
+        public void dec() {
+            sum -= 1;
+        }
+
+        @Override
+        public void dec(long n) {
+            sum -= n;
+        }
+
+        @Override
+        public long getCount() {
+            return Math.round(sum);
+        }
     }
 }

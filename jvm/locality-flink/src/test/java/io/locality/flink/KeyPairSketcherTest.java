@@ -44,6 +44,10 @@ import org.junit.jupiter.api.io.TempDir;
 class KeyPairSketcherTest {
     private static final int PARALLELISM = 3;
     private static final int MAX_PARALLELISM = 128;
+    /**
+     * Sent as fast as the MiniCluster goes, so above the default budget in a tenth of a second on a fast machine:
+     * the sketchers here count every record, for the exact counts (RecordSamplerTest tests the sample).
+     */
     private static final int RECORDS = 3_000;
     /** Above the distinct pairs (at most one per record): every sketch, and their merge, is exact. */
     private static final int CAPACITY = RECORDS + 1;
@@ -105,7 +109,7 @@ class KeyPairSketcherTest {
 
     private static KeyPairSketcher.Builder<Tuple4<String, Long, Integer, Integer>> builder(String store) {
         return KeyPairSketcher.<Tuple4<String, Long, Integer, Integer>>builder("a", r -> r.f0, "b", r -> r.f1)
-                .store(store).interval(Duration.ofHours(1)).capacity(CAPACITY);
+                .store(store).interval(Duration.ofHours(1)).capacity(CAPACITY).countEveryRecord();
     }
 
     /** Every sketch object under {@code root}, merged per kind ({@code pairs/a/b}, {@code loads/a}, ...). */
@@ -206,6 +210,9 @@ class KeyPairSketcherTest {
         assertTrue(longName.getMessage().contains("at most 60 characters"), longName.getMessage());
         assertThrows(IllegalArgumentException.class, () -> complete("a", "b").interval(Duration.ofMillis(10)).build());
         assertThrows(IllegalArgumentException.class, () -> complete("a", "b").capacity(0).build());
+        IllegalArgumentException noBudget = assertThrows(IllegalArgumentException.class,
+                () -> complete("a", "b").updatesPerSecond(0).build());
+        assertTrue(noBudget.getMessage().contains("updatesPerSecond"), noBudget.getMessage());
         assertThrows(IllegalArgumentException.class, () -> KeyPairSketcher.builder("a", r -> r, "b", r -> r)
                 .routing(r -> r, 4, 2));
     }

@@ -1,10 +1,10 @@
 package io.locality.kafka;
 
-import io.locality.routing.FallbackHash;
-import io.locality.routing.FallbackHashProvider;
-import io.locality.routing.FallbackSpec;
+import io.locality.hashing.FallbackHash;
+import io.locality.hashing.FallbackHashProvider;
+import io.locality.hashing.FallbackSpec;
 
-/** The fallback of tables learned with {@code --hash kafka}: {@link KafkaDefaultPartition}. */
+/** The fallback of tables learned with {@code --hash kafka}: {@link KafkaPartitioner}. */
 public final class KafkaHashProvider implements FallbackHashProvider {
 
     @Override
@@ -14,6 +14,6 @@ public final class KafkaHashProvider implements FallbackHashProvider {
 
     @Override
     public FallbackHash create(FallbackSpec spec) {
-        return new KafkaDefaultPartition(spec.numInstances(), spec.intType());
+        return new KafkaPartitioner(spec.numInstances(), spec.intType());
     }
 }

@@ -3,12 +3,11 @@ package io.locality.kafka;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.function.DoubleSupplier;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.metrics.MeasurableStat;
 import org.apache.kafka.common.metrics.MetricConfig;
 import org.apache.kafka.common.metrics.Sensor;
-import org.apache.kafka.common.metrics.stats.CumulativeCount;
-import org.apache.kafka.common.metrics.stats.CumulativeSum;
 import org.apache.kafka.streams.StreamsMetrics;
 
 /**
@@ -23,6 +22,12 @@ import org.apache.kafka.streams.StreamsMetrics;
  * default). They are removed when the task closes on this instance (a rebalance that moves it, the instance's
  * close). An application-wide share is the sum of every task's {@value #LOCAL_RECORDS} over the sum of their
  * {@value #RECORDS}.
+ *
+ * <p>Both counts are of the records the sketcher samples ({@link io.locality.sketch.RecordSampler}): the keys of a
+ * record, the table lookup and the version in force are asked of those only (a key function may parse the
+ * record's value, which costs more than the rest of its way through the sketcher). {@value #RECORDS} is the sum of
+ * their weights ({@code 1/p}), {@value #LOCAL_RECORDS} the sum over those that stayed: unbiased estimates of the
+ * records with both keys passed and of those that stayed, exact while every record is sampled.
  */
 final class LocalShare {
     /** The metric group. */
@@ -34,9 +39,9 @@ final class LocalShare {
     private final StreamsMetrics metrics;
     private final String sensorPrefix;
     private final Map<String, String> tags;
-    private final Map<Long, Sensor> byVersion = new HashMap<>();
+    private final Map<Long, VersionCounts> byVersion = new HashMap<>();
     private long lastVersion = Long.MIN_VALUE;
-    private Sensor last;
+    private VersionCounts last;
 
     /**
      * The metrics of a task, registered at each version's first record.
@@ -54,51 +59,68 @@ final class LocalShare {
         tags.put("sketcher", sketcher);
     }
 
-    /** One record routed under {@code version} at {@code now} (epoch ms), which stayed on its server or not. */
-    void count(long version, boolean stayed, long now) {
+    /**
+     * A sampled record of weight {@code weight} ({@code 1/p}) passed under {@code version}, which went to a task on
+     * this instance's server or not.
+     */
+    void count(long version, double weight, boolean stayed) {
         if (version != lastVersion || last == null) {
             last = byVersion.computeIfAbsent(version, this::register);
             lastVersion = version;
         }
-        last.record(stayed ? 1.0 : 0.0, now);
+        last.records += weight;
+        if (stayed) {
+            last.local += weight;
+        }
     }
 
-    private Sensor register(long version) {
+    private VersionCounts register(long version) {
         Sensor sensor = metrics.addSensor(sensorPrefix + version, Sensor.RecordingLevel.INFO);
         Map<String, String> versionTags = new LinkedHashMap<>(tags);
         versionTags.put("version", Long.toString(version));
+        VersionCounts counts = new VersionCounts(sensor);
         sensor.add(new MetricName(RECORDS, GROUP, "records the task passed to the next stage", versionTags),
-                new CumulativeCount());
+                counts.reading(() -> counts.records));
         sensor.add(new MetricName(LOCAL_RECORDS, GROUP, "of them, those whose next stage's task is on this "
-                + "instance's server", versionTags), new CumulativeSum());
+                + "instance's server (estimated from the sketcher's sample above its budget)", versionTags),
+                counts.reading(() -> counts.local));
         sensor.add(new MetricName(LOCAL_SHARE, GROUP, "local-records-total / records-total", versionTags),
-                new Share());
-        return sensor;
+                counts.reading(() -> counts.records == 0 ? 0.0 : counts.local / counts.records));
+        return counts;
     }
 
     /** Removes the metrics from the registry. */
     void close() {
-        byVersion.values().forEach(metrics::removeSensor);
+        byVersion.values().forEach(counts -> metrics.removeSensor(counts.sensor));
         byVersion.clear();
         last = null;
     }
 
-    /** The share of the recorded values that are 1 (local), since the first; 0 before it. */
-    private static final class Share implements MeasurableStat {
-        private long records;
-        private long local;
+    /**
+     * One version's counts, kept in fields the stream thread adds to (a {@code Sensor.record} per record would cost
+     * more than the rest of the sketcher's work on it) and read by the metrics registered on its sensor.
+     */
+    private static final class VersionCounts {
+        final Sensor sensor;
+        double records;
+        double local;
 
-        @Override
-        public void record(MetricConfig config, double value, long timeMs) {
-            records++;
-            if (value > 0) {
-                local++;
-            }
+        VersionCounts(Sensor sensor) {
+            this.sensor = sensor;
         }
 
-        @Override
-        public double measure(MetricConfig config, long now) {
-            return records == 0 ? 0.0 : (double) local / records;
+        /** A stat that reads {@code value}; nothing is ever recorded into the sensor. */
+        MeasurableStat reading(DoubleSupplier value) {
+            return new MeasurableStat() {
+                @Override
+                public void record(MetricConfig config, double recorded, long timeMs) {
+                }
+
+                @Override
+                public double measure(MetricConfig config, long now) {
+                    return value.getAsDouble();
+                }
+            };
         }
     }
 }

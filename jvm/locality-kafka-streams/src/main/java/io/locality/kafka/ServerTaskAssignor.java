@@ -1,9 +1,9 @@
 package io.locality.kafka;
 
-import io.locality.routing.LastGoodVersions;
-import io.locality.routing.LocalityStore;
 import io.locality.routing.RoutingConfiguration;
 import io.locality.routing.Topology;
+import io.locality.store.ConfigStore;
+import io.locality.store.LastGoodVersions;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -21,8 +21,8 @@ import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.streams.errors.TaskAssignmentException;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.assignment.ApplicationState;
-import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment.AssignedTask;
+import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsState;
 import org.apache.kafka.streams.processor.assignment.ProcessId;
 import org.apache.kafka.streams.processor.assignment.TaskAssignor;
@@ -57,7 +57,7 @@ import org.slf4j.LoggerFactory;
 public final class ServerTaskAssignor implements TaskAssignor {
     /**
      * The locality store whose current version places the tasks: a directory or an
-     * {@code s3://bucket/prefix} URI ({@link LocalityStore#open(String)}), as the group leader reaches it.
+     * {@code s3://bucket/prefix} URI ({@link ConfigStore#open(String)}), as the group leader reaches it.
      */
     public static final String STORE_CONFIG = "locality.store";
     /** The operator of each sub-topology, comma-separated; default: the topology's operators in order. */
@@ -69,7 +69,7 @@ public final class ServerTaskAssignor implements TaskAssignor {
 
     private static final Logger log = LoggerFactory.getLogger(ServerTaskAssignor.class);
 
-    private LocalityStore store;
+    private ConfigStore store;
     private List<String> operators = List.of();
 
     @Override
@@ -80,7 +80,7 @@ public final class ServerTaskAssignor implements TaskAssignor {
                     + "or an s3://bucket/prefix URI)");
         }
         try {
-            store = LocalityStore.open(root.toString());
+            store = ConfigStore.open(root.toString());
         } catch (IllegalArgumentException e) {
             throw new ConfigException(STORE_CONFIG, root, e.getMessage());
         }

@@ -5,9 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.locality.routing.LastGoodVersions;
-import io.locality.routing.LocalityStore;
 import io.locality.routing.Topology;
+import io.locality.store.ConfigStore;
+import io.locality.store.LastGoodVersions;
 import java.lang.reflect.Proxy;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -141,7 +141,7 @@ class ServerTaskAssignorTest {
     @Test
     void aStoreThatCannotBeReadKeepsTheTopologyLastReadInThisJvm(@TempDir Path unreadable) throws Exception {
         String store = unreadable.resolve("gone").toString(); // no such store: it cannot be read
-        LastGoodVersions.remember(LocalityStore.open(store), Tables.twoStages(6, "kafka", "[]"));
+        LastGoodVersions.remember(ConfigStore.open(store), Tables.twoStages(6, "kafka", "[]"));
         // b left the group: its tasks go elsewhere, every other task where the topology places it
         Map<ProcessId, Set<TaskId>> placed = active(assignorOf(store).assign(rebalance(client(P1, "a"),
                 client(P3, "c"))));

@@ -1,10 +1,10 @@
 package io.locality.storm;
 
-import io.locality.routing.LastGoodVersions;
-import io.locality.routing.LocalityStore;
 import io.locality.routing.RoutingConfiguration;
 import io.locality.routing.RoutingTable;
-import io.locality.routing.StoreRetry;
+import io.locality.store.ConfigStore;
+import io.locality.store.LastGoodVersions;
+import io.locality.store.StoreRetry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
@@ -61,7 +61,7 @@ public final class LocalityGrouping implements CustomStreamGrouping {
      *
      * @param store the store as every worker reaches it: a directory (a shared mount, or a copy per host) or an
      *     {@code s3://bucket/prefix} URI, read with the AWS SDK's standard configuration of each worker
-     *     ({@link LocalityStore#open(String)})
+     *     ({@link ConfigStore#open(String)})
      * @param operator the operator whose table routes this bolt's input
      * @param keyField the field of the input stream that holds the operator's key
      */
@@ -98,7 +98,7 @@ public final class LocalityGrouping implements CustomStreamGrouping {
     public void prepare(WorkerTopologyContext context, GlobalStreamId stream, List<Integer> targetTasks) {
         RoutingConfiguration configuration;
         try {
-            LocalityStore opened = LocalityStore.open(store);
+            ConfigStore opened = ConfigStore.open(store);
             StoreRetry retry = new StoreRetry(Duration.ofSeconds(POLL_SECONDS), Duration.ofMillis(storeWaitMillis));
             LastGoodVersions.Listener log = new StoreLog(operator, storeWaitMillis);
             configuration = version == null ? LastGoodVersions.current(opened, retry, log)

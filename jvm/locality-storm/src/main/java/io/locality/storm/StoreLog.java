@@ -1,7 +1,7 @@
 package io.locality.storm;
 
-import io.locality.routing.LastGoodVersions;
 import io.locality.routing.RoutingConfiguration;
+import io.locality.store.LastGoodVersions;
 import java.io.IOException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -1,8 +1,8 @@
 package io.locality.storm;
 
-import io.locality.routing.FallbackHash;
-import io.locality.routing.FallbackHashProvider;
-import io.locality.routing.FallbackSpec;
+import io.locality.hashing.FallbackHash;
+import io.locality.hashing.FallbackHashProvider;
+import io.locality.hashing.FallbackSpec;
 
 /** The fallback of tables learned with {@code --hash storm}: Storm's fields grouping. */
 public final class StormHashProvider implements FallbackHashProvider {
@@ -14,6 +14,6 @@ public final class StormHashProvider implements FallbackHashProvider {
 
     @Override
     public FallbackHash create(FallbackSpec spec) {
-        return new FieldsGroupingHash(spec.numInstances());
+        return new StormFieldsGrouping(spec.numInstances());
     }
 }

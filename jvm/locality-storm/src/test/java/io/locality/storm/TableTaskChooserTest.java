@@ -46,7 +46,7 @@ class TableTaskChooserTest {
                 Thrift.prepareFieldsGrouping(List.of("hashtag")));
         storm.prepare(null, new GlobalStreamId("count-location", "default"), List.of(11, 12, 13, 20));
         int checked = 0;
-        for (Object key : FieldsGroupingHashTest.probeKeys(1_000, 4)) {
+        for (Object key : StormFieldsGroupingTest.probeKeys(1_000, 4)) {
             if (!List.of("jazz", "blues", "rock").contains(key)) {
                 List<Object> tuple = List.of(9L, "paris", key);
                 assertEquals(storm.chooseTasks(1, tuple), chooser.chooseTasks(tuple), () -> "key " + key);

@@ -1,5 +1,7 @@
 package io.locality.routing;
 
+import io.locality.hashing.TableKey;
+import io.locality.store.ConfigStore;
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
 import java.io.IOException;
@@ -12,7 +14,7 @@ import java.nio.file.StandardCopyOption;
  * Routes a file of keys through one operator's table of a store, from the command line:
  * {@code java io.locality.routing.RouteKeys STORE OPERATOR KEYS OUT [VERSION]}.
  *
- * <p>{@code STORE} is a directory or an {@code s3://bucket/prefix} URI ({@link LocalityStore#open(String)}).
+ * <p>{@code STORE} is a directory or an {@code s3://bucket/prefix} URI ({@link ConfigStore#open(String)}).
  * {@code KEYS} holds one key per line as JSON (a string, or an integer); {@code OUT} receives one
  * instance per line. Integral keys are routed as the job's key type ({@code Integer} when the table's
  * fallback says {@code int_type: int}, else {@code Long}). It is how a platform engineer checks what a
@@ -28,7 +30,7 @@ public final class RouteKeys {
             System.exit(2);
         }
         try {
-            LocalityStore store = LocalityStore.open(args[0]);
+            ConfigStore store = ConfigStore.open(args[0]);
             RoutingConfiguration configuration =
                     args.length == 5 ? store.load(Long.parseLong(args[4])) : store.load();
             int routed = route(configuration.table(args[1]), Path.of(args[2]), Path.of(args[3]));
@@ -71,7 +73,7 @@ public final class RouteKeys {
             for (String line = in.readLine(); line != null; line = in.readLine()) {
                 Object key;
                 try {
-                    key = TableKey.asJobKey(TableKey.fromJson(line), intType);
+                    key = TableKey.asJobKey(RoutingConfiguration.keyFromJson(line), intType);
                 } catch (IllegalArgumentException e) {
                     throw new IllegalArgumentException(keys + ", line " + (routed + 1) + ": " + e.getMessage());
                 }

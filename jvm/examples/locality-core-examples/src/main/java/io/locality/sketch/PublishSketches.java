@@ -1,6 +1,5 @@
 package io.locality.sketch;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.locality.storage.StoreUri;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -26,15 +25,7 @@ public final class PublishSketches {
     private PublishSketches() {}
 
     public static void main(String[] args) {
-        try {
-            System.out.println(new ObjectMapper().writeValueAsString(run(args)));
-        } catch (IllegalArgumentException e) { // a SketchFormatException too
-            System.err.println("error: " + e.getMessage());
-            System.exit(2);
-        } catch (IOException e) {
-            System.err.println("error: " + e.getMessage());
-            System.exit(1);
-        }
+        JsonTool.main(args, PublishSketches::run);
     }
 
     static List<String> run(String[] args) throws IOException {

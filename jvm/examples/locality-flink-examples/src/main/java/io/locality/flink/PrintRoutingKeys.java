@@ -1,9 +1,8 @@
 package io.locality.flink;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.locality.routing.LocalityStore;
 import io.locality.routing.RoutingConfiguration;
-import io.locality.routing.TableKey;
+import io.locality.store.ConfigStore;
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
 import java.io.IOException;
@@ -15,12 +14,12 @@ import java.nio.file.Path;
  * What a Flink job keys each key of a file on, from the command line:
  * {@code java io.locality.flink.PrintRoutingKeys STORE OPERATOR KEYS OUT [SERVER]}.
  *
- * <p>{@code STORE} is a directory or an {@code s3://bucket/prefix} URI ({@code LocalityStore.open}).
+ * <p>{@code STORE} is a directory or an {@code s3://bucket/prefix} URI ({@code ConfigStore.open}).
  * {@code KEYS} holds one key per line as JSON (a string or an integer); {@code OUT} receives, per
  * line, the routing key as JSON ({@link FlinkRoutingKeys#routingKey(Object)}, or the split part for
  * server position {@code SERVER} when given), or {@code null} where the key is refused (a reserved form,
  * or not of the table's key type). It is how a platform engineer sees what a job will do with a key, and
- * how the tests compare Java's routing keys with Python's {@code FlinkKeySelector}. Exit status 0 on
+ * how the tests compare Java's routing keys with Python's {@code RoutingKeySelector}. Exit status 0 on
  * success, 2 when the store, the table or a file cannot be used (the message names it).
  */
 public final class PrintRoutingKeys {
@@ -32,7 +31,7 @@ public final class PrintRoutingKeys {
             System.exit(2);
         }
         try {
-            RoutingConfiguration configuration = LocalityStore.open(args[0]).load();
+            RoutingConfiguration configuration = ConfigStore.open(args[0]).load();
             FlinkRoutingKeys routes = FlinkRoutingKeys.of(configuration.table(args[1]));
             Integer server = args.length == 5 ? Integer.valueOf(args[4]) : null;
             int printed = print(routes, server, Path.of(args[2]), Path.of(args[3]));
@@ -52,7 +51,7 @@ public final class PrintRoutingKeys {
             for (String line = in.readLine(); line != null; line = in.readLine()) {
                 Object routingKey;
                 try {
-                    Object key = routes.keyType().jobKey(TableKey.fromJson(line));
+                    Object key = routes.keyType().jobKey(RoutingConfiguration.keyFromJson(line));
                     routingKey = server == null ? routes.routingKey(key) : routes.routingKey(key, server);
                 } catch (IllegalArgumentException refused) {
                     routingKey = null;

@@ -21,4 +21,15 @@ public interface ProcessedRecords {
      * @param count the key's count after this record
      */
     void processed(String operator, TaskId task, Object key, Object value, long count);
+
+    /** This, then {@code next}, told of every record. */
+    default ProcessedRecords andThen(ProcessedRecords next) {
+        if (this == NONE) {
+            return next;
+        }
+        return (operator, task, key, value, count) -> {
+            processed(operator, task, key, value, count);
+            next.processed(operator, task, key, value, count);
+        };
+    }
 }

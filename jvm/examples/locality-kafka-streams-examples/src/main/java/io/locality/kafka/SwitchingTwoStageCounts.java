@@ -7,7 +7,7 @@ import io.locality.kafka.switching.SwitchEvents;
 import io.locality.kafka.switching.SwitchPlans;
 import io.locality.kafka.switching.SwitchingCountByKey;
 import io.locality.routing.RoutingConfiguration;
-import io.locality.routing.ScheduleFollower;
+import io.locality.store.ScheduleFollower;
 import java.time.Duration;
 import java.util.List;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;

@@ -15,6 +15,7 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorSupplier;
 
 /**
  * The two-stage job whose locality the routing tables raise: count by the first key, re-key by the second
@@ -23,7 +24,7 @@ import org.apache.kafka.streams.kstream.Repartitioned;
  * <p>Records are JSON objects (strings), keyed by the first operator's key; the second key is the value's
  * field named after the second operator (for tables over {@code location -> hashtag}, the input topic is
  * keyed by location and each value has a {@code "hashtag"} field). The input topic is produced with the
- * first operator's table ({@code KafkaTablePartitioner} in Python, {@link TableStreamPartitioner} in a
+ * first operator's table ({@code TablePartitioner} in Python, {@link TablePartitioner} in a
  * job). Sub-topology 0 counts by the first key in task {@code 0_i} for partition {@code i}; the repartition
  * topic {@code <application.id>-<second>-repartition} and the output topic are partitioned by the second
  * operator's table, so sub-topology 1 counts by the second key in task {@code 1_j}, where the table put it.
@@ -53,15 +54,15 @@ public final class TwoStageCounts {
 
     /**
      * The topology of the job, with {@code sketcher} (unless null) between the two stages: in the first stage's
-     * sub-topology, after its count, before the re-keying ({@link #sketcher}).
+     * sub-topology, after its count, before the re-keying ({@link #sketcher}, or a {@link PhasedSketcher} of it).
      */
     public static Topology build(String inputTopic, String outputTopic, Supplier<RoutingConfiguration> tables,
-            ProcessedRecords processed, KeyPairSketcher<String, String> sketcher) {
+            ProcessedRecords processed, FixedKeyProcessorSupplier<String, String, String> sketcher) {
         RoutingConfiguration now = tables.get();
         List<String> operators = operators(now);
         String first = operators.get(0);
         String second = operators.get(1);
-        TableStreamPartitioner<String, String> bySecond = new TableStreamPartitioner<>(() -> tables.get().table(second));
+        TablePartitioner<String, String> bySecond = new TablePartitioner<>(() -> tables.get().table(second));
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> counted = builder.stream(inputTopic, Consumed.with(Serdes.String(), Serdes.String()))
                 .process(CountByKey.<String, String>supplier(first, Serdes.String(), processed), Named.as(first));
@@ -86,17 +87,19 @@ public final class TwoStageCounts {
      * @param store the store the sketches go to
      * @param interval the wall-clock time each sketch covers
      * @param capacity the counters of each sketch
+     * @param updatesPerSecond the budget of sketch updates a second per task, above which records are sampled
      */
     public static KeyPairSketcher<String, String> sketcher(String store, Duration interval, int capacity,
-            Supplier<RoutingConfiguration> tables) {
+            int updatesPerSecond, Supplier<RoutingConfiguration> tables) {
         List<String> operators = operators(tables.get());
         String second = operators.get(1);
         return KeyPairSketcher.<String, String>builder(operators.get(0), (key, value) -> key, second,
                         (key, value) -> field(value, second))
-                .store(store)                      // a directory or s3://bucket/prefix
-                .interval(interval)                // each sketch covers this much wall-clock time, cut on the epoch
-                .capacity(capacity)                // counters per sketch
-                .routing(tables)                   // the tables the records are re-keyed by: for the metric
+                .store(store)                       // a directory or s3://bucket/prefix
+                .interval(interval)                 // each sketch covers this much wall-clock time, cut on the epoch
+                .capacity(capacity)                 // counters per sketch
+                .updatesPerSecond(updatesPerSecond) // per task; above it, a weighted sample
+                .routing(tables)                    // the tables the records are re-keyed by: for the metric
                 .build();
     }
 

@@ -1,13 +1,14 @@
 package io.locality.kafka;
 
-import io.locality.kafka.switching.SwitchEventLog;
-import io.locality.kafka.switching.SwitchEvents;
-import io.locality.routing.LocalityStore;
-import io.locality.routing.RoutingConfiguration;
-import io.locality.routing.ScheduleFollower;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.locality.kafka.switching.SwitchEventLog;
+import io.locality.kafka.switching.SwitchEvents;
+import io.locality.routing.RoutingConfiguration;
+import io.locality.sketch.SketcherOptions;
+import io.locality.store.ConfigStore;
+import io.locality.store.ScheduleFollower;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -24,20 +25,22 @@ import java.util.concurrent.TimeoutException;
 import java.util.stream.Stream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.CloseOptions.GroupMembershipOperation;
+import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorSupplier;
 
 /**
  * One application instance of {@link TwoStageCounts}, for the server it runs on:
  * {@code java io.locality.kafka.TwoStageCountsApp --bootstrap-servers HOST:PORT --store STORE --server NAME
  * --input TOPIC --output TOPIC [--application-id ID] [--state-dir DIR] [--processed-log FILE]
- * [--follow-schedule] [--switch-log FILE] [--max-hold-ms MS] [--schedule-wait-ms MS]
- * [--sketches STORE [--sketch-interval SECONDS] [--sketch-capacity COUNTERS]]}.
+ * [--follow-schedule] [--switch-log FILE] [--max-hold-ms MS] [--schedule-wait-ms MS] [--throughput-log FILE]
+ * [--sketches STORE [--sketch-interval SECONDS] [--sketch-capacity COUNTERS] [--sketch-updates-per-second N]
+ * [--sketch-phases SECONDS]]}.
  *
  * <p>Start one instance per server of the tables' topology, each with its own {@code --server}: the
  * {@link ServerTaskAssignor} gives each the tasks of the partitions its server holds. Without
@@ -49,20 +52,29 @@ import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThr
  * the job past {@code --max-hold-ms} (5 min). Each time the instance (re)starts processing it prints the
  * tasks it runs ({@code server s3 runs tasks [0_3, 1_3]}) on stdout; with {@code --processed-log} it
  * writes a line per record each stage counted ({@link ProcessedLog}), with {@code --switch-log} a line per
- * switch event ({@link SwitchEventLog}). It runs until stopped (SIGTERM closes it cleanly, and it leaves the
+ * switch event ({@link SwitchEventLog}), with {@code --throughput-log} the records the second stage counted so far,
+ * every {@value #THROUGHPUT_LOG_MILLIS} ms: the file is replaced by one line {@code <epoch ms> <records>}
+ * ({@link ThroughputLog}). It runs until stopped (SIGTERM closes it cleanly, and it leaves the
  * group, so that the other instances take its tasks at once). With {@code --sketches STORE} a
  * {@link KeyPairSketcher} between the two stages publishes the sketches of their key pairs and keys into
  * {@code STORE} every {@code --sketch-interval} seconds (default 60), {@code --sketch-capacity} counters each
- * (default 100,000), and reports the share of records whose second stage's task is on the instance's server as
+ * (default 100,000), sampling a task's records above {@code --sketch-updates-per-second} (default 1,000;
+ * 2147483647 for none), and reports the share of records whose second stage's task is on the instance's server as
  * Kafka Streams metrics, which the instance prints on stdout when it stops, on one line:
  * {@code locality metrics [{"name": "local-records-total", "tags": {...}, "value": ...}, ...]} (not with
- * {@code --follow-schedule}). Exit status 2
+ * {@code --follow-schedule}). With {@code --sketch-phases SECONDS} the sketcher works in every other phase of that
+ * many seconds only, aligned on the epoch, and passes records untouched in the others ({@link PhasedSketcher}): how
+ * {@code benchmarks/bench_testbed_kafka.py} measures what it costs the application. Exit status 2
  * when an option, the store or the server is wrong (the message names it), 1 when Kafka Streams fails.
  */
 public final class TwoStageCountsApp {
     private static final List<String> REQUIRED = List.of("bootstrap-servers", "store", "server", "input", "output");
     private static final List<String> OPTIONAL = List.of("application-id", "state-dir", "processed-log", "switch-log",
-            "max-hold-ms", "schedule-wait-ms", "sketches", "sketch-interval", "sketch-capacity");
+            "max-hold-ms", "schedule-wait-ms", "throughput-log", "sketches", "sketch-interval", "sketch-capacity",
+            "sketch-updates-per-second", "sketch-phases");
+    /** The options of the sketcher besides {@code --sketches}, which they need. */
+    private static final List<String> SKETCH_OPTIONS = List.of("sketch-interval", "sketch-capacity",
+            "sketch-updates-per-second", "sketch-phases");
     /** Options without a value. */
     private static final List<String> FLAGS = List.of("follow-schedule");
     private static final String FOLLOW = "follow-schedule";
@@ -73,6 +85,8 @@ public final class TwoStageCountsApp {
     static final long DEFAULT_SKETCH_INTERVAL = 60;
     /** Counters per sketch when {@code --sketch-capacity} is not given. */
     static final long DEFAULT_SKETCH_CAPACITY = 100_000;
+    /** How often {@code --throughput-log} is written. */
+    static final long THROUGHPUT_LOG_MILLIS = 200;
     /** What starts the line of the locality metrics printed at the end. */
     static final String METRICS_LINE = "locality metrics ";
 
@@ -89,7 +103,7 @@ public final class TwoStageCountsApp {
         List<Object> closeAtEnd = new ArrayList<>();
         try {
             options = options(args);
-            LocalityStore store = LocalityStore.open(options.get("store"));
+            ConfigStore store = ConfigStore.open(options.get("store"));
             RoutingConfiguration tables = store.load();
             String server = options.get("server");
             if (!tables.topology().servers().contains(server)) {
@@ -103,6 +117,12 @@ public final class TwoStageCountsApp {
                 events = new SwitchEventLog(Path.of(options.get("switch-log")), server);
             }
             closeAtEnd.addAll(List.of(processed, events));
+            if (options.containsKey("throughput-log")) {
+                ThroughputLog throughput = new ThroughputLog(Path.of(options.get("throughput-log")),
+                        TwoStageCounts.operators(tables).get(1), Duration.ofMillis(THROUGHPUT_LOG_MILLIS));
+                closeAtEnd.add(throughput);
+                processed = processed.andThen(throughput);
+            }
             config = streamsConfig(options);
             if (options.containsKey(FOLLOW) && options.containsKey("sketches")) {
                 throw new IllegalArgumentException("--sketches is not served with --follow-schedule: the switching "
@@ -131,23 +151,37 @@ public final class TwoStageCountsApp {
 
     /**
      * The sketcher between the two stages ({@code --sketches STORE [--sketch-interval SECONDS]
-     * [--sketch-capacity COUNTERS]}), or null without {@code --sketches}.
+     * [--sketch-capacity COUNTERS] [--sketch-updates-per-second N] [--sketch-phases SECONDS]}), or null without
+     * {@code --sketches}: a {@link KeyPairSketcher}, a {@link PhasedSketcher} of it with {@code --sketch-phases}.
      */
-    static KeyPairSketcher<String, String> sketcher(Map<String, String> options, RoutingConfiguration tables) {
+    static FixedKeyProcessorSupplier<String, String, String> sketcher(Map<String, String> options,
+            RoutingConfiguration tables) {
         if (!options.containsKey("sketches")) {
-            if (options.containsKey("sketch-interval") || options.containsKey("sketch-capacity")) {
-                throw new IllegalArgumentException("--sketch-interval and --sketch-capacity need --sketches STORE");
+            if (SKETCH_OPTIONS.stream().anyMatch(options::containsKey)) {
+                throw new IllegalArgumentException("--sketch-interval, --sketch-capacity, "
+                        + "--sketch-updates-per-second and --sketch-phases need --sketches STORE");
             }
             return null;
         }
         long seconds = positive(options, "sketch-interval", DEFAULT_SKETCH_INTERVAL);
-        long capacity = positive(options, "sketch-capacity", DEFAULT_SKETCH_CAPACITY);
-        if (capacity > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("--sketch-capacity must be at most " + Integer.MAX_VALUE + "; got "
-                    + capacity);
+        int capacity = positiveInt(options, "sketch-capacity", DEFAULT_SKETCH_CAPACITY);
+        int budget = positiveInt(options, "sketch-updates-per-second", SketcherOptions.DEFAULT_UPDATES_PER_SECOND);
+        KeyPairSketcher<String, String> sketcher = TwoStageCounts.sketcher(options.get("sketches"),
+                Duration.ofSeconds(seconds), capacity, budget, () -> tables);
+        if (!options.containsKey("sketch-phases")) {
+            return sketcher;
         }
-        return TwoStageCounts.sketcher(options.get("sketches"), Duration.ofSeconds(seconds), (int) capacity,
-                () -> tables);
+        return new PhasedSketcher<>(sketcher, Duration.ofSeconds(positive(options, "sketch-phases", 1)));
+    }
+
+    /** The value of option {@code name}, an int >= 1, {@code otherwise} when not given. */
+    private static int positiveInt(Map<String, String> options, String name, long otherwise) {
+        long value = positive(options, name, otherwise);
+        if (value > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("--" + name + " must be at most " + Integer.MAX_VALUE + "; got "
+                    + value);
+        }
+        return (int) value;
     }
 
     /**
@@ -169,7 +203,7 @@ public final class TwoStageCountsApp {
     }
 
     /** The topology that follows the store's switch schedule, once its topics exist ({@code admin} makes them). */
-    private static Topology switching(Map<String, String> options, LocalityStore store, RoutingConfiguration tables,
+    private static Topology switching(Map<String, String> options, ConfigStore store, RoutingConfiguration tables,
             Admin admin, ProcessedRecords processed, SwitchEvents events)
             throws IOException, ExecutionException, InterruptedException, TimeoutException {
         Duration wait = Duration.ofMillis(millis(options, "schedule-wait-ms", 30_000));

@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.locality.kafka.switching.SwitchEvents;
-import io.locality.routing.LocalityStore;
 import io.locality.routing.RoutingConfiguration;
-import io.locality.routing.ScheduleFollower;
+import io.locality.store.ConfigStore;
+import io.locality.store.ScheduleFollower;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -28,7 +28,7 @@ class SwitchingTwoStageCountsTest {
         Files.writeString(store.resolve("SCHEDULE"),
                 "{\"entries\": [{\"from\": -9223372036854775808, \"version\": 1}], \"sealed_until\": 10}");
         RoutingConfiguration tables = Tables.twoStages(6, "kafka", "[]");
-        ScheduleFollower schedule = new ScheduleFollower(new LocalityStore(store), Duration.ofMillis(10),
+        ScheduleFollower schedule = new ScheduleFollower(new ConfigStore(store), Duration.ofMillis(10),
                 Duration.ofSeconds(1), SwitchEvents.NONE);
         TopologyDescription description = SwitchingTwoStageCounts.build("app", "in", 4, "out", tables, schedule,
                 Duration.ofMinutes(1), ProcessedRecords.NONE, SwitchEvents.NONE).describe();

@@ -2,7 +2,7 @@ package io.locality.storm;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.locality.routing.TableKey;
+import io.locality.routing.RoutingConfiguration;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -53,7 +53,7 @@ final class RecordSpout extends BaseRichSpout {
                 JsonNode record = json.readTree(line);
                 Values values = new Values();
                 for (String field : fields) {
-                    values.add(TableKey.fromJson(record.path(field).toString()));
+                    values.add(RoutingConfiguration.keyFromJson(record.path(field).toString()));
                 }
                 records.add(values);
             }

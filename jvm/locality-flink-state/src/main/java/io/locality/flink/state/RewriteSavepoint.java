@@ -3,7 +3,7 @@ package io.locality.flink.state;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.locality.flink.MainExit;
-import io.locality.routing.LocalityStore;
+import io.locality.store.ConfigStore;
 import java.io.IOException;
 import java.util.List;
 import java.util.Set;
@@ -26,7 +26,7 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * {@code OPERATOR} route ({@link RealKeyOperator}). The new savepoint is written to {@code --output}, which
  * must not exist; the old one is left as it is (the job can still restart from it on the old version).
  * {@code --parallelism} is the rewrite's (default: the tables', which the rewritten operators keep).
- * {@code --store} is a directory or an {@code s3://bucket/prefix} URI ({@code LocalityStore.open}).
+ * {@code --store} is a directory or an {@code s3://bucket/prefix} URI ({@code ConfigStore.open}).
  *
  * <p>Run from {@code java} it rewrites on a local MiniCluster and prints one JSON document: the paths,
  * the versions, per operator the {@link RewriteSummary} and the run time; a failed run removes what it
@@ -81,7 +81,7 @@ public final class RewriteSavepoint {
         ToolArguments options = ToolArguments.parse(args,
                 Set.of("--savepoint", "--output", "--store", "--from", "--to", "--parallelism"), Set.of("--operator"),
                 Set.of("--savepoint", "--output", "--store", "--from", "--to", "--operator"));
-        LocalityStore store = LocalityStore.open(options.get("--store"));
+        ConfigStore store = ConfigStore.open(options.get("--store"));
         long fromVersion = options.integer("--from", 1, Long.MAX_VALUE);
         long toVersion = options.integer("--to", 1, Long.MAX_VALUE);
         List<RealKeyOperator> operators = options.all("--operator").stream().map(RealKeyOperator::parse).toList();

@@ -3,16 +3,15 @@ package io.locality.flink.bench;
 import io.locality.flink.JobVersion;
 import io.locality.flink.KeyPairSketcher;
 import io.locality.flink.RoutingKeySelector;
-import io.locality.routing.LocalityStore;
 import io.locality.routing.RoutingConfiguration;
 import io.locality.routing.RoutingTable;
-
+import io.locality.sketch.SketcherOptions;
+import io.locality.store.ConfigStore;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
@@ -21,6 +20,8 @@ import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
 import org.apache.flink.streaming.api.datastream.DataStreamUtils;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+
+
 
 /**
  * The testbed's throughput job: a trace replayed at full speed ({@link TraceReplaySource}) through two
@@ -31,7 +32,8 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * <pre>
  * flink run -d -c io.locality.flink.bench.ReplayJob locality-flink-bench-0.1.0-job.jar --store STORE \
  *     --mode tables|hash --trace keys.tsv --padding 4096 --sink-dir counts/ [--passes 0] [--version N] \
- *     [--end finish|wait] [--sketches STORE [--sketch-interval SECONDS] [--sketch-capacity COUNTERS]]
+ *     [--end finish|wait] [--sketches STORE [--sketch-interval SECONDS] [--sketch-capacity COUNTERS] \
+ *     [--sketch-updates-per-second N] [--sketch-phases SECONDS]]
  * </pre>
  *
  * <p>{@code STORE} is a directory or an {@code s3://bucket/prefix} URI; after a switch each source subtask
@@ -46,8 +48,11 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * <p>With {@code --sketches}, a {@link KeyPairSketcher} between the two operators (chained to the first, uid
  * {@value #SKETCH_UID}) sketches the records' key pairs and keys and publishes them into that store every
  * {@code --sketch-interval} seconds (default {@value #SKETCH_INTERVAL_SECONDS}), sketches of
- * {@code --sketch-capacity} counters (default {@value #SKETCH_CAPACITY}): what the sketcher costs a job is
- * measured by running it with and without ({@code bench_testbed.py --experiment sketch}).
+ * {@code --sketch-capacity} counters (default {@value #SKETCH_CAPACITY}), sampling a subtask's records above
+ * {@code --sketch-updates-per-second} (default the sketcher's, {@value SketcherOptions#DEFAULT_UPDATES_PER_SECOND};
+ * {@value SketcherOptions#EVERY_RECORD} for none). With {@code --sketch-phases SECONDS} the sketcher works in every
+ * other phase of that many seconds only, aligned on the epoch ({@link PhasedSketcher}): how {@code bench_testbed.py
+ * --experiment sketch} measures what it costs the job.
  *
  * <p>Both modes run with the tables' parallelism and max parallelism, so the same servers run the same
  * subtasks. Every operator shares one co-location group: subtask i of each runs in the same slot, so
@@ -82,7 +87,7 @@ public final class ReplayJob {
         if (!mode.equals("tables") && !mode.equals("hash")) {
             throw new IllegalArgumentException("--mode is tables or hash, not " + mode);
         }
-        LocalityStore store = LocalityStore.open(required(options, "store"));
+        ConfigStore store = ConfigStore.open(required(options, "store"));
         RoutingConfiguration configuration = options.containsKey("version")
                 ? store.load(Long.parseLong(options.get("version"))) : store.load();
         RoutingTable firstTable = configuration.table(configuration.topology().operators().get(0));
@@ -120,10 +125,14 @@ public final class ReplayJob {
                             options.getOrDefault("sketch-interval", String.valueOf(SKETCH_INTERVAL_SECONDS)))))
                     .capacity(Integer.parseInt(
                             options.getOrDefault("sketch-capacity", String.valueOf(SKETCH_CAPACITY))))
+                    .updatesPerSecond(Integer.parseInt(options.getOrDefault("sketch-updates-per-second",
+                            String.valueOf(SketcherOptions.DEFAULT_UPDATES_PER_SECOND))))
                     .routing(second, parallelism, maxParallelism)
                     .version(configuration.version())
                     .build();
-            passed = firstCounted.map(sketcher, TraceReplaySource.RECORD).name("sketch").uid(SKETCH_UID);
+            long phases = Long.parseLong(options.getOrDefault("sketch-phases", "0")) * 1000;
+            passed = firstCounted.map(phases > 0 ? new PhasedSketcher<>(sketcher, phases) : sketcher,
+                    TraceReplaySource.RECORD).name("sketch").uid(SKETCH_UID);
             passed.getTransformation().setCoLocationGroupKey(together);
         }
         SingleOutputStreamOperator<Tuple3<String, String, byte[]>> secondCounted = passed

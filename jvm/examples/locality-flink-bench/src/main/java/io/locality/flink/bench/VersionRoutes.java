@@ -1,20 +1,20 @@
 package io.locality.flink.bench;
 
 import io.locality.flink.RoutingKeySelector;
-import io.locality.routing.LastGoodVersions;
-import io.locality.routing.LocalityStore;
 import io.locality.routing.RoutingConfiguration;
-import io.locality.routing.StoreRetry;
-
+import io.locality.store.ConfigStore;
+import io.locality.store.LastGoodVersions;
+import io.locality.store.StoreRetry;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.time.Duration;
-
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple3;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
+
 
 /**
  * The first keyed operator's routing key under each store version: what {@link TraceReplaySource} partitions
@@ -44,7 +44,7 @@ public interface VersionRoutes extends Serializable {
         }
         return version -> {
             try {
-                RoutingConfiguration configuration = LastGoodVersions.pinned(LocalityStore.open(store), version,
+                RoutingConfiguration configuration = LastGoodVersions.pinned(ConfigStore.open(store), version,
                         new StoreRetry(STORE_POLL, STORE_WAIT), new StoreWaitLog());
                 return RoutingKeySelector.of(configuration.table(configuration.topology().operators().get(0)),
                         String.class, new FieldKey(0));

@@ -3,8 +3,8 @@ package io.locality.examples.flink;
 import io.locality.flink.JobVersion;
 import io.locality.flink.RealKeyedProcessFunction;
 import io.locality.flink.RoutingKeySelector;
-import io.locality.routing.LocalityStore;
 import io.locality.routing.RoutingConfiguration;
+import io.locality.store.ConfigStore;
 import java.util.Arrays;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
@@ -19,7 +19,7 @@ public final class HashtagCounts {
     private HashtagCounts() {}
 
     public static void main(String[] args) throws Exception {
-        RoutingConfiguration tables = LocalityStore.open(args[0]).load(); // the current version, verified
+        RoutingConfiguration tables = ConfigStore.open(args[0]).load(); // the current version, verified
         KeySelector<String, String> hashtag = tag -> tag;
         RoutingKeySelector<String, String> byTable = RoutingKeySelector.of(tables.table("hashtag"), String.class,
                 hashtag);

@@ -1,6 +1,6 @@
 package io.locality.flink.job;
 
-import io.locality.routing.LocalityStore;
+import io.locality.store.ConfigStore;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -9,9 +9,9 @@ import java.util.Map;
  * The two-stage job's command line:
  * {@code --store STORE [--version N] --input FILE_OR_DIR --mode tables|raw [--parallelism P]
  * [--max-parallelism M] [--output DIR] [--rate R] [--sketches STORE [--sketch-interval SECONDS]
- * [--sketch-capacity COUNTERS]]}.
+ * [--sketch-capacity COUNTERS] [--sketch-updates-per-second N]]}.
  *
- * @param store the store: a directory or an {@code s3://bucket/prefix} URI ({@link LocalityStore#open(String)})
+ * @param store the store: a directory or an {@code s3://bucket/prefix} URI ({@link ConfigStore#open(String)})
  * @param version the store version to read; null for the current one
  * @param parallelism the keyed operators' parallelism; null for the tables'
  * @param maxParallelism their max parallelism; null for the tables'
@@ -20,16 +20,19 @@ import java.util.Map;
  *     ({@link IndexedLines}); null to read it as fast as the job goes
  * @param sketching where and how a {@code KeyPairSketcher} between the two operators publishes its sketches
  *     ({@code --sketches}, {@code --sketch-interval}: seconds, default {@value Sketching#DEFAULT_INTERVAL},
- *     {@code --sketch-capacity}: default {@value Sketching#DEFAULT_CAPACITY}); null for no sketcher
+ *     {@code --sketch-capacity}: default {@value Sketching#DEFAULT_CAPACITY}, {@code --sketch-updates-per-second}:
+ *     default {@value Sketching#DEFAULT_UPDATES_PER_SECOND}); null for no sketcher
  */
 public record JobOptions(String store, Long version, String input, Mode mode, Integer parallelism,
         Integer maxParallelism, String output, Integer rate, Sketching sketching) {
 
     static final String USAGE = "usage: TwoStageJob --store STORE [--version N] --input FILE_OR_DIR --mode tables|raw "
             + "[--parallelism P] [--max-parallelism M] [--output DIR] [--rate R] "
-            + "[--sketches STORE [--sketch-interval SECONDS] [--sketch-capacity COUNTERS]]";
+            + "[--sketches STORE [--sketch-interval SECONDS] [--sketch-capacity COUNTERS] "
+            + "[--sketch-updates-per-second N]]";
     private static final List<String> NAMES = List.of("--store", "--version", "--input", "--mode", "--parallelism",
-            "--max-parallelism", "--output", "--rate", "--sketches", "--sketch-interval", "--sketch-capacity");
+            "--max-parallelism", "--output", "--rate", "--sketches", "--sketch-interval", "--sketch-capacity",
+            "--sketch-updates-per-second");
 
     /**
      * Parses and checks the arguments.
@@ -55,7 +58,7 @@ public record JobOptions(String store, Long version, String input, Mode mode, In
             }
         }
         String store = given.get("--store");
-        LocalityStore.open(store); // an unserved scheme is refused here, a missing store when it is read
+        ConfigStore.open(store); // an unserved scheme is refused here, a missing store when it is read
         Long version = positive(given, "--version", Long.MAX_VALUE);
         return new JobOptions(store, version, given.get("--input"), Mode.parse(given.get("--mode")),
                 positiveInt(given, "--parallelism"), positiveInt(given, "--max-parallelism"), given.get("--output"),
@@ -67,15 +70,18 @@ public record JobOptions(String store, Long version, String input, Mode mode, In
         String store = given.get("--sketches");
         Integer interval = positiveInt(given, "--sketch-interval");
         Integer capacity = positiveInt(given, "--sketch-capacity");
+        Integer budget = positiveInt(given, "--sketch-updates-per-second");
         if (store == null) {
-            if (interval != null || capacity != null) {
-                throw new IllegalArgumentException("--sketch-interval and --sketch-capacity need --sketches STORE");
+            if (interval != null || capacity != null || budget != null) {
+                throw new IllegalArgumentException("--sketch-interval, --sketch-capacity and "
+                        + "--sketch-updates-per-second need --sketches STORE");
             }
             return null;
         }
-        LocalityStore.open(store); // an unserved scheme is refused here
+        ConfigStore.open(store); // an unserved scheme is refused here
         return new Sketching(store, interval == null ? Sketching.DEFAULT_INTERVAL : interval,
-                capacity == null ? Sketching.DEFAULT_CAPACITY : capacity);
+                capacity == null ? Sketching.DEFAULT_CAPACITY : capacity,
+                budget == null ? Sketching.DEFAULT_UPDATES_PER_SECOND : budget);
     }
 
     private static Integer positiveInt(Map<String, String> given, String name) {

@@ -4,9 +4,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.locality.flink.JobVersion;
 import io.locality.flink.MainExit;
-import io.locality.routing.LocalityStore;
 import io.locality.routing.RoutingConfiguration;
 import io.locality.routing.Topology;
+import io.locality.store.ConfigStore;
 import java.io.IOException;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
@@ -29,7 +29,8 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  * <pre>
  * TwoStageJob --store STORE [--version N] --input FILE_OR_DIR --mode tables|raw
  *             [--parallelism P] [--max-parallelism M] [--output DIR] [--rate R]
- *             [--sketches STORE [--sketch-interval SECONDS] [--sketch-capacity COUNTERS]]
+ *             [--sketches STORE [--sketch-interval SECONDS] [--sketch-capacity COUNTERS]
+ *                               [--sketch-updates-per-second N]]
  * </pre>
  *
  * <p>Reads JSON lines ({@link ParseRecord}: a string field per operator of the store's topology, the
@@ -58,7 +59,8 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  *
  * <p>With {@code --sketches STORE} a {@code KeyPairSketcher} between the two operators (uid
  * {@code sketch-FIRST-SECOND}) publishes the sketches of their key pairs and keys into {@code STORE} every
- * {@code --sketch-interval} seconds (default 60), {@code --sketch-capacity} counters each (default 100,000), and
+ * {@code --sketch-interval} seconds (default 60), {@code --sketch-capacity} counters each (default 100,000),
+ * sampling a subtask's records above {@code --sketch-updates-per-second} (default 1,000; 2147483647 for none), and
  * reports the share of records that stayed on their server as Flink metrics. On a local MiniCluster the summary
  * then holds those metrics' final values under {@code locality_metrics} ({@link RetainedMetrics}), per version:
  * the sums of the subtasks' {@code records} and {@code local_records}, their ratio, and each subtask's.
@@ -92,7 +94,7 @@ public final class TwoStageJob {
      * @throws IllegalArgumentException naming the option, file or input line that is wrong
      */
     public static ObjectNode run(JobOptions options, StreamExecutionEnvironment env) throws Exception {
-        LocalityStore store = LocalityStore.open(options.store());
+        ConfigStore store = ConfigStore.open(options.store());
         RoutingConfiguration tables = options.version() == null ? store.load() : store.load(options.version());
         Topology topology = tables.topology();
         if (topology.operators().size() < 2) {

@@ -50,6 +50,12 @@ class BadInputTest {
         assertRefused(() -> JobOptions.parse("--store", s, "--input", "x", "--mode", "raw", "--slots", "2"),
                 "unknown option '--slots'");
         assertRefused(() -> JobOptions.parse("--store", s, "--input"), "--input needs a value");
+        assertEquals(new Sketching(s, 60, 100_000, 1_000),
+                JobOptions.parse("--store", s, "--input", "x", "--mode", "raw", "--sketches", s).sketching());
+        assertEquals(500, JobOptions.parse("--store", s, "--input", "x", "--mode", "raw", "--sketches", s,
+                "--sketch-updates-per-second", "500").sketching().updatesPerSecond());
+        assertRefused(() -> JobOptions.parse("--store", s, "--input", "x", "--mode", "raw",
+                "--sketch-updates-per-second", "500"), "need --sketches STORE");
     }
 
     @Test

@@ -1,9 +1,9 @@
 package io.locality.examples.kafka;
 
 import io.locality.kafka.ServerTaskAssignor;
-import io.locality.kafka.TableStreamPartitioner;
-import io.locality.routing.LocalityStore;
+import io.locality.kafka.TablePartitioner;
 import io.locality.routing.RoutingConfiguration;
+import io.locality.store.ConfigStore;
 import java.io.IOException;
 import java.util.Properties;
 import org.apache.kafka.common.serialization.Serdes;
@@ -26,8 +26,8 @@ public final class HashtagCounts {
     public static void main(String[] args) throws IOException {
         String store = args[0]; // a directory or s3://bucket/prefix
         String server = args[1]; // the server of the tables' topology this instance runs on
-        RoutingConfiguration tables = LocalityStore.open(store).load();
-        TableStreamPartitioner<String, String> byHashtag = new TableStreamPartitioner<>(() -> tables.table("hashtag"));
+        RoutingConfiguration tables = ConfigStore.open(store).load();
+        TablePartitioner<String, String> byHashtag = new TablePartitioner<>(() -> tables.table("hashtag"));
 
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream("hashtags", Consumed.with(Serdes.String(), Serdes.String())) // location -> hashtag

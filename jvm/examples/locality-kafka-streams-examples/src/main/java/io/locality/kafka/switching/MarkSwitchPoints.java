@@ -1,7 +1,7 @@
 package io.locality.kafka.switching;
 
-import io.locality.routing.ScheduleFollower;
-import io.locality.routing.SwitchSchedule;
+import io.locality.schedule.SwitchSchedule;
+import io.locality.store.ScheduleFollower;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import org.apache.kafka.streams.processor.api.Processor;

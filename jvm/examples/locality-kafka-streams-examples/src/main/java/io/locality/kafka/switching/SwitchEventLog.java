@@ -2,7 +2,7 @@ package io.locality.kafka.switching;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.locality.kafka.JsonLinesFile;
-import io.locality.routing.SwitchSchedule;
+import io.locality.schedule.SwitchSchedule;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.file.Path;

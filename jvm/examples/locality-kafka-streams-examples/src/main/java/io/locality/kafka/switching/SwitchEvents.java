@@ -1,6 +1,6 @@
 package io.locality.kafka.switching;
 
-import io.locality.routing.ScheduleFollower;
+import io.locality.store.ScheduleFollower;
 import org.apache.kafka.streams.processor.TaskId;
 
 /**

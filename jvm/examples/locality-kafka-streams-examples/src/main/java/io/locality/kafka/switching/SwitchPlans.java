@@ -2,8 +2,8 @@ package io.locality.kafka.switching;
 
 import io.locality.routing.KeyMoves;
 import io.locality.routing.RoutingTable;
-import io.locality.routing.ScheduleFollower;
-import io.locality.routing.SwitchSchedule;
+import io.locality.schedule.SwitchSchedule;
+import io.locality.store.ScheduleFollower;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.List;
