@@ -1022,11 +1022,12 @@ class ConfigStore:
     def _remove_own(self, prefix: str) -> None:
         """Remove the version this writer claimed and could not finish (best effort: a claim left is never reused).
 
-        Only the claimer writes under a claimed number, so everything there is its own.
+        Only the claimer writes under a claimed number, so everything there is its own. The claim goes
+        last: a removal cut short (this process killed) leaves it, and the next writer finishes the job.
         """
         self._forget("numbered")
         try:
-            self.objects.delete_folder(prefix)
+            self.objects.delete_folder(prefix, last=CLAIM)
         except (StoreError, NotAnObject) as exc:
             logger.warning("store %s: could not remove %s: %s", self.location, self.objects.where(prefix), exc)
 

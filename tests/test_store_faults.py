@@ -9,6 +9,7 @@ exactly once. Children come from a forkserver that imported
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import shutil
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from locality._store_lease import this_process
 from locality.cli import ExitCode, main
 from locality.errors import SerializationError, StoreBusyError, StoreError
 from locality.store import ConfigStore
@@ -103,6 +105,40 @@ def test_kill_9_at_random_moments_of_a_publish(ctx, store_location):
     assert {e["version"] for e in history} <= set(store.versions())
     # The kills really hit publishes in the middle: some left a half-written version behind.
     assert killed_mid_write >= 1
+
+
+def test_a_removal_cut_short_is_finished_by_the_next_writer(store_location):
+    """A writer killed while it removed a dead writer's unfinished version leaves the claim, so the next one
+    knows the folder's writer is gone and removes the rest (a folder without its claim would stay forever)."""
+    store = ConfigStore(store_location)
+    store.publish(make_config(0, 100), fingerprint="f0")
+    dead = {**this_process(), "pid": 2**22 + 1, "pid_start": None}  # above any pid the kernel hands out
+    unfinished = "versions/000002"
+    store.objects.create(f"{unfinished}/claim.json", json.dumps({"writer": "w", "job": "killed", **dead}).encode())
+    store.objects.put(f"{unfinished}/configuration/header.json", b"{}")
+    store.objects.put(f"{unfinished}/report.json", b"{}")
+
+    class Killed(BaseException):
+        pass
+
+    def kill(*args, **kwargs):
+        raise Killed
+
+    # the kill lands after the removal's first step: one object (S3) or one subfolder (a directory) gone
+    owner, name = (shutil, "rmtree") if store.is_local else (store.objects, "delete")
+    step = getattr(owner, name)
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(Killed):
+
+        def first_step(*args, **kwargs):
+            step(*args, **kwargs)
+            patch.setattr(owner, name, kill)
+
+        patch.setattr(owner, name, first_step)
+        store.publish(make_config(1, 100), fingerprint="f1")
+    assert leftovers(store) == ["version 2"] and store.current_version() == 1
+    result = ConfigStore(store_location, lock_timeout=30).publish(make_config(1, 100), fingerprint="f1")
+    assert leftovers(store) == [] and result.version == store.current_version() == 2  # the number is free again
+    assert_whole(store, 100)
 
 
 def test_a_rerun_after_a_kill_between_the_version_and_current_publishes_exactly_once(store_location):

@@ -109,10 +109,16 @@ class Objects(ABC):
     def delete(self, name: str) -> None:
         """Remove the object ``name`` (nothing when there is none). Writers remove only objects they wrote."""
 
-    def delete_folder(self, prefix: str) -> None:
-        """Remove every object under the folder ``prefix`` (a writer's own: a version it claimed, unfinished)."""
-        for info in list(self.list(f"{prefix}/")):
-            self.delete(info.name)
+    def delete_folder(self, prefix: str, *, last: str | None = None) -> None:
+        """Remove every object under the folder ``prefix`` (a writer's own: a version it claimed, unfinished).
+
+        ``last`` (a name in the folder) goes after all the others, so that a removal cut short
+        leaves it behind to say whose folder this is and the next writer can finish the removal.
+        """
+        marker = f"{prefix}/{last}" if last is not None else None
+        names = [info.name for info in self.list(f"{prefix}/")]
+        for name in sorted(names, key=lambda name: name == marker):  # stable: the rest in listing order
+            self.delete(name)
 
     @abstractmethod
     def set_aside(self, name: str, new_name: str) -> None:

@@ -221,9 +221,18 @@ class DirectoryObjects(Objects):
             if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
                 raise StoreError(f"cannot remove {path}: {exc.strerror}") from None
 
-    def delete_folder(self, prefix: str) -> None:
+    def delete_folder(self, prefix: str, *, last: str | None = None) -> None:
+        folder = self.root / prefix
         try:
-            shutil.rmtree(self.root / prefix)
+            if last is not None:
+                for child in folder.iterdir():
+                    if child.name == last:
+                        continue
+                    if child.is_dir() and not child.is_symlink():
+                        shutil.rmtree(child)
+                    else:
+                        child.unlink(missing_ok=True)
+            shutil.rmtree(folder)
         except FileNotFoundError:
             pass
         except OSError as exc:
