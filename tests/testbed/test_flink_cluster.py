@@ -79,11 +79,12 @@ TASKMANAGERS = 3
 PADDING = 1024
 #: Replays of the tweets (117k records each): the links bound the job to 6,000-11,000 records/s on version 1,
 #: and the first 75-95 s (the interval before, the outage, the wait for an interval of sketches after it, the
-#: online job, the switch's stop) take 0.4-1.1M of the 1.9M records; the rest run at the two cores' pace on fast
-#: links, 60-90k records/s, which leaves the interval after the switch time to measure (at 12 replays, one run
-#: in three ran out). A replay that ends before the switch or before that interval ends fails the run, naming
-#: the passes.
-PASSES = 16
+#: online job, the switch's stop) take 0.4-1.1M of the 2.8M records; the rest run at the two cores' pace on fast
+#: links, 50-90k records/s, which leaves the interval after the switch time to measure (at 12 replays, one run
+#: in three ran out; at 16, a quiet CI machine's run did, at 11k records/s on version 1 and 49k after). A replay
+#: that ends before the switch or before that interval ends fails the run, naming the passes; each replay more
+#: costs about 2 s at the end.
+PASSES = 24
 #: The links while the job runs on version 1: slow enough to bound the replay (at 100 Mbit/s the two cores
 #: bound it, at 39k records/s: it ends before the switch). A job's jar (12 MB, uploaded to the JobManager, then
 #: fetched by each TaskManager through the JobManager's link) would take about 16 s to cross at this rate.
