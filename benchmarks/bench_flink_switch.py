@@ -31,15 +31,18 @@ with a location and a hashtag of its own (``2 N`` keys with a count each, no key
 version 1 = Flink's own hash for every key (no table: a table learned on ``N`` distinct pairs
 would say nothing); a switch then gives the moved share of keys a table entry on another
 subtask. ``--state-backend rocksdb`` keeps the job's state in RocksDB (the savepoint is Flink's
-canonical format either way, which the rewrite reads); ``--taskmanager-memory`` sizes the one
-TaskManager. The peak heap of the TaskManager during the switch (sampled from its metrics every
-0.2 s) bounds what the rewrite and the restart take, beside the peak during the plain restart.
+canonical format either way, which the rewrite reads); ``--rewrite-state-backend`` is the one the
+rewrite reads and writes in (``locality switch flink --rewrite-state-backend``; default: the job's);
+``--taskmanager-memory`` sizes the one TaskManager. The peak heap of the TaskManager during the
+switch (sampled from its metrics every 0.2 s) bounds what the rewrite and the restart take, beside
+the peak during the plain restart.
 
 Usage::
 
     PYTHONPATH=. python benchmarks/bench_flink_switch.py [--shares 0.01,0.1,0.5] [--rate 1500]
         [--warm 25000] [--between 20000] [--seed 0] [--json FILE]
-        [--keys N --state-backend hashmap|rocksdb --taskmanager-memory 4g]
+        [--keys N --state-backend hashmap|rocksdb --rewrite-state-backend hashmap|rocksdb
+         --taskmanager-memory 4g]
 """
 
 from __future__ import annotations
@@ -227,7 +230,7 @@ def measure_all(args: argparse.Namespace, trace: pd.DataFrame, work: Path, share
         examples = REPO / "jvm" / "examples" / "locality-flink-examples" / "target"
         jar = sorted(examples.glob("locality-flink-examples-*-job.jar"))[-1]
         launcher = FlinkJobLauncher(rest.upload_jar(jar), JOB, job_args)
-        rewriter = ClusterRewrite(rest, rest.upload_jar(rewriter_jar()))
+        rewriter = ClusterRewrite(rest, rest.upload_jar(rewriter_jar()), args.rewrite_state_backend)
         for share, version in zip(shares, versions):
             print(f"locality: share {share:g} (version {version})", file=sys.stderr)
             rows.append(run_share(rest, launcher, rewriter, store, share, version, args, (work / "sp").as_uri()))
@@ -244,6 +247,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--keys", type=int, help="replay a generated trace of this many records, no key twice")
     parser.add_argument("--state-backend", choices=["hashmap", "rocksdb"], default="hashmap")
+    parser.add_argument("--rewrite-state-backend", choices=["hashmap", "rocksdb"],
+                        help="the backend the rewrite reads and writes in (default: the job's)")  # fmt: skip
     parser.add_argument("--taskmanager-memory", help="the TaskManager's process size (Flink's form: 4g)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -255,8 +260,10 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-flink-switch-") as work:  # store, trace, cluster, savepoints
         rows = measure_all(args, trace, Path(work), shares)
     source = f"{args.keys:,} generated records" if args.keys else "tweet trace"
-    print(f"Flink switch, standalone cluster on loopback, parallelism 6, {source} at {args.rate:,} records/s, "
-          f"state backend {args.state_backend}")  # fmt: skip
+    print(
+        f"Flink switch, standalone cluster on loopback, parallelism 6, {source} at {args.rate:,} records/s, "
+        f"state backend {args.state_backend}, rewritten in {args.rewrite_state_backend or args.state_backend}"
+    )
     print(
         "| keys moved (asked) | state moved (bytes) | bytes rewritten | running again | first record | "
         "normal rate | records held | stop / rewrite / restart | heap peak | baseline: running / first / normal / held "
@@ -272,7 +279,8 @@ def main(argv: list[str] | None = None) -> None:
               f"{b['running']:.1f} / {b['first_record']:.1f} / {b['normal']:.1f} s / {b['held']:,.0f} | "
               f"{b['heap_peak'] / 2**20:,.0f} MiB |")  # fmt: skip
     if args.json:
-        run = {"rate": args.rate, "keys": args.keys, "state_backend": args.state_backend, "rows": rows}
+        run = {"rate": args.rate, "keys": args.keys, "state_backend": args.state_backend,
+               "rewrite_state_backend": args.rewrite_state_backend or args.state_backend, "rows": rows}  # fmt: skip
         Path(args.json).write_text(json.dumps(run, indent=1))
 
 

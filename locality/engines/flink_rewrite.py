@@ -87,14 +87,14 @@ class RewriteRequest:
     names: tuple[str, ...]
     parallelism: int
 
-    def args(self) -> list[str]:
-        """``RewriteSavepoint``'s arguments."""
+    def args(self, state_backend: str | None = None) -> list[str]:
+        """``RewriteSavepoint``'s arguments; the keyed state read and written in ``state_backend`` when given."""
         args = ["--savepoint", self.savepoint, "--output", self.output, "--store", self.store,
                 "--from", str(self.from_version), "--to", str(self.to_version),
                 "--parallelism", str(self.parallelism)]  # fmt: skip
         for spec in self.operators:
             args += ["--operator", spec]
-        return args
+        return args if state_backend is None else [*args, "--state-backend", state_backend]
 
 
 @dataclass(frozen=True)
@@ -107,10 +107,15 @@ class Rewritten:
 
 @dataclass(frozen=True)
 class ClusterRewrite:
-    """The rewrite as a Flink job on the cluster at ``rest``, from the tool jar uploaded as ``jar_id``."""
+    """The rewrite as a Flink job on the cluster at ``rest``, from the tool jar uploaded as ``jar_id``.
+
+    ``state_backend`` (Flink's name: ``hashmap``, ``rocksdb``) is the one the rewrite reads and writes
+    the keyed state in; None: the cluster's configured one.
+    """
 
     rest: FlinkRest
     jar_id: str
+    state_backend: str | None = None
     where: str = "cluster"
 
     def check(self, savepoint_dir: str) -> None:
@@ -126,7 +131,8 @@ class ClusterRewrite:
         EngineError
             The cluster refused it, or it did not finish (the message quotes its failure).
         """
-        job = self.rest.run_jar(self.jar_id, REWRITE_CLASS, request.args(), parallelism=request.parallelism)
+        args = request.args(self.state_backend)
+        job = self.rest.run_jar(self.jar_id, REWRITE_CLASS, args, parallelism=request.parallelism)
         state = self.rest.wait_for_end(job, timeout=timeout)
         if state != "FINISHED":
             raise EngineError(f"the savepoint rewrite (job {job}) ended {state}: {self.rest.failure(job)}")
@@ -139,11 +145,13 @@ class LocalRewrite:
 
     The JVM's file systems are Flink's own, set up as a Flink process sets them up
     (``FLINK_CONF_DIR``: the ``s3.*`` keys of :func:`~locality.engines.flink_s3.flink_s3_configuration`;
-    ``FLINK_PLUGINS_DIR``: the distribution's ``plugins/``, its S3 plugin included).
+    ``FLINK_PLUGINS_DIR``: the distribution's ``plugins/``, its S3 plugin included). ``state_backend`` as
+    :class:`ClusterRewrite`'s (None: Flink's default, ``hashmap``).
     """
 
     flink_home: Path
     tool_jar: Path
+    state_backend: str | None = None
     where: str = "local"
 
     def check(self, savepoint_dir: str) -> None:
@@ -180,7 +188,7 @@ class LocalRewrite:
         env = {**os.environ, "FLINK_CONF_DIR": str(conf), "FLINK_PLUGINS_DIR": str(Path(self.flink_home) / "plugins")}
         classpath = os.pathsep.join([str(self.tool_jar), str(Path(self.flink_home) / "lib" / "*")])
         command = [_java(), *JVM_OPTIONS, f"-Dlog4j.configurationFile={conf / 'log4j.properties'}",
-                   "-cp", classpath, REWRITE_CLASS, *request.args()]  # fmt: skip
+                   "-cp", classpath, REWRITE_CLASS, *request.args(self.state_backend)]  # fmt: skip
         logger.info("rewriting locally: %s", " ".join(command))
         try:
             return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)

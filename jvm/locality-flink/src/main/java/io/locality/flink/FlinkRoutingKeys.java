@@ -2,7 +2,14 @@ package io.locality.flink;
 
 import io.locality.hashing.TableKey;
 import io.locality.routing.RoutingTable;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
 import java.io.Serializable;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.Map;
@@ -25,7 +32,9 @@ import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
  *
  * <p>Immutable and {@link Serializable}: built once from a loaded table, it travels inside a job's
  * {@link RoutingKeySelector}, and a savepoint rewrite can compute a key's routing key under two table
- * versions with {@link #routingKey(Object)} of each.
+ * versions with {@link #routingKey(Object)} of each. It travels as a compact image ({@link SharedRoutes}),
+ * and every task of a TaskManager that reads the same image shares one copy: a table of a million
+ * entries is held once per TaskManager, not once per task and selector.
  */
 public final class FlinkRoutingKeys implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -40,7 +49,18 @@ public final class FlinkRoutingKeys implements Serializable {
     /** Split key (lookup form) -> the routing key of its part for each server position. */
     private final HashMap<Object, Object[]> splitRoutes = new HashMap<>();
 
-    private FlinkRoutingKeys(RoutingTable table, KeyType keyType) {
+    private FlinkRoutingKeys(String operator, KeyType keyType, int maxParallelism, int parallelism,
+            Map<Object, Integer> entries, Map<Object, int[]> splits) {
+        this.operator = operator;
+        this.keyType = keyType;
+        this.parallelism = parallelism;
+        this.maxParallelism = maxParallelism;
+        this.surrogates = KeyGroupSurrogates.of(maxParallelism, keyType);
+        entries.forEach((key, subtask) -> routes.put(key, surrogateOf(tableKey(key), subtask)));
+        splits.forEach((key, plan) -> splitRoutes.put(key, parts(tableKey(key), plan)));
+    }
+
+    private static FlinkRoutingKeys validated(RoutingTable table, KeyType keyType) {
         String engine = table.fallbackSpec().engine();
         if (!engine.equals("flink")) {
             throw new IllegalArgumentException("the table of '" + table.operator() + "' falls back to '" + engine
@@ -53,13 +73,8 @@ public final class FlinkRoutingKeys implements Serializable {
             throw new IllegalArgumentException("the keys of '" + table.operator() + "' are " + keyType.label()
                     + " but the table's fallback hashes integer keys as " + intType + " (int_type)");
         }
-        this.operator = table.operator();
-        this.keyType = keyType;
-        this.parallelism = table.numInstances();
-        this.maxParallelism = FlinkKeyGroupsProvider.maxParallelism(table.fallbackSpec());
-        this.surrogates = KeyGroupSurrogates.of(maxParallelism, keyType);
-        table.entries().forEach((key, subtask) -> routes.put(key, surrogateOf(tableKey(key), subtask)));
-        table.splits().forEach((key, plan) -> splitRoutes.put(key, parts(tableKey(key), plan)));
+        return new FlinkRoutingKeys(table.operator(), keyType, FlinkKeyGroupsProvider.maxParallelism(
+                table.fallbackSpec()), table.numInstances(), table.entries(), table.splits());
     }
 
     /**
@@ -69,12 +84,12 @@ public final class FlinkRoutingKeys implements Serializable {
      *     of its keys has the reserved form of a surrogate
      */
     public static FlinkRoutingKeys of(RoutingTable table) {
-        return new FlinkRoutingKeys(table, KeyType.of(table));
+        return validated(table, KeyType.of(table));
     }
 
     /** The routing keys of {@code table} for a job keyed by {@code keyType} values (needed for an empty table). */
     public static FlinkRoutingKeys of(RoutingTable table, KeyType keyType) {
-        return new FlinkRoutingKeys(table, keyType);
+        return validated(table, keyType);
     }
 
     public String operator() {
@@ -139,6 +154,88 @@ public final class FlinkRoutingKeys implements Serializable {
     /** Whether the table splits {@code key} over servers. */
     public boolean isSplit(Object key) {
         return splitRoutes.containsKey(TableKey.of(key));
+    }
+
+    /**
+     * These routes as bytes: operator, key type, max parallelism, parallelism, each table key with its
+     * subtask, each split key with its plan. {@link #fromImage(byte[])} rebuilds them.
+     */
+    byte[] image() {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (DataOutputStream out = new DataOutputStream(bytes)) {
+            writeText(out, operator);
+            out.writeByte(keyType.ordinal());
+            out.writeInt(maxParallelism);
+            out.writeInt(parallelism);
+            out.writeInt(routes.size());
+            for (Map.Entry<Object, Object> entry : routes.entrySet()) {
+                writeKey(out, entry.getKey());
+                out.writeInt(subtaskOf(entry.getValue()));
+            }
+            out.writeInt(splitRoutes.size());
+            for (Map.Entry<Object, Object[]> entry : splitRoutes.entrySet()) {
+                writeKey(out, entry.getKey());
+                out.writeInt(entry.getValue().length);
+                for (Object part : entry.getValue()) {
+                    out.writeInt(subtaskOf(part));
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e); // a ByteArrayOutputStream does not fail
+        }
+        return bytes.toByteArray();
+    }
+
+    /** The routes {@link #image()} wrote. */
+    static FlinkRoutingKeys fromImage(byte[] image) throws IOException {
+        DataInputStream in = new DataInputStream(new ByteArrayInputStream(image));
+        String operator = readText(in);
+        KeyType keyType = KeyType.values()[in.readByte()];
+        int maxParallelism = in.readInt();
+        int parallelism = in.readInt();
+        Map<Object, Integer> entries = new HashMap<>();
+        for (int i = in.readInt(); i > 0; i--) {
+            entries.put(readKey(in, keyType), in.readInt());
+        }
+        Map<Object, int[]> splits = new HashMap<>();
+        for (int i = in.readInt(); i > 0; i--) {
+            Object key = readKey(in, keyType);
+            int[] plan = new int[in.readInt()];
+            for (int server = 0; server < plan.length; server++) {
+                plan[server] = in.readInt();
+            }
+            splits.put(key, plan);
+        }
+        return new FlinkRoutingKeys(operator, keyType, maxParallelism, parallelism, entries, splits);
+    }
+
+    /** What Java serialization writes in place of these routes (the job graph, a savepoint rewrite's job). */
+    private Object writeReplace() {
+        return SharedRoutes.of(this);
+    }
+
+    private static void writeKey(DataOutputStream out, Object lookupKey) throws IOException {
+        if (lookupKey instanceof String text) {
+            writeText(out, text);
+        } else {
+            out.writeLong((Long) lookupKey);
+        }
+    }
+
+    private static Object readKey(DataInputStream in, KeyType keyType) throws IOException {
+        return keyType == KeyType.STRING ? readText(in) : (Object) in.readLong();
+    }
+
+    private static void writeText(DataOutputStream out, String text) throws IOException {
+        byte[] utf8 = text.getBytes(StandardCharsets.UTF_8);
+        out.writeInt(utf8.length);
+        out.write(utf8);
+    }
+
+    private static String readText(DataInputStream in) throws IOException {
+        byte[] utf8 = new byte[in.readInt()];
+        in.readFully(utf8);
+        return new String(utf8, StandardCharsets.UTF_8);
     }
 
     /**

@@ -2,6 +2,7 @@ package io.locality.flink;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -106,19 +107,43 @@ class FlinkRoutingKeysTest {
     }
 
     @Test
-    void theRoutesTravelInsideAJobGraph() throws Exception {
-        FlinkRoutingKeys routes = FlinkRoutingKeys.of(tables.table("tag"));
+    void theRoutesTravelInsideAJobGraphAndEveryTaskOfAJvmSharesOneCopy() throws Exception {
+        for (RoutingTable table : tables.tables().values()) {
+            FlinkRoutingKeys routes = FlinkRoutingKeys.of(table);
+            FlinkRoutingKeys copy = deserialized(serialized(routes));
+            assertSame(copy, deserialized(serialized(routes)), table.operator()); // two tasks, one copy
+            assertEquals(routes.routes(), copy.routes(), table.operator());
+            assertEquals(routes.maxParallelism(), copy.maxParallelism());
+            assertEquals(routes.parallelism(), copy.parallelism());
+            assertEquals(routes.keyType(), copy.keyType());
+            for (Object key : table.splits().keySet()) {
+                for (int server = 0; server < 3; server++) {
+                    assertEquals(routes.routingKey(key, server), copy.routingKey(key, server));
+                }
+            }
+        }
+        FlinkRoutingKeys tags = FlinkRoutingKeys.of(tables.table("tag"));
+        for (String key : new String[] {"jobs", "tbt", "paris", "hot", "é🙂", "other"}) {
+            assertEquals(tags.routingKey(key), deserialized(serialized(tags)).routingKey(key));
+        }
+        // other routes are other copies
+        FlinkRoutingKeys moved = FlinkRoutingKeys.of(Tables.flinkWith("[\"tbt\", 0]", "[\"tbt\", 1]").table("tag"));
+        FlinkRoutingKeys movedCopy = deserialized(serialized(moved));
+        assertNotSame(movedCopy, deserialized(serialized(tags)));
+        assertEquals(1, movedCopy.subtaskOf(movedCopy.routingKey("tbt")));
+    }
+
+    private static byte[] serialized(Object value) throws Exception {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
-            out.writeObject(routes);
+            out.writeObject(value);
         }
-        FlinkRoutingKeys copy;
-        try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes.toByteArray()))) {
-            copy = (FlinkRoutingKeys) in.readObject();
+        return bytes.toByteArray();
+    }
+
+    private static FlinkRoutingKeys deserialized(byte[] bytes) throws Exception {
+        try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes))) {
+            return (FlinkRoutingKeys) in.readObject();
         }
-        for (String key : new String[] {"jobs", "tbt", "paris", "hot", "é🙂", "other"}) {
-            assertEquals(routes.routingKey(key), copy.routingKey(key));
-        }
-        assertEquals(routes.routingKey("hot", 0), copy.routingKey("hot", 0));
     }
 }

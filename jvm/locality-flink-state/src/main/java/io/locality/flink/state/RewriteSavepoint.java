@@ -8,8 +8,14 @@ import java.io.IOException;
 import java.util.List;
 import java.util.Set;
 import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.IllegalConfigurationException;
+import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.core.fs.FileSystem;
+import org.apache.flink.runtime.state.StateBackend;
+import org.apache.flink.runtime.state.StateBackendLoader;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.util.DynamicCodeLoadingException;
 
 /**
  * Rewrites a savepoint of a job keyed by a store's tables for another version of them
@@ -18,7 +24,7 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * <pre>
  * RewriteSavepoint --savepoint PATH --output PATH --store STORE --from V1 --to V2
  *                  --operator OPERATOR=UID[,state=NAME][,key=TYPE][,value=TYPE] [--operator ...]
- *                  [--parallelism P]
+ *                  [--parallelism P] [--state-backend NAME]
  * </pre>
  *
  * <p>{@code --from} is the version the job that took the savepoint ran on, {@code --to} the version the job
@@ -26,6 +32,11 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * {@code OPERATOR} route ({@link RealKeyOperator}). The new savepoint is written to {@code --output}, which
  * must not exist; the old one is left as it is (the job can still restart from it on the old version).
  * {@code --parallelism} is the rewrite's (default: the tables', which the rewritten operators keep).
+ * {@code --state-backend} is the backend the rewrite reads and writes the keyed state in, by Flink's name
+ * ({@code hashmap}, {@code rocksdb}; default: the one the environment is configured with). A savepoint is
+ * in Flink's canonical format whatever backend wrote it, so the job keeps its own: {@code rocksdb} holds
+ * what the rewrite reads and writes on the TaskManagers' disks, where {@code hashmap} holds both on their
+ * heap.
  * {@code --store} is a directory or an {@code s3://bucket/prefix} URI ({@code ConfigStore.open}).
  *
  * <p>Run from {@code java} it rewrites on a local MiniCluster and prints one JSON document: the paths,
@@ -46,7 +57,8 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  */
 public final class RewriteSavepoint {
     static final String USAGE = "usage: RewriteSavepoint --savepoint PATH --output PATH --store STORE --from V1 "
-            + "--to V2 --operator OPERATOR=UID[,state=NAME][,key=TYPE][,value=TYPE] [--operator ...] [--parallelism P]";
+            + "--to V2 --operator OPERATOR=UID[,state=NAME][,key=TYPE][,value=TYPE] [--operator ...] [--parallelism P] "
+            + "[--state-backend NAME]";
 
     private RewriteSavepoint() {}
 
@@ -79,7 +91,8 @@ public final class RewriteSavepoint {
      */
     public static ObjectNode run(String[] args, StreamExecutionEnvironment env) throws Exception {
         ToolArguments options = ToolArguments.parse(args,
-                Set.of("--savepoint", "--output", "--store", "--from", "--to", "--parallelism"), Set.of("--operator"),
+                Set.of("--savepoint", "--output", "--store", "--from", "--to", "--parallelism", "--state-backend"),
+                Set.of("--operator"),
                 Set.of("--savepoint", "--output", "--store", "--from", "--to", "--operator"));
         ConfigStore store = ConfigStore.open(options.get("--store"));
         long fromVersion = options.integer("--from", 1, Long.MAX_VALUE);
@@ -95,7 +108,8 @@ public final class RewriteSavepoint {
         Long parallelism = options.integer("--parallelism", 1, Integer.MAX_VALUE);
         // the rewritten operators get the job's parallelism, so the new savepoint has the old one's shape
         env.setParallelism(parallelism != null ? parallelism.intValue() : rewrite.parallelism());
-        rewrite.addTo(env, savepoint, output.toString());
+        String backend = options.get("--state-backend");
+        rewrite.addTo(env, savepoint, output.toString(), backend == null ? null : stateBackend(backend));
         System.err.printf("locality: rewriting %s for version %d (from %d) into %s%n", savepoint, toVersion,
                 fromVersion, output);
         ObjectNode doc = new ObjectMapper().createObjectNode();
@@ -103,6 +117,7 @@ public final class RewriteSavepoint {
         doc.put("output", output.toString());
         doc.put("from_version", fromVersion);
         doc.put("to_version", toVersion);
+        doc.put("state_backend", backend);
         JobExecutionResult result;
         try {
             result = env.execute("locality savepoint rewrite " + fromVersion + " -> " + toVersion);
@@ -118,5 +133,19 @@ public final class RewriteSavepoint {
                 .toJson(new ObjectMapper()));
         doc.put("seconds", result.getNetRuntime() / 1000.0);
         return doc;
+    }
+
+    /** Flink's state backend called {@code name} (Flink's own names), for the rewrite's reads and writes. */
+    static StateBackend stateBackend(String name) {
+        Configuration config = new Configuration();
+        config.set(StateBackendOptions.STATE_BACKEND, name);
+        try {
+            return StateBackendLoader.loadStateBackendFromConfig(config, RewriteSavepoint.class.getClassLoader(),
+                    null);
+        } catch (IllegalConfigurationException | DynamicCodeLoadingException | IOException e) {
+            throw new IllegalArgumentException("--state-backend " + name + " is no state backend Flink can load ("
+                    + StateBackendLoader.HASHMAP_STATE_BACKEND_NAME + ", "
+                    + StateBackendLoader.ROCKSDB_STATE_BACKEND_NAME + "): " + e.getMessage());
+        }
     }
 }

@@ -11,6 +11,7 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.api.java.typeutils.TupleTypeInfo;
 import org.apache.flink.runtime.checkpoint.OperatorState;
+import org.apache.flink.runtime.state.StateBackend;
 import org.apache.flink.state.api.OperatorIdentifier;
 import org.apache.flink.state.api.OperatorTransformation;
 import org.apache.flink.state.api.SavepointReader;
@@ -107,14 +108,19 @@ public final class SavepointRewrite {
     /**
      * Adds the rewrite of {@code savepoint} into {@code output} to {@code env}: {@code env.execute()} then
      * writes the new savepoint (its {@code _metadata} last, so a failed run leaves no restorable savepoint).
+     * The keyed state is read and written in {@code backend}, or, when null, in the one {@code env} is
+     * configured with.
      *
      * @throws IllegalArgumentException when the savepoint is unreadable, lacks an operator, holds it at
      *     another parallelism or max parallelism than the tables, or holds other keyed state
      */
-    public void addTo(StreamExecutionEnvironment env, String savepoint, String output) throws IOException {
+    public void addTo(StreamExecutionEnvironment env, String savepoint, String output, StateBackend backend)
+            throws IOException {
         SavepointOperators operators = SavepointOperators.load(savepoint);
-        SavepointReader reader = SavepointReader.read(env, savepoint);
-        SavepointWriter writer = SavepointWriter.fromExistingSavepoint(env, savepoint);
+        SavepointReader reader = backend == null ? SavepointReader.read(env, savepoint)
+                : SavepointReader.read(env, savepoint, backend);
+        SavepointWriter writer = backend == null ? SavepointWriter.fromExistingSavepoint(env, savepoint)
+                : SavepointWriter.fromExistingSavepoint(env, savepoint, backend);
         for (Step step : steps) {
             RealKeyOperator operator = step.operator();
             OperatorState state = operators.operator(operator.uid());

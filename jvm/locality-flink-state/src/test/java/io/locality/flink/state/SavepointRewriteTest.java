@@ -41,6 +41,9 @@ import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.apache.flink.util.CloseableIterator;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.NullSource;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -168,12 +171,15 @@ class SavepointRewriteTest {
         return byKey;
     }
 
-    @Test
-    void everyRealKeyJoinsItsNewRoutingKeyWithItsStateAndNothingElseChanges() throws Exception {
-        String output = dir.resolve("savepoint-v2").toUri().toString();
+    /** In the backend the environment is configured with (null), or in one the rewrite names. */
+    @ParameterizedTest
+    @NullSource
+    @ValueSource(strings = {"hashmap", "rocksdb"})
+    void everyRealKeyJoinsItsNewRoutingKeyWithItsStateAndNothingElseChanges(String backend) throws Exception {
+        String output = dir.resolve("savepoint-v2-" + backend).toUri().toString();
         SavepointRewrite rewrite = SavepointRewrite.of(v1, v2, List.of(TAG));
         StreamExecutionEnvironment env = env();
-        rewrite.addTo(env, savepoint, output);
+        rewrite.addTo(env, savepoint, output, backend == null ? null : RewriteSavepoint.stateBackend(backend));
         JobExecutionResult result = env.execute("rewrite 1 -> 2");
 
         FlinkRoutingKeys after = FlinkRoutingKeys.of(v2.table("tag"), KeyType.STRING);
@@ -216,7 +222,8 @@ class SavepointRewriteTest {
     @Test
     void aSavepointNotTakenOnTheVersionGivenIsRefused() throws Exception {
         StreamExecutionEnvironment env = env();
-        SavepointRewrite.of(v2, v1, List.of(TAG)).addTo(env, savepoint, dir.resolve("refused").toUri().toString());
+        SavepointRewrite.of(v2, v1, List.of(TAG)).addTo(env, savepoint, dir.resolve("refused").toUri().toString(),
+                null);
         Exception failure = assertThrows(Exception.class, () -> env.execute("rewrite from the wrong version"));
         // Somewhere in the chain: Flink may wrap the refusal in its own IllegalStateException ("Task is not running").
         List<String> messages = new ArrayList<>();
@@ -230,10 +237,10 @@ class SavepointRewriteTest {
     @Test
     void aMissingOperatorOrStateIsNamedBeforeAnythingRuns() {
         var noSuchUid = assertThrows(IllegalArgumentException.class, () -> SavepointRewrite
-                .of(v1, v2, List.of(RealKeyOperator.parse("tag=count-per-hashtag"))).addTo(env(), savepoint, "x"));
+                .of(v1, v2, List.of(RealKeyOperator.parse("tag=count-per-hashtag"))).addTo(env(), savepoint, "x", null));
         assertTrue(noSuchUid.getMessage().contains("has no operator with uid 'count-per-hashtag'"), noSuchUid.getMessage());
         var noSuchState = assertThrows(IllegalArgumentException.class, () -> SavepointRewrite
-                .of(v1, v2, List.of(RealKeyOperator.parse("tag=" + UID + ",state=counts"))).addTo(env(), savepoint, "x"));
+                .of(v1, v2, List.of(RealKeyOperator.parse("tag=" + UID + ",state=counts"))).addTo(env(), savepoint, "x", null));
         assertTrue(noSuchState.getMessage().contains("has no keyed state 'counts'"), noSuchState.getMessage());
         assertTrue(noSuchState.getMessage().contains(UID), noSuchState.getMessage());
     }
@@ -260,5 +267,11 @@ class SavepointRewriteTest {
                 Set.of("--operator"), Set.of()).all("--operator").isEmpty());
         assertThrows(IllegalArgumentException.class, () -> ToolArguments.parse(new String[] {"--to", "1", "--to", "2"},
                 Set.of("--to"), Set.of(), Set.of()));
+    }
+
+    @Test
+    void aStateBackendFlinkDoesNotKnowIsNamed() {
+        var unknown = assertThrows(IllegalArgumentException.class, () -> RewriteSavepoint.stateBackend("rocks"));
+        assertTrue(unknown.getMessage().startsWith("--state-backend rocks is no state backend"), unknown.getMessage());
     }
 }

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
+import io.locality.flink.SharedCopies;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.connector.source.SourceReaderContext;
 import org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy;
@@ -25,8 +26,9 @@ import org.apache.flink.core.fs.Path;
  * middle of its input. Flink's generator source emits the indices {@code 0..n-1} at {@code rate} records
  * per second (over all its subtasks), and its checkpointed state is the range of indices each subtask
  * has left: a job stopped with a savepoint and restored from it emits exactly the lines it had not
- * emitted. Each source subtask holds the lines in memory (read through Flink's file systems, so the path
- * may be any URI the TaskManagers can read).
+ * emitted. The source's subtasks on one TaskManager share one copy of the lines in memory (read through
+ * Flink's file systems, so the path may be any URI the TaskManagers can read); the job's main only counts
+ * them.
  */
 public final class IndexedLines implements GeneratorFunction<Long, String> {
     private static final long serialVersionUID = 1L;
@@ -44,7 +46,12 @@ public final class IndexedLines implements GeneratorFunction<Long, String> {
      * @throws IllegalArgumentException when the input has no line
      */
     public static DataGeneratorSource<String> source(String input, int rate) throws IOException {
-        long count = read(new Path(input)).size();
+        long count = 0; // counted, not held: the job's main may run in a JobManager with little heap
+        for (FileStatus file : files(new Path(input))) {
+            try (BufferedReader reader = open(file)) {
+                count += reader.lines().count();
+            }
+        }
         if (count == 0) {
             throw new IllegalArgumentException("--input " + input + " has no line");
         }
@@ -52,9 +59,14 @@ public final class IndexedLines implements GeneratorFunction<Long, String> {
                 Types.STRING);
     }
 
+    /** Reads the lines once per TaskManager: the source's subtasks there share them. */
     @Override
     public void open(SourceReaderContext readerContext) throws IOException {
-        lines = read(new Path(input));
+        List<FileStatus> files = files(new Path(input));
+        StringBuilder name = new StringBuilder("lines");
+        files.forEach(file -> name.append(' ').append(file.getPath()).append('@').append(file.getLen())
+                .append('@').append(file.getModificationTime()));
+        lines = SharedCopies.of(name.toString(), () -> read(files));
     }
 
     @Override
@@ -62,25 +74,30 @@ public final class IndexedLines implements GeneratorFunction<Long, String> {
         return lines.get(Math.toIntExact(index));
     }
 
-    /** The lines of a file, or of the files of a directory in the order of their names (hidden files skipped). */
-    static List<String> read(Path input) throws IOException {
-        FileSystem fs = input.getFileSystem();
-        FileStatus status = fs.getFileStatus(input);
-        List<Path> files = new ArrayList<>();
-        if (status.isDir()) {
-            Arrays.stream(fs.listStatus(input)).filter(file -> !file.isDir())
-                    .map(FileStatus::getPath).filter(path -> !path.getName().startsWith("."))
-                    .sorted(Comparator.comparing(Path::getName)).forEach(files::add);
-        } else {
-            files.add(input);
-        }
+    private static List<String> read(List<FileStatus> files) throws IOException {
         List<String> lines = new ArrayList<>();
-        for (Path file : files) {
-            try (BufferedReader reader = new BufferedReader(new InputStreamReader(fs.open(file),
-                    StandardCharsets.UTF_8))) {
+        for (FileStatus file : files) {
+            try (BufferedReader reader = open(file)) {
                 reader.lines().forEach(lines::add);
             }
         }
         return lines;
+    }
+
+    /** A file, or the files of a directory in the order of their names (hidden files skipped). */
+    private static List<FileStatus> files(Path input) throws IOException {
+        FileSystem fs = input.getFileSystem();
+        FileStatus status = fs.getFileStatus(input);
+        if (!status.isDir()) {
+            return List.of(status);
+        }
+        return Arrays.stream(fs.listStatus(input)).filter(file -> !file.isDir())
+                .filter(file -> !file.getPath().getName().startsWith("."))
+                .sorted(Comparator.comparing(file -> file.getPath().getName())).toList();
+    }
+
+    private static BufferedReader open(FileStatus file) throws IOException {
+        return new BufferedReader(new InputStreamReader(file.getPath().getFileSystem().open(file.getPath()),
+                StandardCharsets.UTF_8));
     }
 }

@@ -1,0 +1,73 @@
+"""The Flink switch's down time and heap against the state's size, from runs of ``bench_flink_switch.py --json``.
+
+One point per run and share: the switch's time from the stop request until the job runs again (stop,
+rewrite, restart), beside the plain stop-with-savepoint + restart of the same job in the same run; and
+the TaskManager's heap peak during each. The state's size is the bytes the rewrite read and wrote
+(every real key's serialized key and count). Series by state backend (the job's, and the rewrite's).
+
+Usage::
+
+    PYTHONPATH=. python benchmarks/plot_flink_switch.py RUN.json [RUN.json ...] [--plot docs/flink_switch_sizes.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from locality.plots import figure_png, new_figure
+
+REPO = Path(__file__).resolve().parents[1]
+MARKERS = {0.01: "v", 0.1: "o", 0.5: "s"}
+
+
+def points(runs: list[dict]) -> dict[str, list[dict]]:
+    """Each run's rows by series (``job backend / rewrite backend``), with the state's size in MB."""
+    series: dict[str, list[dict]] = {}
+    for run in runs:
+        name = f"{run['state_backend']} job, rewritten in {run.get('rewrite_state_backend', run['state_backend'])}"
+        for row in run["rows"]:
+            series.setdefault(name, []).append({**row, "mb": row["switch"]["rewritten_bytes"] / 1e6})
+    return series
+
+
+def plot(runs: list[dict], path: Path) -> None:
+    fig = new_figure((11, 4))
+    down, heap = fig.subplots(1, 2)
+    measures = ((down, lambda part: part["running"]), (heap, lambda part: part["heap_peak"] / 2**20))
+    for colour, (name, rows) in zip(("C0", "C1", "C2", "C3"), sorted(points(runs).items())):
+        rows = sorted(rows, key=lambda r: r["mb"])
+        for ax, measure in measures:
+            for row in rows:
+                marker = MARKERS.get(row["share"], "o")
+                ax.scatter(row["mb"], measure(row["switch"]), color=colour, marker=marker)
+                ax.scatter(row["mb"], measure(row["baseline"]), color=colour, marker=marker, facecolors="none")
+            ax.plot([r["mb"] for r in rows], [measure(r["switch"]) for r in rows], color=colour, label=name, lw=0.8)
+    for share, marker in MARKERS.items():
+        down.scatter([], [], color="grey", marker=marker, label=f"{share:.0%} of the keys moved")
+    down.scatter([], [], color="grey", facecolors="none", label="plain restart, same run")
+    for ax, label in ((down, "stop request -> job running again (s)"), (heap, "TaskManager heap peak (MiB)")):
+        ax.set_xscale("log")
+        ax.set_xlabel("keyed state rewritten (MB)")
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    down.legend(fontsize=7)
+    down.set_title("switch (filled) vs plain restart (open)", fontsize=9)
+    heap.set_title("memory during the switch (filled) and the restart (open)", fontsize=9)
+    fig.tight_layout()
+    path.write_bytes(figure_png(fig))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="JSON files of bench_flink_switch.py --json")
+    parser.add_argument("--plot", type=Path, default=REPO / "docs" / "flink_switch_sizes.png")
+    args = parser.parse_args(argv)
+    plot([json.loads(p.read_text()) for p in args.runs], args.plot)
+    print(f"plot in {args.plot}")
+
+
+if __name__ == "__main__":
+    main()
