@@ -33,16 +33,17 @@ would say nothing); a switch then gives the moved share of keys a table entry on
 subtask. ``--state-backend rocksdb`` keeps the job's state in RocksDB (the savepoint is Flink's
 canonical format either way, which the rewrite reads); ``--rewrite-state-backend`` is the one the
 rewrite reads and writes in (``locality switch flink --rewrite-state-backend``; default: the job's);
-``--taskmanager-memory`` sizes the one TaskManager. The peak heap of the TaskManager during the
-switch (sampled from its metrics every 0.2 s) bounds what the rewrite and the restart take, beside
-the peak during the plain restart.
+``--taskmanager-memory`` sizes the one TaskManager, ``--jobmanager-memory`` the JobManager (where
+the job's main loads the version's tables). The peak heap of the TaskManager during the switch
+(sampled from its metrics every 0.2 s) bounds what the rewrite and the restart take, beside the peak
+during the plain restart.
 
 Usage::
 
     PYTHONPATH=. python benchmarks/bench_flink_switch.py [--shares 0.01,0.1,0.5] [--rate 1500]
         [--warm 25000] [--between 20000] [--seed 0] [--json FILE]
         [--keys N --state-backend hashmap|rocksdb --rewrite-state-backend hashmap|rocksdb
-         --taskmanager-memory 4g]
+         --taskmanager-memory 4g --jobmanager-memory 3g]
 """
 
 from __future__ import annotations
@@ -221,9 +222,13 @@ def measure_all(args: argparse.Namespace, trace: pd.DataFrame, work: Path, share
     job_args = ("--store", str(store.root), "--version", "{version}", "--input", str(records), "--mode", "tables",
                 "--rate", str(args.rate))  # fmt: skip
     home = flink_home(ensure_flink_env().root)
-    settings = {"metrics.fetcher.update-interval": 200, "state.backend.type": args.state_backend}
+    # checkpoint storage in files: a savepoint's keyed state past 5 MB does not fit the JobManager's memory storage
+    settings = {"metrics.fetcher.update-interval": 200, "state.backend.type": args.state_backend,
+                "execution.checkpointing.dir": (work / "checkpoints").as_uri()}  # fmt: skip
     if args.taskmanager_memory:
         settings["taskmanager.memory.process.size"] = args.taskmanager_memory
+    if args.jobmanager_memory:  # the job's main runs there: it loads the version's tables and builds the job graph
+        settings["jobmanager.memory.process.size"] = args.jobmanager_memory
     rows = []
     with LocalFlinkCluster(home, work / "cluster", settings=settings) as cluster:
         rest = FlinkRest(cluster.url)
@@ -250,6 +255,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rewrite-state-backend", choices=["hashmap", "rocksdb"],
                         help="the backend the rewrite reads and writes in (default: the job's)")  # fmt: skip
     parser.add_argument("--taskmanager-memory", help="the TaskManager's process size (Flink's form: 4g)")
+    parser.add_argument("--jobmanager-memory", help="the JobManager's process size (Flink's form: 3g)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     shares = [float(s) for s in args.shares.split(",")]

@@ -7,7 +7,8 @@ the TaskManager's heap peak during each. The state's size is the bytes the rewri
 
 Usage::
 
-    PYTHONPATH=. python benchmarks/plot_flink_switch.py RUN.json [RUN.json ...] [--plot docs/flink_switch_sizes.png]
+    PYTHONPATH=. python benchmarks/plot_flink_switch.py benchmarks/results_flink_switch_sizes.json [RUN.json ...]
+        [--plot docs/flink_switch_sizes.png]
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from locality.plots import figure_png, new_figure
 
@@ -43,12 +46,15 @@ def plot(runs: list[dict], path: Path) -> None:
                 marker = MARKERS.get(row["share"], "o")
                 ax.scatter(row["mb"], measure(row["switch"]), color=colour, marker=marker)
                 ax.scatter(row["mb"], measure(row["baseline"]), color=colour, marker=marker, facecolors="none")
-            ax.plot([r["mb"] for r in rows], [measure(r["switch"]) for r in rows], color=colour, label=name, lw=0.8)
+            tenth = [r for r in rows if r["share"] == 0.1]  # the line joins the sizes at 10% moved
+            ax.plot([r["mb"] for r in tenth], [measure(r["switch"]) for r in tenth], color=colour, label=name, lw=0.8)
     for share, marker in MARKERS.items():
         down.scatter([], [], color="grey", marker=marker, label=f"{share:.0%} of the keys moved")
     down.scatter([], [], color="grey", facecolors="none", label="plain restart, same run")
     for ax, label in ((down, "stop request -> job running again (s)"), (heap, "TaskManager heap peak (MiB)")):
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("keyed state rewritten (MB)")
         ax.set_ylabel(label)
         ax.set_ylim(bottom=0)
@@ -62,10 +68,14 @@ def plot(runs: list[dict], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="JSON files of bench_flink_switch.py --json")
+    parser.add_argument("runs", nargs="+", type=Path, help="JSON of bench_flink_switch.py --json (or a list of them)")
     parser.add_argument("--plot", type=Path, default=REPO / "docs" / "flink_switch_sizes.png")
     args = parser.parse_args(argv)
-    plot([json.loads(p.read_text()) for p in args.runs], args.plot)
+    runs = []
+    for path in args.runs:  # a run per file, or a list of runs (benchmarks/results_flink_switch_sizes.json)
+        doc = json.loads(path.read_text())
+        runs += doc if isinstance(doc, list) else [doc]
+    plot(runs, args.plot)
     print(f"plot in {args.plot}")
 
 
