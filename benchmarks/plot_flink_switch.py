@@ -29,7 +29,7 @@ def points(runs: list[dict]) -> dict[str, list[dict]]:
     """Each run's rows by series (``job backend / rewrite backend``), with the state's size in MB."""
     series: dict[str, list[dict]] = {}
     for run in runs:
-        name = f"{run['state_backend']} job, rewritten in {run.get('rewrite_state_backend', run['state_backend'])}"
+        name = f"{run['state_backend']} job, rewritten in {run['rewrite_state_backend']}"
         for row in run["rows"]:
             series.setdefault(name, []).append({**row, "mb": row["switch"]["rewritten_bytes"] / 1e6})
     return series

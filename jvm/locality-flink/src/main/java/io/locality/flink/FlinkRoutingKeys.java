@@ -48,6 +48,8 @@ public final class FlinkRoutingKeys implements Serializable {
     private final HashMap<Object, Object> routes = new HashMap<>();
     /** Split key (lookup form) -> the routing key of its part for each server position. */
     private final HashMap<Object, Object[]> splitRoutes = new HashMap<>();
+    /** What serialization writes for these routes, made at the first (a job graph serializes them per task). */
+    private transient volatile SharedRoutes serialized;
 
     private FlinkRoutingKeys(String operator, KeyType keyType, int maxParallelism, int parallelism,
             Map<Object, Integer> entries, Map<Object, int[]> splits) {
@@ -211,7 +213,12 @@ public final class FlinkRoutingKeys implements Serializable {
 
     /** What Java serialization writes in place of these routes (the job graph, a savepoint rewrite's job). */
     private Object writeReplace() {
-        return SharedRoutes.of(this);
+        SharedRoutes form = serialized;
+        if (form == null) { // two threads may both make it: the same bytes either way
+            form = SharedRoutes.of(this);
+            serialized = form;
+        }
+        return form;
     }
 
     private static void writeKey(DataOutputStream out, Object lookupKey) throws IOException {
