@@ -488,14 +488,18 @@ def _not_an_interrupt(record: logging.LogRecord) -> bool:
     py4j logs both with their tracebacks: the interrupt of the call it was making, then the broken pipe of the
     connection it shuts after it (a BrokenPipeError whose context is the KeyboardInterrupt).
     """
-    error = record.exc_info[1] if record.exc_info else None
+    return not _broken_by_an_interrupt(record.exc_info[1] if record.exc_info else None)
+
+
+def _broken_by_an_interrupt(error: BaseException | None) -> bool:
+    """Whether ``error`` is a KeyboardInterrupt or was raised while handling one (its cause or context chain)."""
     for _ in range(16):  # an exception's context chain is short; bounded all the same
         if error is None:
-            return True
-        if isinstance(error, KeyboardInterrupt):
             return False
+        if isinstance(error, KeyboardInterrupt):
+            return True
         error = error.__cause__ or error.__context__
-    return True
+    return False
 
 
 @cli.command()
@@ -1078,17 +1082,23 @@ def _run(args: list[str], state: RunState) -> int:
         state.message = exc.format_message()
         return ExitCode.BAD_INPUT
     except (click.Abort, KeyboardInterrupt):
-        state.message = "interrupted"
-        click.echo(f"locality: {state.message}", err=True)
-        return ExitCode.INTERRUPTED
+        return _interrupted(state)
     except (StoreBusyError, StoreUnavailableError) as exc:
         return _report(state, exc, f"locality: {_with_options(exc, args)}", ExitCode.BUSY)
     except LocalityError as exc:
         return _report(state, exc, f"error: {_with_options(exc, args)}", ExitCode.BAD_INPUT)
     except Exception as exc:  # the one place an unexpected failure becomes an exit code
+        if _broken_by_an_interrupt(exc):  # py4j's cleanup of a call Ctrl-C cut, failing in its turn (a dead JVM)
+            return _interrupted(state)
         what = "failed" if isinstance(exc, JobError) else f"unexpected failure: {type(exc).__name__}:"
         return _report(state, exc, f"locality: {what} {_first_line(exc)}", ExitCode.CRASH, log=True)
     return int(code or 0)
+
+
+def _interrupted(state: RunState) -> int:
+    state.message = "interrupted"
+    click.echo(f"locality: {state.message}", err=True)
+    return ExitCode.INTERRUPTED
 
 
 def _with_options(error: LocalityError, args: list[str]) -> str:

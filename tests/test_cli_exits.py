@@ -74,6 +74,20 @@ def test_interrupted(store, capsys, monkeypatch):
     assert capsys.readouterr().err.strip() == "locality: interrupted"  # click adds a newline first
 
 
+def test_an_error_raised_while_handling_an_interrupt_is_the_interrupt(store, capsys, monkeypatch):
+    """py4j, cleaning up the call Ctrl-C cut, asks a socket the dying JVM already closed for its peer."""
+
+    def interrupted_then_broken(self):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise OSError(107, "Transport endpoint is not connected")  # noqa: B904 - raised while handling
+
+    monkeypatch.setattr(ConfigStore, "survey", interrupted_then_broken)
+    assert main(["show", "--store", str(store)]) == ExitCode.INTERRUPTED
+    assert capsys.readouterr().err.strip() == "locality: interrupted"
+
+
 def _record_of(error: BaseException) -> logging.LogRecord:
     return logging.LogRecord(
         "py4j.clientserver", logging.ERROR, __file__, 1, "shutting down", (), (type(error), error, None)
