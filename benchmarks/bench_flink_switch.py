@@ -235,7 +235,7 @@ def measure_all(args: argparse.Namespace, trace: pd.DataFrame, work: Path, share
         examples = REPO / "jvm" / "examples" / "locality-flink-examples" / "target"
         jar = sorted(examples.glob("locality-flink-examples-*-job.jar"))[-1]
         launcher = FlinkJobLauncher(rest.upload_jar(jar), JOB, job_args)
-        rewriter = ClusterRewrite(rest, rest.upload_jar(rewriter_jar()), args.rewrite_state_backend)
+        rewriter = ClusterRewrite(rest, rest.upload_jar(rewriter_jar()))
         for share, version in zip(shares, versions):
             print(f"locality: share {share:g} (version {version})", file=sys.stderr)
             rows.append(run_share(rest, launcher, rewriter, store, share, version, args, (work / "sp").as_uri()))

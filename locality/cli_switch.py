@@ -81,13 +81,6 @@ def switch() -> None:
     "in a JVM here, from --flink-home (an application cluster takes no jar).",
 )
 @click.option(
-    "--rewrite-state-backend",
-    type=click.Choice(["hashmap", "rocksdb"]),
-    help="The state backend the rewrite reads and writes the keyed state in, whatever the job's (a savepoint is "
-    "in Flink's canonical format): rocksdb keeps it on the TaskManagers' disks, so the rewrite's heap does not grow "
-    "with the state [default: the cluster's, or hashmap with --rewrite local].",
-)
-@click.option(
     "--flink-home",
     type=click.Path(exists=True, file_okay=False),
     help="With --rewrite local: a Flink distribution (lib/, and plugins/s3-fs-hadoop/ for s3:// savepoints) "
@@ -121,7 +114,6 @@ def flink(
     operators,
     no_restart,
     rewrite_where,
-    rewrite_state_backend,
     flink_home,
     jar,
     jar_id,
@@ -147,7 +139,7 @@ def flink(
 
     # Every option first, then the store, and only then the cluster: a wrong option contacts nothing.
     _check_restart_options(no_restart, jar, jar_id, entry_class, job_args)
-    local = _local_rewrite(flink_home, rewriter_jar, rewrite_state_backend) if rewrite_where == "local" else None
+    local = _local_rewrite(flink_home, rewriter_jar) if rewrite_where == "local" else None
     if local is not None:
         local.check(savepoint_dir)
     to_version = to_version if to_version is not None else _current_version(store)
@@ -161,7 +153,7 @@ def flink(
         to_version=to_version,
         savepoint_dir=savepoint_dir,
         operators=operators,
-        rewrite=local or _cluster_rewrite(client, rewriter_jar, rewrite_state_backend),
+        rewrite=local or _cluster_rewrite(client, rewriter_jar),
         launcher=None if no_restart else _launcher(client, jar, jar_id, entry_class, job_args),
         timeout=timeout,
         progress=lambda line: click.echo(f"locality: {line}", err=True),
@@ -198,21 +190,21 @@ def _current_version(store) -> int:
     return current
 
 
-def _cluster_rewrite(client, rewriter_jar, state_backend):
+def _cluster_rewrite(client, rewriter_jar):
     """The rewrite as a job on the cluster, the tool jar uploaded through ``client``."""
     from locality.engines.flink_rest import Unreachable
     from locality.engines.flink_rewrite import ClusterRewrite
     from locality.errors import EngineError
 
     try:
-        return ClusterRewrite(client, client.upload_jar(_tool_jar(rewriter_jar)), state_backend)
+        return ClusterRewrite(client, client.upload_jar(_tool_jar(rewriter_jar)))
     except Unreachable:
         raise
     except EngineError as error:
         raise EngineError(f"{error} (an application cluster takes no jar: rewrite with --rewrite local)") from None
 
 
-def _local_rewrite(flink_home, rewriter_jar, state_backend):
+def _local_rewrite(flink_home, rewriter_jar):
     """The rewrite in a local JVM over ``--flink-home`` (or ``$FLINK_HOME``)."""
     from pathlib import Path
 
@@ -222,7 +214,7 @@ def _local_rewrite(flink_home, rewriter_jar, state_backend):
     home = flink_home or os.environ.get("FLINK_HOME")
     if not home:
         raise InvalidParameterError("--rewrite local needs a Flink distribution: --flink-home, or FLINK_HOME")
-    return LocalRewrite(Path(home), _tool_jar(rewriter_jar), state_backend)
+    return LocalRewrite(Path(home), _tool_jar(rewriter_jar))
 
 
 def _tool_jar(rewriter_jar):

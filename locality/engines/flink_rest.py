@@ -29,7 +29,7 @@ __all__ = ["FlinkRest", "SAVEPOINT_FORMAT", "Unreachable"]
 
 logger = logging.getLogger(__name__)
 
-#: The savepoint format a switch asks for: the State Processor API reads it whatever the state backend.
+#: The savepoint format a switch asks for: the one the rewrite reads and writes, whatever the state backend.
 SAVEPOINT_FORMAT = "CANONICAL"
 #: Vertex states of a job that is not yet processing records (Flink's ExecutionState before RUNNING).
 _STARTING = {"CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RECONCILING"}

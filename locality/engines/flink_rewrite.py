@@ -1,9 +1,9 @@
 """Where a switch rewrites a savepoint: as a job on the Flink cluster, or on a MiniCluster of this machine.
 
-The rewrite (``RewriteSavepoint`` of ``jvm/locality-flink-state``, on Flink's State Processor API) is a
-Flink job: it reads the savepoint, gives every real key's state its new routing key and writes a new
-savepoint beside it. It needs Flink's runtime and a file system that reaches the savepoints. Two places
-have both:
+The rewrite (``RewriteSavepoint`` of ``jvm/locality-flink-state``) is a Flink job on the savepoint's files:
+it reads each keyed subtask's file once, gives the real keys whose routing key changes their new one, and
+writes a new savepoint beside the old, every other entry copied as it is. It needs Flink's runtime and a
+file system that reaches the savepoints. Two places have both:
 
 - :class:`ClusterRewrite`: the job's own cluster, through its REST API (``/jars/:jarid/run``). A session
   cluster's slots are free while the stopped job waits, and its processes already reach the savepoints and
@@ -41,8 +41,8 @@ logger = logging.getLogger(__name__)
 
 #: The main of the savepoint rewrite, in ``locality-flink-state``'s tool jar.
 REWRITE_CLASS = "io.locality.flink.state.RewriteSavepoint"
-#: What Flink's distribution opens to its JVMs and the State Processor API needs on Java 17: it hands the
-#: savepoint's untouched operator states to Kryo, which must reach Flink's private classes.
+#: What Flink's distribution opens to its own JVMs on Java 17 (its serializers reach into the JDK's classes):
+#: the local rewrite's MiniCluster gets the same.
 JVM_OPTIONS = ("--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED")
 #: The rewrite's counters, ``locality-rewrite/OPERATOR/FIELD`` (Java's ``RewriteSummary``).
 _COUNTER_PREFIX = "locality-rewrite/"
@@ -87,14 +87,14 @@ class RewriteRequest:
     names: tuple[str, ...]
     parallelism: int
 
-    def args(self, state_backend: str | None = None) -> list[str]:
-        """``RewriteSavepoint``'s arguments; the keyed state read and written in ``state_backend`` when given."""
+    def args(self) -> list[str]:
+        """``RewriteSavepoint``'s arguments."""
         args = ["--savepoint", self.savepoint, "--output", self.output, "--store", self.store,
                 "--from", str(self.from_version), "--to", str(self.to_version),
                 "--parallelism", str(self.parallelism)]  # fmt: skip
         for spec in self.operators:
             args += ["--operator", spec]
-        return args if state_backend is None else [*args, "--state-backend", state_backend]
+        return args
 
 
 @dataclass(frozen=True)
@@ -107,15 +107,10 @@ class Rewritten:
 
 @dataclass(frozen=True)
 class ClusterRewrite:
-    """The rewrite as a Flink job on the cluster at ``rest``, from the tool jar uploaded as ``jar_id``.
-
-    ``state_backend`` (Flink's name: ``hashmap``, ``rocksdb``) is the one the rewrite reads and writes
-    the keyed state in; None: the cluster's configured one.
-    """
+    """The rewrite as a Flink job on the cluster at ``rest``, from the tool jar uploaded as ``jar_id``."""
 
     rest: FlinkRest
     jar_id: str
-    state_backend: str | None = None
     where: str = "cluster"
 
     def check(self, savepoint_dir: str) -> None:
@@ -131,8 +126,7 @@ class ClusterRewrite:
         EngineError
             The cluster refused it, or it did not finish (the message quotes its failure).
         """
-        args = request.args(self.state_backend)
-        job = self.rest.run_jar(self.jar_id, REWRITE_CLASS, args, parallelism=request.parallelism)
+        job = self.rest.run_jar(self.jar_id, REWRITE_CLASS, request.args(), parallelism=request.parallelism)
         state = self.rest.wait_for_end(job, timeout=timeout)
         if state != "FINISHED":
             raise EngineError(f"the savepoint rewrite (job {job}) ended {state}: {self.rest.failure(job)}")
@@ -145,13 +139,11 @@ class LocalRewrite:
 
     The JVM's file systems are Flink's own, set up as a Flink process sets them up
     (``FLINK_CONF_DIR``: the ``s3.*`` keys of :func:`~locality.engines.flink_s3.flink_s3_configuration`;
-    ``FLINK_PLUGINS_DIR``: the distribution's ``plugins/``, its S3 plugin included). ``state_backend`` as
-    :class:`ClusterRewrite`'s (None: Flink's default, ``hashmap``).
+    ``FLINK_PLUGINS_DIR``: the distribution's ``plugins/``, its S3 plugin included).
     """
 
     flink_home: Path
     tool_jar: Path
-    state_backend: str | None = None
     where: str = "local"
 
     def check(self, savepoint_dir: str) -> None:
@@ -188,7 +180,7 @@ class LocalRewrite:
         env = {**os.environ, "FLINK_CONF_DIR": str(conf), "FLINK_PLUGINS_DIR": str(Path(self.flink_home) / "plugins")}
         classpath = os.pathsep.join([str(self.tool_jar), str(Path(self.flink_home) / "lib" / "*")])
         command = [_java(), *JVM_OPTIONS, f"-Dlog4j.configurationFile={conf / 'log4j.properties'}",
-                   "-cp", classpath, REWRITE_CLASS, *request.args(self.state_backend)]  # fmt: skip
+                   "-cp", classpath, REWRITE_CLASS, *request.args()]  # fmt: skip
         logger.info("rewriting locally: %s", " ".join(command))
         try:
             return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)

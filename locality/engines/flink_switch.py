@@ -10,7 +10,7 @@ after it), so every upstream instance switches at the same record without any
 coordination of ours, as ``docs/switch.md`` requires of a switch. Between the
 stop and the restart, the savepoint is rewritten so that every real key's state
 sits under the routing key of the new version (``RewriteSavepoint`` of the
-Maven module ``jvm/locality-flink-state``, on Flink's State Processor API), and
+Maven module ``jvm/locality-flink-state``: a Flink job on the savepoint's files), and
 the job restarts from it on the new version, the sources resuming exactly where
 the cut left them. This is the core paper's protocol (Caneill et al.,
 Middleware 2016, section 3.4) with Flink's savepoint in the place of its

@@ -198,7 +198,7 @@ def store_out_while_running(aws, rest: FlinkRest, jobs: list[str], url: str, sto
 
 @pytest.fixture(scope="module")
 def run(versions, distribution, tmp_path_factory, aws):
-    """The whole run: the job on version 1, two refused switches, 1 -> 2, 2 -> 3 (its rewrite in RocksDB), to the
+    """The whole run: the job on version 1, two refused switches, 1 -> 2, 2 -> 3, to the
     end of the trace."""
     store, records, work = versions
     total = sum(1 for _ in open(records))
@@ -225,11 +225,9 @@ def run(versions, distribution, tmp_path_factory, aws):
         jobs.append(running_job(rest, wrong_state))
         outage = store_out_while_running(aws, rest, jobs, cluster.url, store.location, savepoints, job_args)
         switches = []
-        # 1 -> 2 rewritten in the cluster's backend (hashmap), 2 -> 3 in RocksDB: the job keeps its own
-        for new, share, backend in zip((2, 3), SWITCH_AT[1:], ([], ["--rewrite-state-backend", "rocksdb"])):
+        for new, share in zip((2, 3), SWITCH_AT[1:]):
             wait_for(rest, jobs, int(share * total))
-            done = switch(cluster.url, jobs[-1], store.location, savepoints, "--to", str(new), *backend,
-                          job_args=job_args)  # fmt: skip
+            done = switch(cluster.url, jobs[-1], store.location, savepoints, "--to", str(new), job_args=job_args)
             assert done.returncode == 0, done.stderr[-4000:]
             switches.append(json.loads(done.stdout))
             jobs.append(switches[-1]["new_job"])

@@ -8,14 +8,8 @@ import java.io.IOException;
 import java.util.List;
 import java.util.Set;
 import org.apache.flink.api.common.JobExecutionResult;
-import org.apache.flink.configuration.Configuration;
-import org.apache.flink.configuration.IllegalConfigurationException;
-import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.core.fs.FileSystem;
-import org.apache.flink.runtime.state.StateBackend;
-import org.apache.flink.runtime.state.StateBackendLoader;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.util.DynamicCodeLoadingException;
 
 /**
  * Rewrites a savepoint of a job keyed by a store's tables for another version of them
@@ -24,19 +18,17 @@ import org.apache.flink.util.DynamicCodeLoadingException;
  * <pre>
  * RewriteSavepoint --savepoint PATH --output PATH --store STORE --from V1 --to V2
  *                  --operator OPERATOR=UID[,state=NAME][,key=TYPE][,value=TYPE] [--operator ...]
- *                  [--parallelism P] [--state-backend NAME]
+ *                  [--parallelism P]
  * </pre>
  *
  * <p>{@code --from} is the version the job that took the savepoint ran on, {@code --to} the version the job
  * restarts on; {@code --operator} names each keyed operator whose real keys' state the tables of
  * {@code OPERATOR} route ({@link RealKeyOperator}). The new savepoint is written to {@code --output}, which
  * must not exist; the old one is left as it is (the job can still restart from it on the old version).
- * {@code --parallelism} is the rewrite's (default: the tables', which the rewritten operators keep).
- * {@code --state-backend} is the backend the rewrite reads and writes the keyed state in, by Flink's name
- * ({@code hashmap}, {@code rocksdb}; default: the one the environment is configured with). A savepoint is
- * in Flink's canonical format whatever backend wrote it, so the job keeps its own: {@code rocksdb} holds
- * what the rewrite reads and writes on the TaskManagers' disks, where {@code hashmap} holds both on their
- * heap.
+ * {@code --parallelism} is the number of the rewrite's tasks (default: the tables' parallelism; each task
+ * rewrites one subtask's files at a time); the rewritten operators keep the savepoint's parallelism. The
+ * savepoint must be in Flink's canonical format (the default of a savepoint), whatever the job's state
+ * backend: the rewrite reads and writes its files directly.
  * {@code --store} is a directory or an {@code s3://bucket/prefix} URI ({@code ConfigStore.open}).
  *
  * <p>Run from {@code java} it rewrites on a local MiniCluster and prints one JSON document: the paths,
@@ -50,15 +42,12 @@ import org.apache.flink.util.DynamicCodeLoadingException;
  * a wrong option, version, operator or savepoint, or a savepoint not taken on {@code --from}; 1 another
  * failure. In a cluster a failure is thrown instead ({@code MainExit}).
  *
- * <p>Locally, the JVM needs {@code --add-opens=java.base/java.lang=ALL-UNNAMED} and
- * {@code --add-opens=java.base/java.util=ALL-UNNAMED} (Flink's distribution sets them for its own
- * processes): the State Processor API hands the savepoint's untouched operator states to Kryo, which
- * otherwise cannot instantiate Flink's private classes on Java 17.
+ * <p>Locally, give the JVM the {@code --add-opens} options Flink's distribution gives its own processes on
+ * Java 17 ({@code java.base/java.lang} and {@code java.base/java.util} to {@code ALL-UNNAMED}).
  */
 public final class RewriteSavepoint {
     static final String USAGE = "usage: RewriteSavepoint --savepoint PATH --output PATH --store STORE --from V1 "
-            + "--to V2 --operator OPERATOR=UID[,state=NAME][,key=TYPE][,value=TYPE] [--operator ...] [--parallelism P] "
-            + "[--state-backend NAME]";
+            + "--to V2 --operator OPERATOR=UID[,state=NAME][,key=TYPE][,value=TYPE] [--operator ...] [--parallelism P]";
 
     private RewriteSavepoint() {}
 
@@ -91,7 +80,7 @@ public final class RewriteSavepoint {
      */
     public static ObjectNode run(String[] args, StreamExecutionEnvironment env) throws Exception {
         ToolArguments options = ToolArguments.parse(args,
-                Set.of("--savepoint", "--output", "--store", "--from", "--to", "--parallelism", "--state-backend"),
+                Set.of("--savepoint", "--output", "--store", "--from", "--to", "--parallelism"),
                 Set.of("--operator"),
                 Set.of("--savepoint", "--output", "--store", "--from", "--to", "--operator"));
         ConfigStore store = ConfigStore.open(options.get("--store"));
@@ -106,10 +95,8 @@ public final class RewriteSavepoint {
             throw new IllegalArgumentException("--output " + output + " exists; give a new path (a rerun writes anew)");
         }
         Long parallelism = options.integer("--parallelism", 1, Integer.MAX_VALUE);
-        // the rewritten operators get the job's parallelism, so the new savepoint has the old one's shape
         env.setParallelism(parallelism != null ? parallelism.intValue() : rewrite.parallelism());
-        String backend = options.get("--state-backend");
-        rewrite.addTo(env, savepoint, output.toString(), backend == null ? null : stateBackend(backend));
+        rewrite.addTo(env, savepoint, output.toString());
         System.err.printf("locality: rewriting %s for version %d (from %d) into %s%n", savepoint, toVersion,
                 fromVersion, output);
         ObjectNode doc = new ObjectMapper().createObjectNode();
@@ -117,7 +104,6 @@ public final class RewriteSavepoint {
         doc.put("output", output.toString());
         doc.put("from_version", fromVersion);
         doc.put("to_version", toVersion);
-        doc.put("state_backend", backend);
         JobExecutionResult result;
         try {
             result = env.execute("locality savepoint rewrite " + fromVersion + " -> " + toVersion);
@@ -133,19 +119,5 @@ public final class RewriteSavepoint {
                 .toJson(new ObjectMapper()));
         doc.put("seconds", result.getNetRuntime() / 1000.0);
         return doc;
-    }
-
-    /** Flink's state backend called {@code name} (Flink's own names), for the rewrite's reads and writes. */
-    static StateBackend stateBackend(String name) {
-        Configuration config = new Configuration();
-        config.set(StateBackendOptions.STATE_BACKEND, name);
-        try {
-            return StateBackendLoader.loadStateBackendFromConfig(config, RewriteSavepoint.class.getClassLoader(),
-                    null);
-        } catch (IllegalConfigurationException | DynamicCodeLoadingException | IOException e) {
-            throw new IllegalArgumentException("--state-backend " + name + " is no state backend Flink can load ("
-                    + StateBackendLoader.HASHMAP_STATE_BACKEND_NAME + ", "
-                    + StateBackendLoader.ROCKSDB_STATE_BACKEND_NAME + "): " + e.getMessage());
-        }
     }
 }

@@ -5,6 +5,8 @@ import java.util.Set;
 import java.util.TreeSet;
 import org.apache.flink.runtime.checkpoint.OperatorState;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
+import org.apache.flink.runtime.state.KeyGroupsStateHandle;
+import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
 import org.apache.flink.state.api.OperatorIdentifier;
 import org.apache.flink.state.api.runtime.SavepointLoader;
@@ -36,6 +38,10 @@ final class SavepointOperators {
         }
     }
 
+    CheckpointMetadata metadata() {
+        return metadata;
+    }
+
     long checkpointId() {
         return metadata.getCheckpointId();
     }
@@ -51,6 +57,24 @@ final class SavepointOperators {
                 .orElseThrow(() -> new IllegalArgumentException("the savepoint " + path + " has no operator with uid '"
                         + uid + "' (it holds " + metadata.getOperatorStates().size() + " operators; set the uid with "
                         + ".uid(...) on the keyed operator)"));
+    }
+
+    /**
+     * The file subtask {@code subtask} of operator {@code uid} restores its keyed state from, or null.
+     *
+     * @throws RewriteRefused when the state is in a backend's native format
+     */
+    KeyGroupsStateHandle keyedFile(String uid, int subtask) {
+        OperatorSubtaskState state = operator(uid).getState(subtask);
+        if (state == null || state.getManagedKeyedState().isEmpty()) {
+            return null;
+        }
+        KeyedStateHandle handle = state.getManagedKeyedState().iterator().next(); // a savepoint holds one
+        if (!(handle instanceof KeyGroupsStateHandle file)) {
+            throw new RewriteRefused("operator '" + uid + "' keeps its keyed state in " + path + " as "
+                    + handle.getClass().getSimpleName() + ": take the savepoint in Flink's canonical format");
+        }
+        return file;
     }
 
     /** Whether the operator holds any keyed state (none when no record reached it). */
