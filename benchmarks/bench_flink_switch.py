@@ -23,27 +23,32 @@ sampled every 0.2 s: that resolution bounds the figures). *Records held* are tho
 source receiving ``--rate`` records per second (a Kafka topic, say) would have queued
 between the stop and the first record processed again. *Bytes moved* and the realized
 share come from the rewrite's own counters (serialized real key + state of each moved
-MapState entry); the State Processor API reads and writes the rewritten operators' whole
-keyed state, moved or not, which the *bytes rewritten* column shows.
+MapState entry); the rewrite reads each rewritten operator's whole keyed state once and writes
+it anew, every entry that keeps its routing key copied as it is, which the *bytes rewritten* column
+shows.
 
 **Larger state** (issue 39): ``--keys N`` replays a generated trace instead, of ``N`` records each
-with a location and a hashtag of its own (``2 N`` keys with a count each, no key twice), on
-version 1 = Flink's own hash for every key (no table: a table learned on ``N`` distinct pairs
-would say nothing); a switch then gives the moved share of keys a table entry on another
-subtask. ``--state-backend rocksdb`` keeps the job's state in RocksDB (the savepoint is Flink's
-canonical format either way, which the rewrite reads); ``--rewrite-state-backend`` is the one the
-rewrite reads and writes in (``locality switch flink --rewrite-state-backend``; default: the job's);
-``--taskmanager-memory`` sizes the one TaskManager, ``--jobmanager-memory`` the JobManager (where
-the job's main loads the version's tables). The peak heap of the TaskManager during the switch
-(sampled from its metrics every 0.2 s) bounds what the rewrite and the restart take, beside the peak
-during the plain restart.
+with a location and a hashtag of its own (``2 N`` keys with a count each, no key twice;
+``--key-bytes B`` pads every key to ``B`` characters, so that a state of a given size needs fewer
+records to build), on version 1 = Flink's own hash for every key (no table: a table learned on ``N``
+distinct pairs would say nothing); a switch then gives the moved share of keys a table entry on
+another subtask. ``--state-backend rocksdb`` keeps the job's state in RocksDB (the savepoint is
+Flink's canonical format either way, which the rewrite reads and writes); ``--taskmanager-memory``
+sizes the one TaskManager, ``--jobmanager-memory`` the JobManager (where the job's main loads the
+version's tables). The peak heap of the TaskManager during the switch (sampled from its metrics every
+0.2 s) bounds what the rewrite and the restart take, beside the peak during the plain restart.
+
+**Checked after every run**: the job's final savepoint, read back (``ReadRealKeyState``), holds every
+key on the subtask the last version routes it to (the moved keys among them); with ``--keys``, every
+key's count is exactly 1 and the keys are as many as the records the three jobs' sinks saw (none lost,
+none counted twice across the restart and the switch). A run that fails the check raises.
 
 Usage::
 
     PYTHONPATH=. python benchmarks/bench_flink_switch.py [--shares 0.01,0.1,0.5] [--rate 1500]
         [--warm 25000] [--between 20000] [--seed 0] [--json FILE]
-        [--keys N --state-backend hashmap|rocksdb --rewrite-state-backend hashmap|rocksdb
-         --taskmanager-memory 4g --jobmanager-memory 3g]
+        [--keys N --key-bytes 8 --state-backend hashmap|rocksdb --taskmanager-memory 4g
+         --jobmanager-memory 3g]
 """
 
 from __future__ import annotations
@@ -73,10 +78,14 @@ from locality.optimizer import make_fallbacks, optimize  # noqa: E402
 from locality.routing import RoutingConfiguration, RoutingTable  # noqa: E402
 from locality.store import ConfigStore  # noqa: E402
 from locality.topology import Topology  # noqa: E402
+from testbed.jvm import FLINK_JVM_OPTIONS, run_java  # noqa: E402
 from tests.flink.conftest import ensure_flink_env  # noqa: E402
 from tests.jvm.flink_cluster import LocalFlinkCluster, flink_home  # noqa: E402
 
 OPERATORS = ["location", "hashtag"]
+READ_STATE = "io.locality.flink.state.ReadRealKeyState"
+#: How the runs rewrite (the recorded runs before it were the State Processor API's, in a named backend).
+REWRITE = "key groups"
 JOB = "io.locality.flink.job.TwoStageJob"
 SPECS = [f"{op}=count-per-{op}" for op in OPERATORS]
 WAIT = 300.0
@@ -97,12 +106,51 @@ def moved_version(config: RoutingConfiguration, keys: dict[str, np.ndarray], sha
     return RoutingConfiguration(config.topology, tables, dict(config.parameters))
 
 
-def generated_trace(n: int, seed: int) -> pd.DataFrame:
-    """``n`` records, each with a location and a hashtag no other record has: ``2 n`` keys of state."""
+def generated_trace(n: int, seed: int, key_bytes: int = 0) -> pd.DataFrame:
+    """``n`` records, each with a location and a hashtag no other record has: ``2 n`` keys of state.
+
+    ``key_bytes`` pads each key with dots to that many characters (a key never gets shorter).
+    """
     order = np.random.default_rng(seed).permutation(n)
     return pd.DataFrame(
-        {"seq": np.arange(n), "location": [f"l{i}" for i in order], "hashtag": [f"#t{i}" for i in order]}
+        {
+            "seq": np.arange(n),
+            "location": [f"l{i}".ljust(key_bytes, ".") for i in order],
+            "hashtag": [f"#t{i}".ljust(key_bytes, ".") for i in order],
+        }
     )
+
+
+def check_final_state(savepoint: str, config: RoutingConfiguration, records: int | None, work: Path) -> int:
+    """Every real key of ``savepoint`` on the subtask ``config`` routes it to; with ``records`` (a generated
+    trace: no key twice), every count 1 and ``records`` keys per operator. The keys checked.
+
+    Raises
+    ------
+    RuntimeError
+        Naming the first check that fails.
+    """
+    listing = work / "final-state.jsonl"
+    args = ["--savepoint", savepoint, "--output", listing, "--state-backend", "rocksdb"]  # any size: on disk
+    for spec in SPECS:
+        args += ["--operator", spec]
+    read = run_java(["locality-core", "locality-flink", "locality-flink-state"], READ_STATE, *args,
+                    jvm_options=FLINK_JVM_OPTIONS, timeout=3600)  # fmt: skip
+    if read.returncode != 0:
+        raise RuntimeError(f"ReadRealKeyState failed: {read.stderr[-2000:]}")
+    checked = 0
+    for chunk in pd.read_json(listing, lines=True, dtype={"key": str, "routing_key": str}, chunksize=1_000_000):
+        for op, rows in chunk.groupby("operator"):
+            wrong = rows[rows["subtask"].to_numpy() != config.route_many(op, rows["key"].to_numpy())]
+            if len(wrong):
+                raise RuntimeError(f"{len(wrong)} keys of {op} not on their subtask, e.g. {wrong.iloc[0].to_dict()}")
+            if records is not None and (rows["state"] != 1).any():
+                raise RuntimeError(f"{op} counts a key other than once: {rows[rows['state'] != 1].iloc[0].to_dict()}")
+        checked += len(chunk)
+    listing.unlink()
+    if records is not None and checked != len(OPERATORS) * records:
+        raise RuntimeError(f"the final state holds {checked:,} keys; the sinks saw {records:,} records per operator")
+    return checked
 
 
 class HeapPeak:
@@ -138,11 +186,13 @@ def sink_records(rest: FlinkRest, job: str) -> int:
     return sum(v["metrics"]["read-records"] for v in rest.job(job)["vertices"] if "discard" in v["name"])
 
 
-def wait_processed(rest: FlinkRest, jobs: list[str], records: int) -> None:
-    deadline = time.monotonic() + WAIT
+def wait_processed(rest: FlinkRest, jobs: list[str], records: int, rate: int) -> None:
+    """Until the jobs' sinks saw ``records``: bounded by the time the replay takes at ``rate``, plus ``WAIT``."""
+    bound = WAIT + records / rate
+    deadline = time.monotonic() + bound
     while sum(sink_records(rest, j) for j in jobs) < records:
         if time.monotonic() > deadline:
-            raise RuntimeError(f"fewer than {records} records processed in {WAIT:g} s")
+            raise RuntimeError(f"fewer than {records} records processed in {bound:g} s")
         time.sleep(0.5)
 
 
@@ -173,12 +223,12 @@ def measure(rest: FlinkRest, job: str, rate: int, stopped: float, running_at: fl
     }
 
 
-def run_share(rest, launcher, rewriter, store, share, version, args, savepoints) -> dict:
+def run_share(rest, launcher, rewriter, store, share, version, args, savepoints, work) -> dict:
     """One job run: warm up, a restart without rewriting (baseline), a switch to ``version``."""
     job = rest.run_jar(launcher.jar_id, JOB, launcher.args_for(1))
     rest.wait_until_running(job, timeout=WAIT)
     jobs = [job]
-    wait_processed(rest, jobs, args.warm)
+    wait_processed(rest, jobs, args.warm, args.rate)
     with HeapPeak(rest.url) as restart_heap:
         stopped, mark = time.time(), time.monotonic()
         savepoint = rest.stop_with_savepoint(job, savepoints, timeout=WAIT)
@@ -188,7 +238,7 @@ def run_share(rest, launcher, rewriter, store, share, version, args, savepoints)
         baseline = measure(rest, job, args.rate, stopped, time.time(), {"stop": stop})
     baseline["heap_peak"] = restart_heap.peak
     jobs.append(job)
-    wait_processed(rest, jobs, args.warm + args.between)
+    wait_processed(rest, jobs, args.warm + args.between, args.rate)
     with HeapPeak(rest.url) as switch_heap:
         result = switch_flink_job(rest, job, store=store.root, to_version=version, savepoint_dir=savepoints,
                                   operators=SPECS, launcher=launcher, rewrite=rewriter, timeout=WAIT)  # fmt: skip
@@ -200,8 +250,10 @@ def run_share(rest, launcher, rewriter, store, share, version, args, savepoints)
     switched["moved_keys"] = sum(c["moved"] for c in counts.values())
     switched["keys"] = sum(c["entries"] for c in counts.values())
     jobs.append(result.new_job)
-    wait_processed(rest, jobs, args.warm + 2 * args.between)
-    rest.stop_with_savepoint(result.new_job, savepoints, timeout=WAIT)
+    wait_processed(rest, jobs, args.warm + 2 * args.between, args.rate)
+    final = rest.stop_with_savepoint(result.new_job, savepoints, timeout=WAIT)
+    processed = sum(sink_records(rest, j) for j in jobs) if args.keys else None
+    switched["checked_keys"] = check_final_state(final, store.get(version).config, processed, work)
     return {"share": share, "version": version, "baseline": baseline, "switch": switched}
 
 
@@ -238,7 +290,7 @@ def measure_all(args: argparse.Namespace, trace: pd.DataFrame, work: Path, share
         rewriter = ClusterRewrite(rest, rest.upload_jar(rewriter_jar()))
         for share, version in zip(shares, versions):
             print(f"locality: share {share:g} (version {version})", file=sys.stderr)
-            rows.append(run_share(rest, launcher, rewriter, store, share, version, args, (work / "sp").as_uri()))
+            rows.append(run_share(rest, launcher, rewriter, store, share, version, args, (work / "sp").as_uri(), work))
     return rows
 
 
@@ -252,31 +304,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--keys", type=int, help="replay a generated trace of this many records, no key twice")
     parser.add_argument("--state-backend", choices=["hashmap", "rocksdb"], default="hashmap")
-    parser.add_argument("--rewrite-state-backend", choices=["hashmap", "rocksdb"],
-                        help="the backend the rewrite reads and writes in (default: the job's)")  # fmt: skip
+    parser.add_argument("--key-bytes", type=int, default=0, help="with --keys: pad each key to this many characters")
     parser.add_argument("--taskmanager-memory", help="the TaskManager's process size (Flink's form: 4g)")
     parser.add_argument("--jobmanager-memory", help="the JobManager's process size (Flink's form: 3g)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     shares = [float(s) for s in args.shares.split(",")]
     if args.keys:
-        trace = generated_trace(args.keys, args.seed)
+        trace = generated_trace(args.keys, args.seed, args.key_bytes)
     else:
         trace = pd.read_parquet(card("geotweets_hashtags_2015").path).sort_values("seq", kind="stable")
     with tempfile.TemporaryDirectory(prefix="bench-flink-switch-") as work:  # store, trace, cluster, savepoints
         rows = measure_all(args, trace, Path(work), shares)
-    source = f"{args.keys:,} generated records" if args.keys else "tweet trace"
-    rewritten_in = args.rewrite_state_backend or args.state_backend  # unnamed: the cluster's, which is the job's
+    source = f"{args.keys:,} generated records (keys of {args.key_bytes} B)" if args.keys else "tweet trace"
     print(
         f"Flink switch, standalone cluster on loopback, parallelism 6, {source} at {args.rate:,} records/s, "
-        f"state backend {args.state_backend}, rewritten in {rewritten_in}"
+        f"state backend {args.state_backend}"
     )
     print(
         "| keys moved (asked) | state moved (bytes) | bytes rewritten | running again | first record | "
         "normal rate | records held | stop / rewrite / restart | heap peak | baseline: running / first / normal / held "
-        "| baseline heap peak |"
+        "| baseline heap peak | keys checked |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         s, b = row["switch"], row["baseline"]
         print(f"| {row['share']:.0%} | {s['moved_bytes']:,} ({s['moved_bytes'] / s['rewritten_bytes']:.1%}; "
@@ -284,10 +334,10 @@ def main(argv: list[str] | None = None) -> None:
               f"{s['first_record']:.1f} s | {s['normal']:.1f} s | {s['held']:,.0f} | {s['stop_phase']:.1f} / "
               f"{s['rewrite_phase']:.1f} / {s['restart_phase']:.1f} s | {s['heap_peak'] / 2**20:,.0f} MiB | "
               f"{b['running']:.1f} / {b['first_record']:.1f} / {b['normal']:.1f} s / {b['held']:,.0f} | "
-              f"{b['heap_peak'] / 2**20:,.0f} MiB |")  # fmt: skip
+              f"{b['heap_peak'] / 2**20:,.0f} MiB | {s['checked_keys']:,} |")  # fmt: skip
     if args.json:
-        run = {"rate": args.rate, "keys": args.keys, "state_backend": args.state_backend,
-               "rewrite_state_backend": rewritten_in, "rows": rows}  # fmt: skip
+        run = {"rate": args.rate, "keys": args.keys, "key_bytes": args.key_bytes, "state_backend": args.state_backend,
+               "rewrite": REWRITE, "rows": rows}  # fmt: skip
         Path(args.json).write_text(json.dumps(run, indent=1))
 
 

@@ -208,7 +208,7 @@ class SavepointRewriteTest {
     private static Map<String, JsonNode> read(String path, String backend) throws Exception {
         StringWriter text = new StringWriter();
         try (PrintWriter out = new PrintWriter(text)) {
-            ReadRealKeyState.read(path, List.of(TAG), env(backend), out);
+            ReadRealKeyState.read(path, List.of(TAG), env(), ReadRealKeyState.stateBackend(backend), out);
         }
         Map<String, JsonNode> byKey = new HashMap<>();
         for (String line : text.toString().split("\n")) {
@@ -341,5 +341,11 @@ class SavepointRewriteTest {
                 Set.of("--operator"), Set.of()).all("--operator").isEmpty());
         assertThrows(IllegalArgumentException.class, () -> ToolArguments.parse(new String[] {"--to", "1", "--to", "2"},
                 Set.of("--to"), Set.of(), Set.of()));
+    }
+
+    @Test
+    void aStateBackendFlinkDoesNotKnowIsNamed() {
+        var unknown = assertThrows(IllegalArgumentException.class, () -> ReadRealKeyState.stateBackend("rocks"));
+        assertTrue(unknown.getMessage().startsWith("--state-backend rocks is no state backend"), unknown.getMessage());
     }
 }
