@@ -28,12 +28,14 @@ MARKERS = {0.01: "v", 0.1: "o", 0.5: "s"}
 
 
 def points(runs: list[dict]) -> dict[str, list[dict]]:
-    """Each run's rows by series (``job backend, rewrite``), with the state's size in MB."""
+    """Each run's rows by series (``job backend, rewrite``), with the state's size in MB and the switch's down
+    time over the plain restart's."""
     series: dict[str, list[dict]] = {}
     for run in runs:
         name = f"{run['state_backend']} job, {run['rewrite']}"
         for row in run["rows"]:
-            series.setdefault(name, []).append({**row, "mb": row["switch"]["rewritten_bytes"] / 1e6})
+            ratio = row["switch"]["running"] / row["baseline"]["running"]
+            series.setdefault(name, []).append({**row, "mb": row["switch"]["rewritten_bytes"] / 1e6, "ratio": ratio})
     return series
 
 
@@ -44,11 +46,9 @@ def plot(runs: list[dict], path: Path) -> None:
     for colour, (name, rows) in zip([f"C{i}" for i in range(10)], sorted(points(runs).items())):
         rows = sorted(rows, key=lambda r: r["mb"])
         for row in rows:
-            times = row["switch"]["running"] / row["baseline"]["running"]
-            ratio.scatter(row["mb"], times, color=colour, marker=MARKERS.get(row["share"], "o"))
+            ratio.scatter(row["mb"], row["ratio"], color=colour, marker=MARKERS.get(row["share"], "o"))
         tenth = [r for r in rows if r["share"] == 0.1]
-        ratio.plot([r["mb"] for r in tenth], [r["switch"]["running"] / r["baseline"]["running"] for r in tenth],
-                   color=colour, lw=0.8)  # fmt: skip
+        ratio.plot([r["mb"] for r in tenth], [r["ratio"] for r in tenth], color=colour, lw=0.8)
         for ax, measure in measures:
             for row in rows:
                 marker = MARKERS.get(row["share"], "o")

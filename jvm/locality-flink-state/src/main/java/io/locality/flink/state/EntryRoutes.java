@@ -16,6 +16,7 @@ final class EntryRoutes {
     private final int mapState;
     private final MapStateKeys keys;
     private Object next;
+    private int nextSubtask;
 
     EntryRoutes(RewrittenOperator operator, KeyedBackendSerializationProxy<?> header) {
         this.operator = operator;
@@ -58,25 +59,26 @@ final class EntryRoutes {
         return operator.before().routingKey(keys.realKey());
     }
 
-    /** The routing key the new version gives the entry's real key. */
-    Object next() {
-        return next;
-    }
-
     /** The serialized size of the entry's real key and state (its value opens with a null flag). */
     long size(byte[] value) {
         return keys.realKeyLength() + value.length - 1L;
     }
 
-    /** Whether the entry read changes subtask (not only routing key). */
-    boolean movesSubtask() {
-        return operator.before().subtaskOf(keys.routingKey()) != operator.after().subtaskOf(next);
+    /**
+     * The entry read (whose routing key changes) under its new routing key, in that key's key group, bound
+     * for its new subtask: {@code firstTarget} + that subtask ({@link RewrittenOperator#target}).
+     */
+    MovedEntry moved(int firstTarget, byte[] key, byte[] value) throws IOException {
+        int maxParallelism = operator.after().maxParallelism();
+        int keyGroup = KeyGroupRangeAssignment.assignToKeyGroup(next, maxParallelism);
+        nextSubtask = KeyGroupRangeAssignment.computeOperatorIndexForKeyGroup(maxParallelism,
+                operator.after().parallelism(), keyGroup);
+        return new MovedEntry(firstTarget + nextSubtask, keyGroup, keys.withRoutingKey(key, next, keyGroup), value);
     }
 
-    /** The entry read under its new routing key, in the new routing key's key group. */
-    MovedEntry moved(int target, byte[] key, byte[] value) throws IOException {
-        int keyGroup = KeyGroupRangeAssignment.assignToKeyGroup(next, operator.after().maxParallelism());
-        return new MovedEntry(target, keyGroup, keys.withRoutingKey(key, next, keyGroup), value);
+    /** After {@link #moved}: whether the entry changes subtask, not only routing key. */
+    boolean movesSubtask() {
+        return nextSubtask != operator.before().subtaskOf(keys.routingKey());
     }
 
     private String otherState(StateMetaInfoSnapshot state) {

@@ -49,6 +49,7 @@ final class SendMovedEntries extends RichFlatMapFunction<Tuple2<Integer, Integer
         RewrittenOperator operator = operators.get(task.f0);
         Counters counts = counters.get(task.f0);
         String name = operator.operator().operator();
+        int firstTarget = RewrittenOperator.target(operators, task.f0, 0);
         long[] refused = {0};
         String[] first = {null};
         try {
@@ -75,14 +76,13 @@ final class SendMovedEntries extends RichFlatMapFunction<Tuple2<Integer, Integer
                     if (!changes) {
                         return;
                     }
+                    out.collect(routes.moved(firstTarget, key, value));
                     if (routes.movesSubtask()) {
                         counts.moved.add(1L);
                         counts.movedBytes.add(size);
                     } else {
                         counts.rekeyed.add(1L);
                     }
-                    int subtask = operator.after().subtaskOf(routes.next());
-                    out.collect(routes.moved(RewrittenOperator.target(operators, task.f0, subtask), key, value));
                 });
             }
         } catch (RewriteRefused e) {
