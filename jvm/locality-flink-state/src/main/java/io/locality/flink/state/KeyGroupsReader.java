@@ -4,6 +4,7 @@ import static org.apache.flink.runtime.state.FullSnapshotUtil.END_OF_KEY_GROUP_M
 import static org.apache.flink.runtime.state.FullSnapshotUtil.clearMetaDataFollowsFlag;
 import static org.apache.flink.runtime.state.FullSnapshotUtil.hasMetaDataFollowsFlag;
 
+import java.io.BufferedInputStream;
 import java.io.Closeable;
 import java.io.IOException;
 import org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerializer;
@@ -32,6 +33,9 @@ final class KeyGroupsReader implements Closeable {
     interface EntryVisitor {
         void accept(int keyGroup, int stateId, byte[] key, byte[] value) throws IOException;
     }
+
+    /** The buffer between a file system's stream and the reads of one entry's few bytes at a time. */
+    static final int BUFFER_BYTES = 1 << 16;
 
     private final KeyGroupsStateHandle handle;
     private final FSDataInputStream in;
@@ -73,7 +77,10 @@ final class KeyGroupsReader implements Closeable {
                 continue; // a key group without entries has no offset
             }
             in.seek(group.f1);
-            DataInputViewStreamWrapper entries = new DataInputViewStreamWrapper(compression.decorateWithCompression(in));
+            // buffered: a file system's stream (the local one) may read each short and length byte by byte;
+            // reading past the key group's end is harmless, the next one is sought
+            DataInputViewStreamWrapper entries = new DataInputViewStreamWrapper(
+                    new BufferedInputStream(compression.decorateWithCompression(in), BUFFER_BYTES));
             int stateId = END_OF_KEY_GROUP_MARK & entries.readShort();
             while (stateId != END_OF_KEY_GROUP_MARK) {
                 byte[] key = BytePrimitiveArraySerializer.INSTANCE.deserialize(entries);

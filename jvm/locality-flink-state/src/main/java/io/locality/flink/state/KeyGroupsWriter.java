@@ -3,6 +3,7 @@ package io.locality.flink.state;
 import static org.apache.flink.runtime.state.FullSnapshotUtil.END_OF_KEY_GROUP_MARK;
 import static org.apache.flink.runtime.state.FullSnapshotUtil.setMetaDataFollowsFlagInKey;
 
+import java.io.BufferedOutputStream;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -92,7 +93,8 @@ final class KeyGroupsWriter implements Closeable {
 
     private void beginGroup(int keyGroup, int stateId) throws IOException {
         offsets.setKeyGroupOffset(keyGroup, out.getPos());
-        group = compression.decorateWithCompression(out);
+        // buffered (KeyGroupsReader.BUFFER_BYTES), flushed when the group is closed, before the next offset is taken
+        group = new BufferedOutputStream(compression.decorateWithCompression(out), KeyGroupsReader.BUFFER_BYTES);
         entries = new DataOutputViewStreamWrapper(group);
         entries.writeShort(stateId);
     }

@@ -1,6 +1,7 @@
 package io.locality.flink.state;
 
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.List;
 import org.apache.flink.api.common.accumulators.LongCounter;
 import org.apache.flink.api.common.functions.OpenContext;
@@ -12,8 +13,9 @@ import org.apache.flink.util.Collector;
 /**
  * The rewrite's first step, one {@code (operator, subtask)} at a time: reads the subtask's savepoint file
  * once and sends every entry whose real key gets another routing key, re-keyed, to the subtask that will
- * hold it ({@link WriteSubtasks}). Entries that keep their routing key are not sent: the subtask that holds
- * them copies them from the file itself.
+ * hold it ({@link WriteSubtasks}), then the positions of those entries in the file to the subtask itself.
+ * Entries that keep their routing key are not sent: the subtask's writer copies them from the file, leaving
+ * out those positions without decoding any entry.
  *
  * <p>Checks that each entry sits under the routing key the old version gives its real key: otherwise the
  * savepoint was not taken by a job on that version, and it sends a refusal instead, naming the first such
@@ -52,6 +54,8 @@ final class SendMovedEntries extends RichFlatMapFunction<Tuple2<Integer, Integer
         int firstTarget = RewrittenOperator.target(operators, task.f0, 0);
         long[] refused = {0};
         String[] first = {null};
+        BitSet leftOut = new BitSet();
+        int[] position = {0};
         try {
             KeyGroupsStateHandle file = metadata.keyedFile(operator.operator().uid(), task.f1);
             if (file == null) {
@@ -60,6 +64,7 @@ final class SendMovedEntries extends RichFlatMapFunction<Tuple2<Integer, Integer
             try (KeyGroupsReader reader = KeyGroupsReader.open(file, getRuntimeContext().getUserCodeClassLoader())) {
                 EntryRoutes routes = new EntryRoutes(operator, reader.header());
                 reader.forEach((keyGroup, stateId, key, value) -> {
+                    int entry = position[0]++;
                     boolean changes = routes.read(stateId, key);
                     if (!routes.expected().equals(routes.routingKey())) {
                         if (refused[0]++ == 0) {
@@ -76,6 +81,7 @@ final class SendMovedEntries extends RichFlatMapFunction<Tuple2<Integer, Integer
                     if (!changes) {
                         return;
                     }
+                    leftOut.set(entry);
                     out.collect(routes.moved(firstTarget, key, value));
                     if (routes.movesSubtask()) {
                         counts.moved.add(1L);
@@ -95,6 +101,8 @@ final class SendMovedEntries extends RichFlatMapFunction<Tuple2<Integer, Integer
             String more = refused[0] > 1 ? " (and " + (refused[0] - 1) + " more keys of this subtask)" : "";
             out.collect(MovedEntry.refusal(first[0] + more + ": the savepoint was not taken by a job on version "
                     + fromVersion));
+        } else if (!leftOut.isEmpty()) {
+            out.collect(MovedEntry.leftOut(firstTarget + task.f1, leftOut));
         }
     }
 

@@ -2,6 +2,7 @@ package io.locality.flink.state;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
@@ -21,9 +22,10 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
  * all the operators' subtasks, numbered by {@link RewrittenOperator#target}, is served by this task when
  * {@code t mod parallelism} is its index, as the entries are partitioned). Once every moved entry has
  * arrived, it copies the subtask's old file entry by entry, leaving out those whose routing key changes
- * (sent elsewhere by {@link SendMovedEntries}), and merges in the entries moved to it, key group by key
- * group. Flink's savepoint metadata holds one keyed-state file per subtask, so each subtask's file is
- * written whole. Holds the entries moved to its subtasks in memory: their share of the state.
+ * (sent elsewhere by {@link SendMovedEntries}, which says their positions: nothing is decoded here), and
+ * merges in the entries moved to it, key group by key group. Flink's savepoint metadata holds one
+ * keyed-state file per subtask, so each subtask's file is written whole. Holds the entries moved to its
+ * subtasks in memory: their share of the state.
  */
 final class WriteSubtasks extends AbstractStreamOperator<RewrittenSubtask>
         implements OneInputStreamOperator<MovedEntry, RewrittenSubtask>, BoundedOneInput {
@@ -33,6 +35,7 @@ final class WriteSubtasks extends AbstractStreamOperator<RewrittenSubtask>
     private final String directory;
     private final List<RewrittenOperator> operators;
     private transient Map<Integer, List<MovedEntry>> moved;
+    private transient Map<Integer, BitSet> leftOut;
     private transient String refusal;
 
     WriteSubtasks(String savepoint, String directory, List<RewrittenOperator> operators) {
@@ -45,6 +48,7 @@ final class WriteSubtasks extends AbstractStreamOperator<RewrittenSubtask>
     public void open() throws Exception {
         super.open();
         moved = new HashMap<>();
+        leftOut = new HashMap<>();
     }
 
     @Override
@@ -52,6 +56,8 @@ final class WriteSubtasks extends AbstractStreamOperator<RewrittenSubtask>
         MovedEntry entry = element.getValue();
         if (entry.refusal != null) {
             refusal = refusal == null ? entry.refusal : refusal;
+        } else if (entry.leftOut != null) {
+            leftOut.put(entry.target, BitSet.valueOf(entry.leftOut));
         } else {
             moved.computeIfAbsent(entry.target, t -> new ArrayList<>()).add(entry);
         }
@@ -71,16 +77,17 @@ final class WriteSubtasks extends AbstractStreamOperator<RewrittenSubtask>
                 int target = RewrittenOperator.target(operators, op, subtask);
                 if (target % tasks == index) {
                     List<MovedEntry> in = moved.getOrDefault(target, new ArrayList<>());
-                    KeyGroupsStateHandle file = write(metadata, operators.get(op), subtask, in);
+                    BitSet left = leftOut.getOrDefault(target, new BitSet());
+                    KeyGroupsStateHandle file = write(metadata, operators.get(op), subtask, left, in);
                     output.collect(new StreamRecord<>(RewrittenSubtask.of(op, subtask, file)));
                 }
             }
         }
     }
 
-    /** The new file of {@code subtask}: its old entries that keep their routing key and those moved to it. */
+    /** The new file of {@code subtask}: its old entries but those {@code left} (by position) and those moved to it. */
     private KeyGroupsStateHandle write(SavepointOperators metadata, RewrittenOperator operator, int subtask,
-            List<MovedEntry> in) throws IOException {
+            BitSet left, List<MovedEntry> in) throws IOException {
         String uid = operator.operator().uid();
         KeyGroupsStateHandle old = metadata.keyedFile(uid, subtask);
         KeyGroupsStateHandle header = old != null ? old : in.isEmpty() ? null : anyFile(metadata, operator);
@@ -101,13 +108,14 @@ final class WriteSubtasks extends AbstractStreamOperator<RewrittenSubtask>
                         + "savepoint file has no state '" + operator.operator().stateName() + "'");
             }
             int[] next = {0};
+            int[] position = {0};
             if (old != null) {
                 reader.forEach((keyGroup, stateId, key, value) -> {
                     for (; next[0] < in.size() && in.get(next[0]).keyGroup < keyGroup; next[0]++) {
                         MovedEntry entry = in.get(next[0]);
                         writer.add(entry.keyGroup, mapState, entry.key, entry.value);
                     }
-                    if (!routes.read(stateId, key)) {
+                    if (!left.get(position[0]++)) {
                         writer.add(keyGroup, stateId, key, value);
                     }
                 });
