@@ -1,8 +1,9 @@
 """The Flink switch's down time and heap against the state's size, from runs of ``bench_flink_switch.py --json``.
 
 One point per run and share: the switch's time from the stop request until the job runs again (stop,
-rewrite, restart), beside the plain stop-with-savepoint + restart of the same job in the same run; their
-ratio, against the goal of 1.5x; and the TaskManager's heap peak during each. The state's size is the
+rewrite, restart), beside the plain stop-with-savepoint + restart of the same job in the same run (and,
+in the runs that made one, a plain restart on the version switched to, its tables loaded); their ratio,
+against the goal of 1.5x; and the TaskManager's heap peak during each. The state's size is the
 bytes the rewrite read and wrote (every real key's serialized key and count). Series by the job's state
 backend and the rewrite (the savepoint's key groups read and written directly; before, Flink's State
 Processor API, in a named backend).
@@ -54,11 +55,14 @@ def plot(runs: list[dict], path: Path) -> None:
                 marker = MARKERS.get(row["share"], "o")
                 ax.scatter(row["mb"], measure(row["switch"]), color=colour, marker=marker)
                 ax.scatter(row["mb"], measure(row["baseline"]), color=colour, marker=marker, facecolors="none")
+                if "after" in row:  # runs since 2026-12-03 also restart once on the version switched to
+                    ax.scatter(row["mb"], measure(row["after"]), color=colour, marker="x")
             tenth = [r for r in rows if r["share"] == 0.1]  # the line joins the sizes at 10% moved
             ax.plot([r["mb"] for r in tenth], [measure(r["switch"]) for r in tenth], color=colour, label=name, lw=0.8)
     for share, marker in MARKERS.items():
         down.scatter([], [], color="grey", marker=marker, label=f"{share:.0%} of the keys moved")
     down.scatter([], [], color="grey", facecolors="none", label="plain restart, same run")
+    down.scatter([], [], color="grey", marker="x", label="plain restart on the new version")
     ratio.axhline(1.5, color="grey", ls="--", lw=0.8, label="goal: 1.5x")
     ratio.legend(fontsize=7)
     labels = ((down, "stop request -> job running again (s)"), (ratio, "switch / plain restart"),

@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Objects;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
 
@@ -44,6 +45,8 @@ public final class FlinkRoutingKeys implements Serializable {
     private final int maxParallelism;
     private final int parallelism;
     private final Object[] surrogates;
+    /** Each subtask's key groups, computed once: Flink's computation builds a message to check its arguments. */
+    private final KeyGroupRange[] ranges;
     /** Table key (lookup form, {@link TableKey}) -> its surrogate. */
     private final HashMap<Object, Object> routes = new HashMap<>();
     /** Split key (lookup form) -> the routing key of its part for each server position. */
@@ -58,6 +61,11 @@ public final class FlinkRoutingKeys implements Serializable {
         this.parallelism = parallelism;
         this.maxParallelism = maxParallelism;
         this.surrogates = KeyGroupSurrogates.of(maxParallelism, keyType);
+        this.ranges = new KeyGroupRange[parallelism];
+        for (int subtask = 0; subtask < parallelism; subtask++) {
+            ranges[subtask] = KeyGroupRangeAssignment.computeKeyGroupRangeForOperatorIndex(
+                    maxParallelism, parallelism, subtask);
+        }
         entries.forEach((key, subtask) -> routes.put(key, surrogateOf(tableKey(key), subtask)));
         splits.forEach((key, plan) -> splitRoutes.put(key, parts(tableKey(key), plan)));
     }
@@ -252,8 +260,7 @@ public final class FlinkRoutingKeys implements Serializable {
      * @param jobKey the key as the job types it (its own key group depends on its Java type)
      */
     public Object surrogateOf(Object jobKey, int subtask) {
-        KeyGroupRange range = KeyGroupRangeAssignment.computeKeyGroupRangeForOperatorIndex(
-                maxParallelism, parallelism, subtask);
+        KeyGroupRange range = ranges[Objects.checkIndex(subtask, parallelism)];
         int own = KeyGroupRangeAssignment.assignToKeyGroup(jobKey, maxParallelism);
         return surrogates[range.getStartKeyGroup() + own % range.getNumberOfKeyGroups()];
     }

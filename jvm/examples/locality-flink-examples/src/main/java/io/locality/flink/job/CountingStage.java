@@ -22,7 +22,11 @@ public final class CountingStage extends RealKeyedProcessFunction<String, TraceR
     /** The accumulator of the {@link HopCounts} between the two operators. */
     public static final String HOPS = "locality-hops";
 
-    private final Stage stage;
+    // the stage's name, position and parallelism, not the stage: its key selector carries the routes, and
+    // a function holding it would put one more copy of them in the job graph
+    private final String operator;
+    private final int position;
+    private final int parallelism;
     private final int upstreamParallelism;
     private transient int subtask;
     private transient HopCounts hops;
@@ -32,7 +36,9 @@ public final class CountingStage extends RealKeyedProcessFunction<String, TraceR
      */
     public CountingStage(Stage stage, int upstreamParallelism) {
         super(stage.uid(), Stage.realKey(stage.position()), Types.STRING, Types.LONG);
-        this.stage = stage;
+        this.operator = stage.operator();
+        this.position = stage.position();
+        this.parallelism = stage.parallelism();
         this.upstreamParallelism = upstreamParallelism;
     }
 
@@ -41,10 +47,10 @@ public final class CountingStage extends RealKeyedProcessFunction<String, TraceR
         super.open(openContext);
         subtask = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
         ListAccumulator<Placement> placements = new ListAccumulator<>();
-        placements.add(Placement.of(stage.operator(), getRuntimeContext()));
+        placements.add(Placement.of(operator, getRuntimeContext()));
         getRuntimeContext().addAccumulator(PLACEMENTS, placements);
-        if (stage.position() == 1) {
-            hops = new HopCounts(upstreamParallelism, stage.parallelism());
+        if (position == 1) {
+            hops = new HopCounts(upstreamParallelism, parallelism);
             getRuntimeContext().addAccumulator(HOPS, hops);
         }
     }
@@ -52,7 +58,7 @@ public final class CountingStage extends RealKeyedProcessFunction<String, TraceR
     @Override
     protected Long process(String key, Long count, TraceRecord record, Context ctx, Collector<TraceRecord> out) {
         long seen = count == null ? 1 : count + 1;
-        if (stage.position() == 0) {
+        if (position == 0) {
             record.firstSubtask = subtask;
             record.firstCount = seen;
         } else {
