@@ -60,6 +60,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import subprocess
 import sys
 import tempfile
 import threading
@@ -351,8 +352,9 @@ def main(argv: list[str] | None = None) -> None:
               f"{b['heap_peak'] / 2**20:,.0f} MiB | {row['after']['running']:.1f} s | "
               f"{s['checked_keys']:,} |")  # fmt: skip
     if args.json:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
         run = {"rate": args.rate, "keys": args.keys, "key_bytes": args.key_bytes, "state_backend": args.state_backend,
-               "rewrite": REWRITE, "rows": rows}  # fmt: skip
+               "rewrite": REWRITE, "commit": commit.stdout.strip() or None, "rows": rows}  # fmt: skip
         Path(args.json).write_text(json.dumps(run, indent=1))
 
 

@@ -48,6 +48,8 @@ def plot(runs: list[dict], path: Path) -> None:
         rows = sorted(rows, key=lambda r: r["mb"])
         for row in rows:
             ratio.scatter(row["mb"], row["ratio"], color=colour, marker=MARKERS.get(row["share"], "o"))
+            if "after" in row:  # over the plain restart on the new version: the switch less its tables' cost
+                ratio.scatter(row["mb"], row["switch"]["running"] / row["after"]["running"], color=colour, marker="x")
         tenth = [r for r in rows if r["share"] == 0.1]
         ratio.plot([r["mb"] for r in tenth], [r["ratio"] for r in tenth], color=colour, lw=0.8)
         for ax, measure in measures:
@@ -64,6 +66,7 @@ def plot(runs: list[dict], path: Path) -> None:
     down.scatter([], [], color="grey", facecolors="none", label="plain restart, same run")
     down.scatter([], [], color="grey", marker="x", label="plain restart on the new version")
     ratio.axhline(1.5, color="grey", ls="--", lw=0.8, label="goal: 1.5x")
+    ratio.scatter([], [], color="grey", marker="x", label="over a plain restart on the new version")
     ratio.legend(fontsize=7)
     labels = ((down, "stop request -> job running again (s)"), (ratio, "switch / plain restart"),
               (heap, "TaskManager heap peak (MiB)"))  # fmt: skip
