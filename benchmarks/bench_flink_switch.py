@@ -20,9 +20,9 @@ run of the job:
    rewritten files adds);
 5. after ``--between`` more records, the job is stopped.
 
-For both the baseline and the switch the script measures, from the stop request: when
-the restarted job runs (every task restored), when its sink sees records again, and when
-it processes ``--rate`` again (at least 90% of it over one second, from Flink's metrics
+For each restart (the baseline, the switch, the one on the new version) the script measures,
+from the stop request: when the restarted job runs (every task restored), when its sink sees
+records again, and when it processes ``--rate`` again (at least 90% of it over one second, from Flink's metrics
 sampled every 0.2 s: that resolution bounds the figures). *Records held* are those a
 source receiving ``--rate`` records per second (a Kafka topic, say) would have queued
 between the stop and the first record processed again. *Bytes moved* and the realized

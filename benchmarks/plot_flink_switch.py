@@ -30,13 +30,17 @@ MARKERS = {0.01: "v", 0.1: "o", 0.5: "s"}
 
 def points(runs: list[dict]) -> dict[str, list[dict]]:
     """Each run's rows by series (``job backend, rewrite``), with the state's size in MB and the switch's down
-    time over the plain restart's."""
+    time over the plain restart's (``ratio``) and, where the run made one, over the plain restart on the new
+    version's (``ratio_after``)."""
     series: dict[str, list[dict]] = {}
     for run in runs:
         name = f"{run['state_backend']} job, {run['rewrite']}"
         for row in run["rows"]:
-            ratio = row["switch"]["running"] / row["baseline"]["running"]
-            series.setdefault(name, []).append({**row, "mb": row["switch"]["rewritten_bytes"] / 1e6, "ratio": ratio})
+            down = row["switch"]["running"]
+            point = {**row, "mb": row["switch"]["rewritten_bytes"] / 1e6, "ratio": down / row["baseline"]["running"]}
+            if "after" in row:  # runs since 2026-12-03 also restart once on the version switched to
+                point["ratio_after"] = down / row["after"]["running"]
+            series.setdefault(name, []).append(point)
     return series
 
 
@@ -48,8 +52,8 @@ def plot(runs: list[dict], path: Path) -> None:
         rows = sorted(rows, key=lambda r: r["mb"])
         for row in rows:
             ratio.scatter(row["mb"], row["ratio"], color=colour, marker=MARKERS.get(row["share"], "o"))
-            if "after" in row:  # over the plain restart on the new version: the switch less its tables' cost
-                ratio.scatter(row["mb"], row["switch"]["running"] / row["after"]["running"], color=colour, marker="x")
+            if "ratio_after" in row:
+                ratio.scatter(row["mb"], row["ratio_after"], color=colour, marker="x")
         tenth = [r for r in rows if r["share"] == 0.1]
         ratio.plot([r["mb"] for r in tenth], [r["ratio"] for r in tenth], color=colour, lw=0.8)
         for ax, measure in measures:
@@ -57,7 +61,7 @@ def plot(runs: list[dict], path: Path) -> None:
                 marker = MARKERS.get(row["share"], "o")
                 ax.scatter(row["mb"], measure(row["switch"]), color=colour, marker=marker)
                 ax.scatter(row["mb"], measure(row["baseline"]), color=colour, marker=marker, facecolors="none")
-                if "after" in row:  # runs since 2026-12-03 also restart once on the version switched to
+                if "after" in row:
                     ax.scatter(row["mb"], measure(row["after"]), color=colour, marker="x")
             tenth = [r for r in rows if r["share"] == 0.1]  # the line joins the sizes at 10% moved
             ax.plot([r["mb"] for r in tenth], [measure(r["switch"]) for r in tenth], color=colour, label=name, lw=0.8)
