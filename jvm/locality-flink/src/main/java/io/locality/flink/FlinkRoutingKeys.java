@@ -2,6 +2,8 @@ package io.locality.flink;
 
 import io.locality.hashing.TableKey;
 import io.locality.routing.RoutingTable;
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
@@ -14,6 +16,9 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.zip.Deflater;
+import java.util.zip.DeflaterOutputStream;
+import java.util.zip.InflaterInputStream;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
 
@@ -39,6 +44,8 @@ import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
  */
 public final class FlinkRoutingKeys implements Serializable {
     private static final long serialVersionUID = 1L;
+    /** The buffer between an image's data streams and its deflater (or inflater). */
+    private static final int IMAGE_BUFFER = 1 << 16;
 
     private final String operator;
     private final KeyType keyType;
@@ -168,55 +175,66 @@ public final class FlinkRoutingKeys implements Serializable {
 
     /**
      * These routes as bytes: operator, key type, max parallelism, parallelism, each table key with its
-     * subtask, each split key with its plan. {@link #fromImage(byte[])} rebuilds them.
+     * subtask, each split key with its plan, counts and lengths in as few bytes as they need, deflated. {@link #fromImage(byte[])} rebuilds them.
+     *
+     * <p>Deflated at the fastest level: a job graph carries the image once per task configuration that
+     * holds the routes (the keyed operator's and its upstream partitioner's), the JobManager stores each
+     * one in its blob server and every TaskManager reads it back, so its size is paid several times at
+     * every start of the job; keys of a table are text of a few forms and subtasks small numbers.
      */
     byte[] image() {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        try (DataOutputStream out = new DataOutputStream(bytes)) {
+        Deflater deflater = new Deflater(Deflater.BEST_SPEED);
+        try (DataOutputStream out = new DataOutputStream(new BufferedOutputStream(
+                new DeflaterOutputStream(bytes, deflater, IMAGE_BUFFER), IMAGE_BUFFER))) {
             writeText(out, operator);
             out.writeByte(keyType.ordinal());
-            out.writeInt(maxParallelism);
-            out.writeInt(parallelism);
-            out.writeInt(routes.size());
+            writeCount(out, maxParallelism);
+            writeCount(out, parallelism);
+            writeCount(out, routes.size());
             for (Map.Entry<Object, Object> entry : routes.entrySet()) {
                 writeKey(out, entry.getKey());
-                out.writeInt(subtaskOf(entry.getValue()));
+                writeCount(out, subtaskOf(entry.getValue()));
             }
-            out.writeInt(splitRoutes.size());
+            writeCount(out, splitRoutes.size());
             for (Map.Entry<Object, Object[]> entry : splitRoutes.entrySet()) {
                 writeKey(out, entry.getKey());
-                out.writeInt(entry.getValue().length);
+                writeCount(out, entry.getValue().length);
                 for (Object part : entry.getValue()) {
-                    out.writeInt(subtaskOf(part));
+                    writeCount(out, subtaskOf(part));
                 }
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e); // a ByteArrayOutputStream does not fail
+        } finally {
+            deflater.end();
         }
         return bytes.toByteArray();
     }
 
     /** The routes {@link #image()} wrote. */
     static FlinkRoutingKeys fromImage(byte[] image) throws IOException {
-        DataInputStream in = new DataInputStream(new ByteArrayInputStream(image));
-        String operator = readText(in);
-        KeyType keyType = KeyType.values()[in.readByte()];
-        int maxParallelism = in.readInt();
-        int parallelism = in.readInt();
-        Map<Object, Integer> entries = new HashMap<>();
-        for (int i = in.readInt(); i > 0; i--) {
-            entries.put(readKey(in, keyType), in.readInt());
-        }
-        Map<Object, int[]> splits = new HashMap<>();
-        for (int i = in.readInt(); i > 0; i--) {
-            Object key = readKey(in, keyType);
-            int[] plan = new int[in.readInt()];
-            for (int server = 0; server < plan.length; server++) {
-                plan[server] = in.readInt();
+        try (DataInputStream in = new DataInputStream(new BufferedInputStream(
+                new InflaterInputStream(new ByteArrayInputStream(image)), IMAGE_BUFFER))) {
+            String operator = readText(in);
+            KeyType keyType = KeyType.values()[in.readByte()];
+            int maxParallelism = readCount(in);
+            int parallelism = readCount(in);
+            Map<Object, Integer> entries = new HashMap<>();
+            for (int i = readCount(in); i > 0; i--) {
+                entries.put(readKey(in, keyType), readCount(in));
             }
-            splits.put(key, plan);
+            Map<Object, int[]> splits = new HashMap<>();
+            for (int i = readCount(in); i > 0; i--) {
+                Object key = readKey(in, keyType);
+                int[] plan = new int[readCount(in)];
+                for (int server = 0; server < plan.length; server++) {
+                    plan[server] = readCount(in);
+                }
+                splits.put(key, plan);
+            }
+            return new FlinkRoutingKeys(operator, keyType, maxParallelism, parallelism, entries, splits);
         }
-        return new FlinkRoutingKeys(operator, keyType, maxParallelism, parallelism, entries, splits);
     }
 
     /** What Java serialization writes in place of these routes (the job graph, a savepoint rewrite's job). */
@@ -241,14 +259,36 @@ public final class FlinkRoutingKeys implements Serializable {
         return keyType == KeyType.STRING ? readText(in) : (Object) in.readLong();
     }
 
+    /** A count, length or subtask (never negative) in 7-bit groups, low first: most fit one byte. */
+    private static void writeCount(DataOutputStream out, int count) throws IOException {
+        int rest = count;
+        while ((rest & ~0x7F) != 0) {
+            out.writeByte((rest & 0x7F) | 0x80);
+            rest >>>= 7;
+        }
+        out.writeByte(rest);
+    }
+
+    private static int readCount(DataInputStream in) throws IOException {
+        int count = 0;
+        for (int shift = 0; shift < Integer.SIZE; shift += 7) {
+            byte group = in.readByte();
+            count |= (group & 0x7F) << shift;
+            if (group >= 0) {
+                return count;
+            }
+        }
+        throw new IOException("a count of more than 32 bits in a routes image");
+    }
+
     private static void writeText(DataOutputStream out, String text) throws IOException {
         byte[] utf8 = text.getBytes(StandardCharsets.UTF_8);
-        out.writeInt(utf8.length);
+        writeCount(out, utf8.length);
         out.write(utf8);
     }
 
     private static String readText(DataInputStream in) throws IOException {
-        byte[] utf8 = new byte[in.readInt()];
+        byte[] utf8 = new byte[readCount(in)];
         in.readFully(utf8);
         return new String(utf8, StandardCharsets.UTF_8);
     }

@@ -133,6 +133,27 @@ class FlinkRoutingKeysTest {
         assertEquals(1, movedCopy.subtaskOf(movedCopy.routingKey("tbt")));
     }
 
+    @Test
+    void aLargeTableTravelsWholeInFewerBytesThanItsKeys() throws Exception {
+        StringBuilder rows = new StringBuilder("[\"" + "long".repeat(50) + "\", 1]");
+        long keyBytes = 200;
+        for (int i = 0; i < 5000; i++) {
+            String key = "#tag-" + i;
+            rows.append(", [\"").append(key).append("\", ").append(i % 3).append("]");
+            keyBytes += key.length();
+        }
+        FlinkRoutingKeys routes = FlinkRoutingKeys.of(Tables.flinkWith(
+                "[[\"jobs\", 2], [\"tbt\", 0], [\"paris\", 1], [\"hot\", 1], [\"é🙂\", 2]]", "[" + rows + "]")
+                .table("tag"));
+        byte[] bytes = serialized(routes);
+        FlinkRoutingKeys copy = deserialized(bytes);
+        assertEquals(routes.routes(), copy.routes());
+        assertEquals(5001, copy.routes().size());
+        assertEquals(1, copy.subtaskOf(copy.routingKey("long".repeat(50))));
+        // a job graph carries the routes once per task configuration: they travel deflated
+        assertTrue(bytes.length < keyBytes / 2, bytes.length + " bytes for " + keyBytes + " bytes of keys");
+    }
+
     private static byte[] serialized(Object value) throws Exception {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {

@@ -21,14 +21,14 @@ final class EntryRoutes {
     EntryRoutes(RewrittenOperator operator, KeyedBackendSerializationProxy<?> header) {
         this.operator = operator;
         this.states = header.getStateMetaInfoSnapshots();
-        this.mapState = states.stream().map(StateMetaInfoSnapshot::getName).toList()
-                .indexOf(operator.operator().stateName());
+        this.mapState = mapState(header, operator.operator().stateName());
         this.keys = mapState < 0 ? null : new MapStateKeys(header, states.get(mapState), operator.before().maxParallelism());
     }
 
-    /** The id of the operator's {@code MapState} in this file (-1 when it has none). */
-    int mapState() {
-        return mapState;
+    /** The id of state {@code stateName} in the file of {@code header} (-1 when it has none). */
+    static int mapState(KeyedBackendSerializationProxy<?> header, String stateName) {
+        return header.getStateMetaInfoSnapshots().stream().map(StateMetaInfoSnapshot::getName).toList()
+                .indexOf(stateName);
     }
 
     /**
@@ -66,7 +66,7 @@ final class EntryRoutes {
 
     /**
      * The entry read (whose routing key changes) under its new routing key, in that key's key group, bound
-     * for its new subtask: {@code firstTarget} + that subtask ({@link RewrittenOperator#target}).
+     * for its new subtask: {@code firstTarget} + that subtask ({@link KeyedLayout#target}).
      */
     MovedEntry moved(int firstTarget, byte[] key, byte[] value) throws IOException {
         int maxParallelism = operator.after().maxParallelism();

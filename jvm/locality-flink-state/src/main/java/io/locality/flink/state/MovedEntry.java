@@ -11,7 +11,7 @@ import java.util.BitSet;
  * key group.
  */
 public final class MovedEntry {
-    /** The subtask's index over the rewrite's operators' subtasks ({@link RewrittenOperator#target}). */
+    /** The subtask's index over the rewrite's operators' subtasks ({@link KeyedLayout#target}). */
     public int target;
     public int keyGroup;
     public byte[] key;

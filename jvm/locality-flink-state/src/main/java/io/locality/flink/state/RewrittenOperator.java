@@ -14,16 +14,13 @@ import java.util.List;
 record RewrittenOperator(RealKeyOperator operator, FlinkRoutingKeys before, FlinkRoutingKeys after)
         implements Serializable {
 
-    int parallelism() {
-        return before.parallelism();
+    /** Its state's layout, without the routes. */
+    KeyedLayout layout() {
+        return new KeyedLayout(operator, before.parallelism(), before.maxParallelism());
     }
 
-    /** Subtask {@code subtask} of operator {@code index}, numbered over all the operators' subtasks. */
-    static int target(List<RewrittenOperator> operators, int index, int subtask) {
-        int first = 0;
-        for (int i = 0; i < index; i++) {
-            first += operators.get(i).parallelism();
-        }
-        return first + subtask;
+    /** The layouts of {@code operators}, in their order. */
+    static List<KeyedLayout> layouts(List<RewrittenOperator> operators) {
+        return operators.stream().map(RewrittenOperator::layout).toList();
     }
 }

@@ -142,7 +142,7 @@ public final class SavepointRewrite {
                 .returns(MovedEntry.class).name("send moved entries")
                 .partitionCustom((target, writers) -> target % writers, entry -> entry.target)
                 .transform("write subtasks", TypeInformation.of(RewrittenSubtask.class),
-                        new WriteSubtasks(savepoint, output, steps))
+                        new WriteSubtasks(savepoint, output, RewrittenOperator.layouts(steps)))
                 .transform("write " + output, Types.VOID, new WriteSavepoint(savepoint, output, uids))
                 .forceNonParallel()
                 .sinkTo(new DiscardingSink<>()).name("done");

@@ -51,7 +51,7 @@ final class SendMovedEntries extends RichFlatMapFunction<Tuple2<Integer, Integer
         RewrittenOperator operator = operators.get(task.f0);
         Counters counts = counters.get(task.f0);
         String name = operator.operator().operator();
-        int firstTarget = RewrittenOperator.target(operators, task.f0, 0);
+        int firstTarget = KeyedLayout.target(RewrittenOperator.layouts(operators), task.f0, 0);
         long[] refused = {0};
         String[] first = {null};
         BitSet leftOut = new BitSet();

@@ -19,7 +19,7 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 
 /**
  * The rewrite's second step: writes the new savepoint file of each subtask it serves (subtask {@code t} of
- * all the operators' subtasks, numbered by {@link RewrittenOperator#target}, is served by this task when
+ * all the operators' subtasks, numbered by {@link KeyedLayout#target}, is served by this task when
  * {@code t mod parallelism} is its index, as the entries are partitioned). Once every moved entry has
  * arrived, it copies the subtask's old file entry by entry, leaving out those whose routing key changes
  * (sent elsewhere by {@link SendMovedEntries}, which says their positions: nothing is decoded here), and
@@ -33,12 +33,12 @@ final class WriteSubtasks extends AbstractStreamOperator<RewrittenSubtask>
 
     private final String savepoint;
     private final String directory;
-    private final List<RewrittenOperator> operators;
+    private final List<KeyedLayout> operators;
     private transient Map<Integer, List<MovedEntry>> moved;
     private transient Map<Integer, BitSet> leftOut;
     private transient String refusal;
 
-    WriteSubtasks(String savepoint, String directory, List<RewrittenOperator> operators) {
+    WriteSubtasks(String savepoint, String directory, List<KeyedLayout> operators) {
         this.savepoint = savepoint;
         this.directory = directory;
         this.operators = List.copyOf(operators);
@@ -74,7 +74,7 @@ final class WriteSubtasks extends AbstractStreamOperator<RewrittenSubtask>
         int tasks = getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks();
         for (int op = 0; op < operators.size(); op++) {
             for (int subtask = 0; subtask < operators.get(op).parallelism(); subtask++) {
-                int target = RewrittenOperator.target(operators, op, subtask);
+                int target = KeyedLayout.target(operators, op, subtask);
                 if (target % tasks == index) {
                     List<MovedEntry> in = moved.getOrDefault(target, new ArrayList<>());
                     BitSet left = leftOut.getOrDefault(target, new BitSet());
@@ -86,7 +86,7 @@ final class WriteSubtasks extends AbstractStreamOperator<RewrittenSubtask>
     }
 
     /** The new file of {@code subtask}: its old entries but those {@code left} (by position) and those moved to it. */
-    private KeyGroupsStateHandle write(SavepointOperators metadata, RewrittenOperator operator, int subtask,
+    private KeyGroupsStateHandle write(SavepointOperators metadata, KeyedLayout operator, int subtask,
             BitSet left, List<MovedEntry> in) throws IOException {
         String uid = operator.operator().uid();
         KeyGroupsStateHandle old = metadata.keyedFile(uid, subtask);
@@ -96,13 +96,12 @@ final class WriteSubtasks extends AbstractStreamOperator<RewrittenSubtask>
         }
         in.sort(Comparator.comparingInt(entry -> entry.keyGroup));
         KeyGroupRange range = KeyGroupRangeAssignment.computeKeyGroupRangeForOperatorIndex(
-                operator.after().maxParallelism(), operator.parallelism(), subtask);
+                operator.maxParallelism(), operator.parallelism(), subtask);
         ClassLoader loader = getUserCodeClassloader();
         try (KeyGroupsReader reader = KeyGroupsReader.open(header, loader);
                 KeyGroupsWriter writer = KeyGroupsWriter.create(new Path(directory, UUID.randomUUID().toString()),
                         reader.header(), range)) {
-            EntryRoutes routes = new EntryRoutes(operator, reader.header());
-            int mapState = routes.mapState();
+            int mapState = EntryRoutes.mapState(reader.header(), operator.operator().stateName());
             if (mapState < 0 && !in.isEmpty()) {
                 throw new IllegalStateException("entries moved to subtask " + subtask + " of '" + uid + "', whose "
                         + "savepoint file has no state '" + operator.operator().stateName() + "'");
@@ -129,7 +128,7 @@ final class WriteSubtasks extends AbstractStreamOperator<RewrittenSubtask>
     }
 
     /** A file of another subtask of {@code operator}, for its header: a subtask that had no state gets some. */
-    private static KeyGroupsStateHandle anyFile(SavepointOperators metadata, RewrittenOperator operator) {
+    private static KeyGroupsStateHandle anyFile(SavepointOperators metadata, KeyedLayout operator) {
         for (int subtask = 0; subtask < operator.parallelism(); subtask++) {
             KeyGroupsStateHandle file = metadata.keyedFile(operator.operator().uid(), subtask);
             if (file != null) {
