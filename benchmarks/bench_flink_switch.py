@@ -90,9 +90,10 @@ from tests.jvm.flink_cluster import LocalFlinkCluster, flink_home  # noqa: E402
 OPERATORS = ["location", "hashtag"]
 READ_STATE = "io.locality.flink.state.ReadRealKeyState"
 #: How the runs rewrite and carry their routes. Recorded runs before: "key groups, buffered" (the routes in the job
-#: graph as plain bytes), "key groups" (unbuffered reads and writes, every entry decoded twice), before those the
+#: graph as plain bytes), "key groups, buffered; routes deflated" (every entry decoded and looked up twice, the routes
+#: decoded in the JobManager too), "key groups" (unbuffered reads and writes, every entry decoded twice), before those the
 #: State Processor API's, in a named backend.
-REWRITE = "key groups, buffered; routes deflated"
+REWRITE = "key groups, buffered; routes deflated and lazy; unlisted keys told by their bytes"
 JOB = "io.locality.flink.job.TwoStageJob"
 SPECS = [f"{op}=count-per-{op}" for op in OPERATORS]
 WAIT = 300.0

@@ -109,7 +109,9 @@ public final class RoutingConfiguration {
                 throw new IllegalArgumentException("the fallback of operator '" + operator + "' has "
                         + fallback.numInstances() + " instances, the topology " + instances);
             }
-            Map<Object, Integer> entries = new HashMap<>();
+            JsonNode tableRows = doc.path("tables").path(operator);
+            // sized for its rows: a table of millions would otherwise rehash some twenty times
+            Map<Object, Integer> entries = new HashMap<>((int) Math.ceil(tableRows.size() / 0.75));
             for (JsonNode row : rows(doc.path("tables"), operator, "tables")) {
                 entries.put(TableKey.fromJson(row.get(0)), instance(row.get(1), instances, operator));
             }

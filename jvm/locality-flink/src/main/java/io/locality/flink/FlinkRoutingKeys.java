@@ -40,7 +40,9 @@ import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
  * {@link RoutingKeySelector}, and a savepoint rewrite can compute a key's routing key under two table
  * versions with {@link #routingKey(Object)} of each. It travels as a compact image ({@link SharedRoutes}),
  * and every task of a TaskManager that reads the same image shares one copy: a table of a million
- * entries is held once per TaskManager, not once per task and selector.
+ * entries is held once per TaskManager, not once per task and selector. Routes read from an image are
+ * decoded at their first use: a JobManager deserializes a job's selectors (and serializes them again)
+ * but never routes a key, so it holds the image alone.
  */
 public final class FlinkRoutingKeys implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -54,15 +56,25 @@ public final class FlinkRoutingKeys implements Serializable {
     private final Object[] surrogates;
     /** Each subtask's key groups, computed once: Flink's computation builds a message to check its arguments. */
     private final KeyGroupRange[] ranges;
-    /** Table key (lookup form, {@link TableKey}) -> its surrogate. */
-    private final HashMap<Object, Object> routes = new HashMap<>();
-    /** Split key (lookup form) -> the routing key of its part for each server position. */
-    private final HashMap<Object, Object[]> splitRoutes = new HashMap<>();
+    /** Table key (lookup form, {@link TableKey}) -> its subtask, for routes built from a table; else null. */
+    private final Map<Object, Integer> entries;
+    /** Split key (lookup form) -> its plan, for routes built from a table; else null. */
+    private final Map<Object, int[]> splits;
+    /** The image these routes were read from; null for routes built from a table. */
+    private final byte[] read;
+    /** The routes, made at their first use ({@link #tables()}). */
+    private volatile Tables tables;
     /** What serialization writes for these routes, made at the first (a job graph serializes them per task). */
     private transient volatile SharedRoutes serialized;
 
+    /**
+     * @param routes table key (lookup form, {@link TableKey}) -> its surrogate
+     * @param splitRoutes split key (lookup form) -> the routing key of its part for each server position
+     */
+    private record Tables(HashMap<Object, Object> routes, HashMap<Object, Object[]> splitRoutes) {}
+
     private FlinkRoutingKeys(String operator, KeyType keyType, int maxParallelism, int parallelism,
-            Map<Object, Integer> entries, Map<Object, int[]> splits) {
+            Map<Object, Integer> entries, Map<Object, int[]> splits, byte[] read) {
         this.operator = operator;
         this.keyType = keyType;
         this.parallelism = parallelism;
@@ -73,8 +85,14 @@ public final class FlinkRoutingKeys implements Serializable {
             ranges[subtask] = KeyGroupRangeAssignment.computeKeyGroupRangeForOperatorIndex(
                     maxParallelism, parallelism, subtask);
         }
-        entries.forEach((key, subtask) -> routes.put(key, surrogateOf(tableKey(key), subtask)));
-        splits.forEach((key, plan) -> splitRoutes.put(key, parts(tableKey(key), plan)));
+        this.entries = entries;
+        this.splits = splits;
+        this.read = read;
+    }
+
+    /** A hash map's initial capacity for {@code size} entries at its default load factor (no rehash). */
+    private static int capacity(int size) {
+        return (int) Math.ceil(size / 0.75);
     }
 
     private static FlinkRoutingKeys validated(RoutingTable table, KeyType keyType) {
@@ -90,8 +108,12 @@ public final class FlinkRoutingKeys implements Serializable {
             throw new IllegalArgumentException("the keys of '" + table.operator() + "' are " + keyType.label()
                     + " but the table's fallback hashes integer keys as " + intType + " (int_type)");
         }
-        return new FlinkRoutingKeys(table.operator(), keyType, FlinkKeyGroupsProvider.maxParallelism(
-                table.fallbackSpec()), table.numInstances(), table.entries(), table.splits());
+        FlinkRoutingKeys routes = new FlinkRoutingKeys(table.operator(), keyType, FlinkKeyGroupsProvider.maxParallelism(
+                table.fallbackSpec()), table.numInstances(), table.entries(), table.splits(), null);
+        // checked now, routed at the first use: a job's main builds the routes only to ship them
+        table.entries().keySet().forEach(routes::tableKey);
+        table.splits().keySet().forEach(routes::tableKey);
+        return routes;
     }
 
     /**
@@ -129,7 +151,7 @@ public final class FlinkRoutingKeys implements Serializable {
 
     /** Table key (lookup form: {@code String}, or {@code Long} for integers) -> its surrogate. */
     public Map<Object, Object> routes() {
-        return Collections.unmodifiableMap(routes);
+        return Collections.unmodifiableMap(tables().routes());
     }
 
     /**
@@ -140,7 +162,7 @@ public final class FlinkRoutingKeys implements Serializable {
      * @throws IllegalArgumentException when the key is not of the job's key type or has a reserved form
      */
     public Object routingKey(Object key) {
-        Object surrogate = routes.get(TableKey.of(key));
+        Object surrogate = tables().routes().get(TableKey.of(key));
         return surrogate != null ? surrogate : checked(key);
     }
 
@@ -149,7 +171,7 @@ public final class FlinkRoutingKeys implements Serializable {
      * selecting it): a split key's part there, else {@link #routingKey(Object)}.
      */
     public Object routingKey(Object key, int server) {
-        Object[] parts = splitRoutes.get(TableKey.of(key));
+        Object[] parts = tables().splitRoutes().get(TableKey.of(key));
         if (parts == null) {
             return routingKey(key);
         }
@@ -170,7 +192,7 @@ public final class FlinkRoutingKeys implements Serializable {
 
     /** Whether the table splits {@code key} over servers. */
     public boolean isSplit(Object key) {
-        return splitRoutes.containsKey(TableKey.of(key));
+        return tables().splitRoutes().containsKey(TableKey.of(key));
     }
 
     /**
@@ -183,6 +205,9 @@ public final class FlinkRoutingKeys implements Serializable {
      * every start of the job; keys of a table are text of a few forms and subtasks small numbers.
      */
     byte[] image() {
+        if (read != null) {
+            return read;
+        }
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         Deflater deflater = new Deflater(Deflater.BEST_SPEED);
         try (DataOutputStream out = new DataOutputStream(new BufferedOutputStream(
@@ -191,17 +216,17 @@ public final class FlinkRoutingKeys implements Serializable {
             out.writeByte(keyType.ordinal());
             writeCount(out, maxParallelism);
             writeCount(out, parallelism);
-            writeCount(out, routes.size());
-            for (Map.Entry<Object, Object> entry : routes.entrySet()) {
+            writeCount(out, entries.size());
+            for (Map.Entry<Object, Integer> entry : entries.entrySet()) {
                 writeKey(out, entry.getKey());
-                writeCount(out, subtaskOf(entry.getValue()));
+                writeCount(out, entry.getValue());
             }
-            writeCount(out, splitRoutes.size());
-            for (Map.Entry<Object, Object[]> entry : splitRoutes.entrySet()) {
+            writeCount(out, splits.size());
+            for (Map.Entry<Object, int[]> entry : splits.entrySet()) {
                 writeKey(out, entry.getKey());
                 writeCount(out, entry.getValue().length);
-                for (Object part : entry.getValue()) {
-                    writeCount(out, subtaskOf(part));
+                for (int subtask : entry.getValue()) {
+                    writeCount(out, subtask);
                 }
             }
         } catch (IOException e) {
@@ -212,28 +237,72 @@ public final class FlinkRoutingKeys implements Serializable {
         return bytes.toByteArray();
     }
 
-    /** The routes {@link #image()} wrote. */
+    /** The routes {@link #image()} wrote: its header read now, its routes at their first use. */
     static FlinkRoutingKeys fromImage(byte[] image) throws IOException {
-        try (DataInputStream in = new DataInputStream(new BufferedInputStream(
-                new InflaterInputStream(new ByteArrayInputStream(image)), IMAGE_BUFFER))) {
+        try (DataInputStream in = imageInput(image)) {
             String operator = readText(in);
             KeyType keyType = KeyType.values()[in.readByte()];
-            int maxParallelism = readCount(in);
-            int parallelism = readCount(in);
-            Map<Object, Integer> entries = new HashMap<>();
-            for (int i = readCount(in); i > 0; i--) {
-                entries.put(readKey(in, keyType), readCount(in));
+            return new FlinkRoutingKeys(operator, keyType, readCount(in), readCount(in), null, null, image);
+        }
+    }
+
+    /** {@link #fromImage(byte[])}, serialized again as {@code form} (its image) without encoding anew. */
+    static FlinkRoutingKeys fromImage(byte[] image, SharedRoutes form) throws IOException {
+        FlinkRoutingKeys read = fromImage(image);
+        read.serialized = form;
+        return read;
+    }
+
+    private static DataInputStream imageInput(byte[] image) {
+        return new DataInputStream(new BufferedInputStream(
+                new InflaterInputStream(new ByteArrayInputStream(image)), IMAGE_BUFFER));
+    }
+
+    /** The routes, made by the first caller from the table or image (the others wait for it). */
+    private Tables tables() {
+        Tables made = tables;
+        if (made == null) {
+            synchronized (this) {
+                made = tables;
+                if (made == null) {
+                    made = read != null ? decode() : build();
+                    tables = made;
+                }
             }
-            Map<Object, int[]> splits = new HashMap<>();
+        }
+        return made;
+    }
+
+    private Tables build() {
+        Tables built = new Tables(new HashMap<>(capacity(entries.size())), new HashMap<>(capacity(splits.size())));
+        entries.forEach((key, subtask) -> built.routes().put(key, surrogateOf(keyType.jobKey(key), subtask)));
+        splits.forEach((key, plan) -> built.splitRoutes().put(key, parts(built, keyType.jobKey(key), plan)));
+        return built;
+    }
+
+    private Tables decode() {
+        try (DataInputStream in = imageInput(read)) {
+            readText(in); // the header, read by fromImage
+            in.readByte();
+            readCount(in);
+            readCount(in);
+            int count = readCount(in);
+            Tables read = new Tables(new HashMap<>(capacity(count)), new HashMap<>());
+            for (int i = count; i > 0; i--) {
+                Object key = readKey(in, keyType);
+                read.routes().put(key, surrogateOf(keyType.jobKey(key), readCount(in)));
+            }
             for (int i = readCount(in); i > 0; i--) {
                 Object key = readKey(in, keyType);
                 int[] plan = new int[readCount(in)];
                 for (int server = 0; server < plan.length; server++) {
                     plan[server] = readCount(in);
                 }
-                splits.put(key, plan);
+                read.splitRoutes().put(key, parts(read, keyType.jobKey(key), plan));
             }
-            return new FlinkRoutingKeys(operator, keyType, maxParallelism, parallelism, entries, splits);
+            return read;
+        } catch (IOException e) {
+            throw new UncheckedIOException("the routes image of '" + operator + "' is unreadable", e);
         }
     }
 
@@ -305,8 +374,8 @@ public final class FlinkRoutingKeys implements Serializable {
         return surrogates[range.getStartKeyGroup() + own % range.getNumberOfKeyGroups()];
     }
 
-    private Object[] parts(Object jobKey, int[] plan) {
-        boolean hasEntry = routes.containsKey(TableKey.of(jobKey));
+    private Object[] parts(Tables built, Object jobKey, int[] plan) {
+        boolean hasEntry = built.routes().containsKey(TableKey.of(jobKey));
         int home = KeyGroupRangeAssignment.assignKeyToParallelOperator(jobKey, maxParallelism, parallelism);
         Object[] parts = new Object[plan.length];
         for (int server = 0; server < plan.length; server++) {

@@ -1,8 +1,7 @@
 package io.locality.flink;
 
 import io.locality.routing.RoutingTable;
-import java.util.HashSet;
-import java.util.Set;
+import java.util.function.Supplier;
 import java.util.stream.Stream;
 
 /**
@@ -105,17 +104,15 @@ public enum KeyType {
      *     holding both strings and integers
      */
     public static KeyType of(RoutingTable table) {
-        Set<Class<?>> kinds = new HashSet<>();
-        Stream.concat(table.entries().keySet().stream(), table.splits().keySet().stream())
-                .forEach(key -> kinds.add(key.getClass()));
-        if (kinds.isEmpty()) {
-            throw new IllegalArgumentException("the table of '" + table.operator()
-                    + "' is empty, so its keys' type is unknown; name it (KeyType.STRING, LONG or INT)");
-        }
-        if (kinds.size() > 1) {
+        Supplier<Stream<Object>> keys = () -> Stream.concat(table.entries().keySet().stream(),
+                table.splits().keySet().stream());
+        Class<?> kind = keys.get().findAny().map(Object::getClass).orElseThrow(() -> new IllegalArgumentException(
+                "the table of '" + table.operator() + "' is empty, so its keys' type is unknown; name it "
+                        + "(KeyType.STRING, LONG or INT)"));
+        if (keys.get().anyMatch(key -> key.getClass() != kind)) {
             throw new IllegalArgumentException("the table of '" + table.operator() + "' holds both string and "
                     + "integer keys; a Flink job keys on one Java type");
         }
-        return kinds.contains(String.class) ? STRING : table.fallbackSpec().intType().equals("int") ? INT : LONG;
+        return kind == String.class ? STRING : table.fallbackSpec().intType().equals("int") ? INT : LONG;
     }
 }

@@ -35,7 +35,7 @@ final class SharedRoutes implements Serializable {
 
     private Object readResolve() throws ObjectStreamException {
         try {
-            return SharedCopies.of("routes " + digest, () -> FlinkRoutingKeys.fromImage(image));
+            return SharedCopies.of("routes " + digest, () -> FlinkRoutingKeys.fromImage(image, this));
         } catch (IOException | RuntimeException e) {
             InvalidObjectException invalid = new InvalidObjectException("unreadable routes: " + e);
             invalid.initCause(e);

@@ -1,5 +1,6 @@
 package io.locality.flink;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
@@ -131,6 +132,19 @@ class FlinkRoutingKeysTest {
         FlinkRoutingKeys movedCopy = deserialized(serialized(moved));
         assertNotSame(movedCopy, deserialized(serialized(tags)));
         assertEquals(1, movedCopy.subtaskOf(movedCopy.routingKey("tbt")));
+    }
+
+    @Test
+    void routesReadFromAJobGraphTravelOnAsTheyCame() throws Exception {
+        // a JobManager reads a job's routes and writes them again for each task, routing no key itself
+        FlinkRoutingKeys routes = FlinkRoutingKeys.of(tables.table("tag"));
+        byte[] sent = serialized(routes);
+        FlinkRoutingKeys read = deserialized(sent);
+        assertArrayEquals(sent, serialized(read));
+        assertArrayEquals(routes.image(), FlinkRoutingKeys.fromImage(routes.image()).image());
+        FlinkRoutingKeys task = FlinkRoutingKeys.fromImage(read.image());
+        assertEquals(routes.routes(), task.routes());
+        assertEquals(routes.routingKey("hot", 0), task.routingKey("hot", 0));
     }
 
     @Test

@@ -1,28 +1,51 @@
 package io.locality.flink.state;
 
+import io.locality.flink.FlinkRoutingKeys;
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.List;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
 import org.apache.flink.runtime.state.KeyedBackendSerializationProxy;
 import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 
 /**
  * The routing keys of the entries of one savepoint file of a rewritten operator: the one each entry sits
- * under, the one the old version gives its real key, the one the new version does. Not thread-safe.
+ * under, the one the old version gives its real key, the one the new version does. Most entries are of keys
+ * neither version lists, under their real key itself: those are told from their bytes, no key decoded or
+ * looked up ({@link SerializedKeys}). Not thread-safe.
  */
 final class EntryRoutes {
     private final RewrittenOperator operator;
     private final List<StateMetaInfoSnapshot> states;
     private final int mapState;
     private final MapStateKeys keys;
+    private final SerializedKeys listed;
+    private Object expected;
     private Object next;
     private int nextSubtask;
 
-    EntryRoutes(RewrittenOperator operator, KeyedBackendSerializationProxy<?> header) {
+    /**
+     * @param range the key groups of the file of {@code header}
+     */
+    EntryRoutes(RewrittenOperator operator, KeyedBackendSerializationProxy<?> header, KeyGroupRange range)
+            throws IOException {
         this.operator = operator;
         this.states = header.getStateMetaInfoSnapshots();
         this.mapState = mapState(header, operator.operator().stateName());
         this.keys = mapState < 0 ? null : new MapStateKeys(header, states.get(mapState), operator.before().maxParallelism());
+        this.listed = keys == null ? null : listedKeys(operator, keys.realKeySerializer(), range);
+    }
+
+    /** The keys the tables of either version list in key groups {@code range}, serialized as real keys. */
+    private static SerializedKeys listedKeys(RewrittenOperator operator, TypeSerializer<Object> realKeySerializer,
+            KeyGroupRange range) throws IOException {
+        List<Object> listed = new ArrayList<>(); // a key both versions list is in twice: its fingerprint once
+        for (FlinkRoutingKeys routes : List.of(operator.before(), operator.after())) {
+            routes.routes().keySet().forEach(key -> listed.add(routes.keyType().jobKey(key)));
+        }
+        return SerializedKeys.of(listed, realKeySerializer, operator.before().maxParallelism(), range);
     }
 
     /** The id of state {@code stateName} in the file of {@code header} (-1 when it has none). */
@@ -36,12 +59,20 @@ final class EntryRoutes {
      *
      * @throws RewriteRefused when the entry is not of the operator's {@code MapState}
      */
-    boolean read(int stateId, byte[] key) throws IOException {
+    boolean read(int keyGroup, int stateId, byte[] key) throws IOException {
         if (stateId != mapState) {
             throw new RewriteRefused(otherState(states.get(stateId)));
         }
         keys.read(key);
-        next = operator.after().routingKey(keys.realKey());
+        if (keys.underItsRealKey() && !listed.mayHold(keyGroup, key, keys.realKeyStart(), key.length)) {
+            // neither version lists the key: both key it on itself, which it is under
+            expected = keys.routingKey();
+            next = expected;
+            return false;
+        }
+        Object realKey = keys.realKey();
+        expected = operator.before().routingKey(realKey);
+        next = operator.after().routingKey(realKey);
         return !next.equals(keys.routingKey());
     }
 
@@ -50,13 +81,13 @@ final class EntryRoutes {
         return keys.routingKey();
     }
 
-    Object realKey() {
+    Object realKey() throws IOException {
         return keys.realKey();
     }
 
     /** The routing key the old version gives the entry's real key. */
     Object expected() {
-        return operator.before().routingKey(keys.realKey());
+        return expected;
     }
 
     /** The serialized size of the entry's real key and state (its value opens with a null flag). */

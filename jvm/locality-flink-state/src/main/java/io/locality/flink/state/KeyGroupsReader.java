@@ -4,7 +4,6 @@ import static org.apache.flink.runtime.state.FullSnapshotUtil.END_OF_KEY_GROUP_M
 import static org.apache.flink.runtime.state.FullSnapshotUtil.clearMetaDataFollowsFlag;
 import static org.apache.flink.runtime.state.FullSnapshotUtil.hasMetaDataFollowsFlag;
 
-import java.io.BufferedInputStream;
 import java.io.Closeable;
 import java.io.IOException;
 import org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerializer;
@@ -80,7 +79,7 @@ final class KeyGroupsReader implements Closeable {
             // buffered: a file system's stream (the local one) may read each short and length byte by byte;
             // reading past the key group's end is harmless, the next one is sought
             DataInputViewStreamWrapper entries = new DataInputViewStreamWrapper(
-                    new BufferedInputStream(compression.decorateWithCompression(in), BUFFER_BYTES));
+                    new BufferedEntries(compression.decorateWithCompression(in), BUFFER_BYTES));
             int stateId = END_OF_KEY_GROUP_MARK & entries.readShort();
             while (stateId != END_OF_KEY_GROUP_MARK) {
                 byte[] key = BytePrimitiveArraySerializer.INSTANCE.deserialize(entries);

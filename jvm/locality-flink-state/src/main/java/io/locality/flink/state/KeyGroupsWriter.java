@@ -3,7 +3,6 @@ package io.locality.flink.state;
 import static org.apache.flink.runtime.state.FullSnapshotUtil.END_OF_KEY_GROUP_MARK;
 import static org.apache.flink.runtime.state.FullSnapshotUtil.setMetaDataFollowsFlagInKey;
 
-import java.io.BufferedOutputStream;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -11,6 +10,7 @@ import org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerial
 import org.apache.flink.core.fs.FSDataOutputStream;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.Path;
+import org.apache.flink.core.memory.DataOutputSerializer;
 import org.apache.flink.core.memory.DataOutputViewStreamWrapper;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupRangeOffsets;
@@ -35,7 +35,11 @@ final class KeyGroupsWriter implements Closeable {
     private final KeyGroupRangeOffsets offsets;
     private final StreamCompressionDecorator compression;
     private OutputStream group;
-    private DataOutputViewStreamWrapper entries;
+    /**
+     * The current key group's entries on their way to {@link #group}: an unsynchronized buffer (each length
+     * is four single-byte writes), written through once it holds {@link KeyGroupsReader#BUFFER_BYTES}.
+     */
+    private final DataOutputSerializer entries = new DataOutputSerializer(2 * KeyGroupsReader.BUFFER_BYTES);
     // the last entry waits for the next: the last of a state or key group carries the flag in its key
     private int pendingGroup = -1;
     private int pendingState;
@@ -75,9 +79,7 @@ final class KeyGroupsWriter implements Closeable {
         if (pendingKey == null) {
             beginGroup(keyGroup, stateId);
         } else if (keyGroup != pendingGroup) {
-            writePending(true);
-            entries.writeShort(END_OF_KEY_GROUP_MARK);
-            group.close(); // closes the compression, not the file
+            endGroup();
             beginGroup(keyGroup, stateId);
         } else if (stateId != pendingState) {
             writePending(true);
@@ -93,10 +95,17 @@ final class KeyGroupsWriter implements Closeable {
 
     private void beginGroup(int keyGroup, int stateId) throws IOException {
         offsets.setKeyGroupOffset(keyGroup, out.getPos());
-        // buffered (KeyGroupsReader.BUFFER_BYTES), flushed when the group is closed, before the next offset is taken
-        group = new BufferedOutputStream(compression.decorateWithCompression(out), KeyGroupsReader.BUFFER_BYTES);
-        entries = new DataOutputViewStreamWrapper(group);
+        group = compression.decorateWithCompression(out);
         entries.writeShort(stateId);
+    }
+
+    /** Writes the pending entry, the end mark and the buffer; closes the compression, not the file. */
+    private void endGroup() throws IOException {
+        writePending(true);
+        entries.writeShort(END_OF_KEY_GROUP_MARK);
+        group.write(entries.getSharedBuffer(), 0, entries.length());
+        entries.clear();
+        group.close(); // the next offset is taken after this key group's last byte
     }
 
     private void writePending(boolean lastOfState) throws IOException {
@@ -105,6 +114,10 @@ final class KeyGroupsWriter implements Closeable {
         }
         BytePrimitiveArraySerializer.INSTANCE.serialize(pendingKey, entries);
         BytePrimitiveArraySerializer.INSTANCE.serialize(pendingValue, entries);
+        if (entries.length() >= KeyGroupsReader.BUFFER_BYTES) {
+            group.write(entries.getSharedBuffer(), 0, entries.length());
+            entries.clear();
+        }
     }
 
     /** Ends the file: the handle to restore its entries from, or null (and no file) when it got none. */
@@ -115,9 +128,7 @@ final class KeyGroupsWriter implements Closeable {
             fs.delete(file, false);
             return null;
         }
-        writePending(true);
-        entries.writeShort(END_OF_KEY_GROUP_MARK);
-        group.close();
+        endGroup();
         long size = out.getPos();
         out.close();
         return new KeyGroupsSavepointStateHandle(offsets, new RelativeFileStateHandle(file, file.getName(), size));

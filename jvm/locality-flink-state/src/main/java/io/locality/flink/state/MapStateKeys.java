@@ -1,6 +1,7 @@
 package io.locality.flink.state;
 
 import java.io.IOException;
+import java.util.Arrays;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.common.typeutils.base.MapSerializer;
 import org.apache.flink.core.memory.DataInputDeserializer;
@@ -14,9 +15,9 @@ import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot.CommonSeria
  * The keys of a {@code MapState}'s entries in a savepoint: {@code key group :: routing key :: namespace ::
  * real key} (the routing key and namespace followed by their lengths when both serializers are of variable
  * length), as {@code CompositeKeySerializationUtils} lays them out for every state backend. Reads the routing
- * key and the real key of an entry, and gives the same entry under another routing key, the namespace and
- * real key bytes copied as they are. Serializers are the savepoint's own (restored from its header). Not
- * thread-safe: one per reader.
+ * key of an entry, its real key only when asked, and gives the same entry under another routing key, the
+ * namespace and real key bytes copied as they are. Serializers are the savepoint's own (restored from its
+ * header). Not thread-safe: one per reader.
  */
 final class MapStateKeys {
     private final int keyGroupPrefixBytes;
@@ -24,12 +25,15 @@ final class MapStateKeys {
     private final TypeSerializer<Object> namespaceSerializer;
     private final TypeSerializer<Object> realKeySerializer;
     private final boolean ambiguous;
+    /** Whether a real key's bytes equal its routing key's exactly when the two keys are equal. */
+    private final boolean comparableBytes;
     private final DataInputDeserializer in = new DataInputDeserializer();
     private final DataOutputSerializer out = new DataOutputSerializer(64);
+    private byte[] key;
     private Object routingKey;
     private Object realKey;
     private int routingKeyEnd;
-    private int realKeyLength;
+    private int realKeyStart;
 
     @SuppressWarnings("unchecked")
     MapStateKeys(KeyedBackendSerializationProxy<?> header, StateMetaInfoSnapshot mapState, int maxParallelism) {
@@ -41,30 +45,56 @@ final class MapStateKeys {
                 .getTypeSerializerSnapshot(CommonSerializerKeys.VALUE_SERIALIZER).restoreSerializer();
         this.realKeySerializer = map.getKeySerializer();
         this.ambiguous = CompositeKeySerializationUtils.isAmbiguousKeyPossible(keySerializer, namespaceSerializer);
+        // ambiguous: the routing key's bytes are followed by their length, so they end before routingKeyEnd
+        this.comparableBytes = !ambiguous && keySerializer.equals(realKeySerializer);
     }
 
-    /** Reads an entry's key: then {@link #routingKey()}, {@link #realKey()} and {@link #realKeyLength()} are its. */
+    /** The serializer of the real keys (the {@code MapState}'s keys). */
+    TypeSerializer<Object> realKeySerializer() {
+        return realKeySerializer;
+    }
+
+    /** Reads an entry's key: then {@link #routingKey()}, {@link #realKey()} and the real key's bytes are its. */
     void read(byte[] key) throws IOException {
+        this.key = key;
         in.setBuffer(key);
         CompositeKeySerializationUtils.readKeyGroup(keyGroupPrefixBytes, in);
         routingKey = CompositeKeySerializationUtils.readKey(keySerializer, in, ambiguous);
         routingKeyEnd = in.getPosition();
         CompositeKeySerializationUtils.readNamespace(namespaceSerializer, in, ambiguous);
-        int realKeyStart = in.getPosition();
-        realKey = realKeySerializer.deserialize(in);
-        realKeyLength = in.getPosition() - realKeyStart;
+        realKeyStart = in.getPosition(); // the real key ends the composite key
+        realKey = null;
     }
 
     Object routingKey() {
         return routingKey;
     }
 
-    Object realKey() {
+    /** The real key, decoded at the first call after {@link #read}. */
+    Object realKey() throws IOException {
+        if (realKey == null) {
+            in.setBuffer(key, realKeyStart, key.length - realKeyStart);
+            realKey = realKeySerializer.deserialize(in);
+        }
         return realKey;
     }
 
+    /** Where the real key's bytes start in the key read (they run to its end). */
+    int realKeyStart() {
+        return realKeyStart;
+    }
+
     int realKeyLength() {
-        return realKeyLength;
+        return key.length - realKeyStart;
+    }
+
+    /**
+     * Whether the entry read sits under its real key itself, told from their bytes; false also when the
+     * serializers do not let bytes tell (the keys must then be decoded).
+     */
+    boolean underItsRealKey() {
+        return comparableBytes
+                && Arrays.equals(key, keyGroupPrefixBytes, routingKeyEnd, key, realKeyStart, key.length);
     }
 
     /** The key last {@link #read} under {@code newRoutingKey}, in key group {@code keyGroup}. */

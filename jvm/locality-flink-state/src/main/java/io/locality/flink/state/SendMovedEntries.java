@@ -62,10 +62,10 @@ final class SendMovedEntries extends RichFlatMapFunction<Tuple2<Integer, Integer
                 return;
             }
             try (KeyGroupsReader reader = KeyGroupsReader.open(file, getRuntimeContext().getUserCodeClassLoader())) {
-                EntryRoutes routes = new EntryRoutes(operator, reader.header());
+                EntryRoutes routes = new EntryRoutes(operator, reader.header(), file.getKeyGroupRange());
                 reader.forEach((keyGroup, stateId, key, value) -> {
                     int entry = position[0]++;
-                    boolean changes = routes.read(stateId, key);
+                    boolean changes = routes.read(keyGroup, stateId, key);
                     if (!routes.expected().equals(routes.routingKey())) {
                         if (refused[0]++ == 0) {
                             first[0] = "the state of key " + RealKeyStateReader.printable(routes.realKey()) + " of '"
