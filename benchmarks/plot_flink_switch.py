@@ -45,7 +45,7 @@ def points(runs: list[dict]) -> dict[str, list[dict]]:
 
 
 def plot(runs: list[dict], path: Path) -> None:
-    fig = new_figure((15, 4.2))
+    fig = new_figure((15, 5.6))
     down, ratio, heap = fig.subplots(1, 3)
     measures = ((down, lambda part: part["running"]), (heap, lambda part: part["heap_peak"] / 2**20))
     for colour, (name, rows) in zip([f"C{i}" for i in range(10)], sorted(points(runs).items())):
@@ -82,11 +82,12 @@ def plot(runs: list[dict], path: Path) -> None:
         ax.set_ylabel(label)
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-    down.legend(fontsize=7)
+    # below the panels: with a series per build the legend would hide the points
+    fig.legend(*down.get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=7, frameon=False)
     down.set_title("switch (filled) vs plain restart (open)", fontsize=9)
     ratio.set_title("down time of the switch over the plain restart's", fontsize=9)
     heap.set_title("memory during the switch (filled) and the restart (open)", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.2, 1, 1))
     path.write_bytes(figure_png(fig))
 
 
