@@ -43,10 +43,11 @@ Flink's own goes to the heap), ``--jobmanager-memory`` the JobManager (where the
 version's tables). The peak heap of the TaskManager during the switch (sampled from its metrics every
 0.2 s) bounds what the rewrite and the restart take, beside the peak during the plain restart.
 
-**Checked after every run**: the job's final savepoint, read back (``ReadRealKeyState``), holds every
-key on the subtask the last version routes it to (the moved keys among them); with ``--keys``, every
-key's count is exactly 1 and the keys are as many as the records the three jobs' sinks saw (none lost,
-none counted twice across the restart and the switch). A run that fails the check raises.
+**Checked after every run**: the job's final savepoint, read back (``ReadRealKeyState``, in the job's own
+state backend, once the cluster has stopped), holds every key on the subtask the last version routes it to
+(the moved keys among them); with ``--keys``, every key's count is exactly 1 and the keys are as many as the
+records the three jobs' sinks saw (none lost, none counted twice across the restart and the switch). A run
+that fails the check raises.
 
 Usage::
 

@@ -20,12 +20,15 @@ import argparse
 import json
 from pathlib import Path
 
+from matplotlib import colormaps
 from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from locality.plots import figure_png, new_figure
 
 REPO = Path(__file__).resolve().parents[1]
 MARKERS = {0.01: "v", 0.1: "o", 0.5: "s"}
+#: One colour per series: tab10's (matplotlib's C0-C9), then their light twins, before any repeats.
+PALETTE = colormaps["tab20"].colors[::2] + colormaps["tab20"].colors[1::2]
 
 
 def points(runs: list[dict]) -> dict[str, list[dict]]:
@@ -48,7 +51,8 @@ def plot(runs: list[dict], path: Path) -> None:
     fig = new_figure((15, 5.6))
     down, ratio, heap = fig.subplots(1, 3)
     measures = ((down, lambda part: part["running"]), (heap, lambda part: part["heap_peak"] / 2**20))
-    for colour, (name, rows) in zip([f"C{i}" for i in range(10)], sorted(points(runs).items())):
+    for index, (name, rows) in enumerate(sorted(points(runs).items())):
+        colour = PALETTE[index % len(PALETTE)]
         rows = sorted(rows, key=lambda r: r["mb"])
         for row in rows:
             ratio.scatter(row["mb"], row["ratio"], color=colour, marker=MARKERS.get(row["share"], "o"))
